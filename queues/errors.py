@@ -1,0 +1,56 @@
+"""The original rsmq error names, as exception classes under one base."""
+
+from __future__ import annotations
+
+
+class RsmqError(Exception):
+    """Base of every error the RSMQ core raises on purpose."""
+
+    #: the original rsmq 0.12.4 error name (``err.name`` in Node)
+    name = "rsmqError"
+
+
+class QueueNotFound(RsmqError):
+    name = "queueNotFound"
+
+    def __init__(self, qname: str) -> None:
+        super().__init__(f"Queue not found: {qname}")
+        self.qname = qname
+
+
+class QueueExists(RsmqError):
+    name = "queueExists"
+
+    def __init__(self, qname: str) -> None:
+        super().__init__(f"Queue exists: {qname}")
+        self.qname = qname
+
+
+class MessageTooLong(RsmqError):
+    name = "messageTooLong"
+
+    def __init__(self, size: int, maxsize: int) -> None:
+        super().__init__(f"Message too long: {size} bytes, the queue's maxsize is {maxsize}")
+        self.size = size
+        self.maxsize = maxsize
+
+
+class MessageNotString(RsmqError):
+    name = "messageNotString"
+
+
+class NoAttributeSupplied(RsmqError):
+    name = "noAttributeSupplied"
+
+    def __init__(self) -> None:
+        super().__init__("No attribute was supplied: give at least one of vt, delay, maxsize")
+
+
+class InvalidArgument(RsmqError, ValueError):
+    """missingParameter / invalidFormat / invalidValue of the original, with the field named."""
+
+    name = "invalidArgument"
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field

@@ -1,0 +1,95 @@
+"""Typed, frozen results of the RSMQ core."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+State = Literal["visible", "inflight", "delayed"]
+ListState = Literal["all", "visible", "hidden", "inflight", "delayed"]
+LIST_STATES: tuple[str, ...] = ("all", "visible", "hidden", "inflight", "delayed")
+
+
+@dataclass(frozen=True, slots=True)
+class QueueAttributes:
+    vt: int
+    delay: int
+    maxsize: int
+    totalrecv: int
+    totalsent: int
+    created: int  # epoch s
+    modified: int  # epoch s
+    msgs: int
+    hiddenmsgs: int
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A received message, as the original's receiveMessage returns it."""
+
+    id: str
+    message: str
+    rc: int
+    fr: int  # epoch ms of the first receive
+    sent: float  # epoch ms, from the id
+
+
+@dataclass(frozen=True, slots=True)
+class MessageInfo:
+    """A message as browsing sees it; reading it never changes rc, fr or totalrecv."""
+
+    id: str
+    message: str  # the body, or its first ``preview`` bytes when listing
+    size: int  # the body's full length in bytes
+    rc: int
+    fr: int | None  # epoch ms of the first receive, None if never received
+    sent: float  # epoch ms, from the id
+    visible_at: int  # epoch ms: the zset score
+    state: State
+
+    @property
+    def truncated(self) -> bool:
+        return len(self.message.encode()) < self.size
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    items: list[MessageInfo]
+    total: int  # messages in this state (an estimate when ``exact`` is False)
+    offset: int
+    limit: int
+    exact: bool = True
+    now: int = 0  # the Redis server's time (epoch ms) the page was read at
+
+    @property
+    def has_next(self) -> bool:
+        return self.offset + len(self.items) < self.total
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    """One queue's counters, read in the same pipelined round trip as every other queue's."""
+
+    qname: str
+    vt: int
+    delay: int
+    maxsize: int
+    totalsent: int
+    totalrecv: int
+    created: int
+    modified: int
+    msgs: int
+    visible: int
+    hidden: int
+    inflight: int  # hidden and received at least once
+    delayed: int  # hidden and never received
+    oldest_sent: float | None  # epoch ms of the head visible message, None when none is visible
+    now: int  # the Redis server's time (epoch ms) of the reading
+    exact: bool = True  # False when in flight / delayed were estimated from a sample
+
+    @property
+    def oldest_age(self) -> float | None:
+        """Seconds since the head visible message was sent."""
+        if self.oldest_sent is None:
+            return None
+        return max(0.0, (self.now - self.oldest_sent) / 1000)

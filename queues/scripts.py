@@ -1,0 +1,40 @@
+"""The Lua scripts, one file each under scripts/, each prefixed by scripts/_prelude.lua."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+_DIR = Path(__file__).with_name("scripts")
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    name: str
+    source: bytes
+    sha: str
+
+
+def _load(name: str) -> Script:
+    prelude = (_DIR / "_prelude.lua").read_text()
+    source = (prelude + "\n" + (_DIR / f"{name}.lua").read_text()).encode()
+    return Script(name, source, hashlib.sha1(source).hexdigest())
+
+
+CREATE_QUEUE = _load("create_queue")
+DELETE_QUEUE = _load("delete_queue")
+GET_QUEUE_ATTRIBUTES = _load("get_queue_attributes")
+SET_QUEUE_ATTRIBUTES = _load("set_queue_attributes")
+SEND = _load("send")
+RECEIVE = _load("receive")
+POP = _load("pop")
+CHANGE_VISIBILITY = _load("change_visibility")
+DELETE = _load("delete")
+STATS = _load("stats")
+LIST = _load("list")
+GET_MESSAGE = _load("get_message")
+REQUEUE = _load("requeue")
+PURGE_DETACH = _load("purge_detach")
+PURGE_DRAIN = _load("purge_drain")
+MOVE = _load("move")

@@ -1,0 +1,48 @@
+-- Prepended to every script (see queues/scripts.py). Time always comes from the
+-- server's TIME, never from a client clock, exactly as the original rsmq computes it.
+local B36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+local function base36(n)
+  local s = ""
+  repeat
+    local d = n % 36
+    s = string.sub(B36, d + 1, d + 1) .. s
+    n = math.floor(n / 36)
+  until n == 0
+  return s
+end
+
+-- epoch microseconds and milliseconds, from one TIME call
+local function now()
+  local t = redis.call("TIME")
+  local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  return us, math.floor(us / 1000), t[1]
+end
+
+-- integer-valued numbers as plain digits (tostring would give 1.7e+12)
+local function int(n)
+  return string.format("%.0f", n)
+end
+
+local function queue_missing(qkey)
+  return redis.call("HEXISTS", qkey, "vt") == 0
+end
+
+local function not_found()
+  return redis.error_reply("queueNotFound")
+end
+
+-- getQueueAttributes: vt, delay, maxsize, totalrecv, totalsent, created, modified, msgs, hiddenmsgs
+local function attributes(zkey, qkey, ms)
+  local a = redis.call("HMGET", qkey, "vt", "delay", "maxsize", "totalrecv", "totalsent",
+    "created", "modified")
+  if not a[1] then
+    return nil
+  end
+  for i = 1, 7 do
+    a[i] = tonumber(a[i] or 0)
+  end
+  a[8] = redis.call("ZCARD", zkey)
+  a[9] = redis.call("ZCOUNT", zkey, "(" .. int(ms), "+inf")
+  return a
+end

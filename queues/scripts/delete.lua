@@ -1,0 +1,12 @@
+-- KEYS: zset, queue hash. ARGV: ids. Returns how many were in the queue.
+if queue_missing(KEYS[2]) then
+  return not_found()
+end
+local n = 0
+for _, id in ipairs(ARGV) do
+  if redis.call("ZREM", KEYS[1], id) == 1 then
+    n = n + 1
+  end
+  redis.call("HDEL", KEYS[2], id, id .. ":rc", id .. ":fr")
+end
+return n

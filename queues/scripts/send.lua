@@ -1,0 +1,35 @@
+-- KEYS: zset, queue hash
+-- ARGV: delay ("" = the queue's), realtime channel ("" = none), n * 22 random id chars,
+--       message 1 .. message n
+-- All messages are checked before any is written: a batch is atomic.
+local q = redis.call("HMGET", KEYS[2], "vt", "delay", "maxsize")
+if not q[1] or not q[2] or not q[3] then
+  return not_found()
+end
+local maxsize = tonumber(q[3])
+local n = #ARGV - 3
+if maxsize ~= -1 then
+  for i = 1, n do
+    local size = #ARGV[i + 3]
+    if size > maxsize then
+      return redis.error_reply("messageTooLong " .. size .. " " .. maxsize .. " " .. (i - 1))
+    end
+  end
+end
+local delay = tonumber(ARGV[1] ~= "" and ARGV[1] or q[2])
+local us, ms = now()
+local score = int(ms + delay * 1000)
+local suffixes = ARGV[3]
+local ids = {}
+for i = 1, n do
+  -- microseconds + index: the ids of one batch strictly increase in send order
+  local id = base36(us + i - 1) .. string.sub(suffixes, i * 22 - 21, i * 22)
+  redis.call("ZADD", KEYS[1], score, id)
+  redis.call("HSET", KEYS[2], id, ARGV[i + 3])
+  ids[i] = id
+end
+redis.call("HINCRBY", KEYS[2], "totalsent", n)
+if ARGV[2] ~= "" then
+  redis.call("PUBLISH", ARGV[2], redis.call("ZCARD", KEYS[1]))
+end
+return ids

@@ -1,0 +1,7 @@
+-- KEYS: zset, queue hash. ARGV: field, value, field, value, ...
+if queue_missing(KEYS[2]) then
+  return not_found()
+end
+local _, ms, sec = now()
+redis.call("HSET", KEYS[2], "modified", sec, unpack(ARGV))
+return attributes(KEYS[1], KEYS[2], ms)

@@ -1,0 +1,49 @@
+-- KEYS: zset 1, queue hash 1, zset 2, queue hash 2, ...  ARGV: sample size
+-- Read-only. Per queue, 14 values: exists, vt, delay, maxsize, totalsent, totalrecv,
+-- created, modified, msgs, hidden, inflight, delayed, head visible id (or false), exact.
+-- Splitting hidden into in flight (rc >= 1) and delayed needs a look at each hidden
+-- message; past `sample` hidden messages, evenly spaced ranks are sampled instead.
+local _, ms = now()
+local sample = tonumber(ARGV[1])
+local out = {ms}
+for k = 1, #KEYS, 2 do
+  local zkey, qkey = KEYS[k], KEYS[k + 1]
+  local a = attributes(zkey, qkey, ms)
+  if not a then
+    for _ = 1, 14 do out[#out + 1] = 0 end
+  else
+    local msgs, hidden = a[8], a[9]
+    local visible = msgs - hidden
+    local inflight, exact = 0, 1
+    if hidden > 0 then
+      local ids
+      if hidden <= sample then
+        ids = redis.call("ZRANGE", zkey, visible, msgs - 1)
+      else
+        exact = 0
+        ids = {}
+        for i = 0, sample - 1 do
+          local rank = visible + math.floor(i * hidden / sample)
+          ids[#ids + 1] = redis.call("ZRANGE", zkey, rank, rank)[1]
+        end
+      end
+      for _, id in ipairs(ids) do
+        if redis.call("HEXISTS", qkey, id .. ":rc") == 1 then
+          inflight = inflight + 1
+        end
+      end
+      if exact == 0 then
+        inflight = math.floor(inflight * hidden / #ids + 0.5)
+      end
+    end
+    local head = false
+    if visible > 0 then
+      head = redis.call("ZRANGE", zkey, 0, 0)[1]
+    end
+    -- attributes() order: vt delay maxsize totalrecv totalsent created modified
+    local row = {1, a[1], a[2], a[3], a[5], a[4], a[6], a[7], msgs, hidden,
+      inflight, hidden - inflight, head, exact}
+    for i = 1, 14 do out[#out + 1] = row[i] end
+  end
+end
+return out

@@ -1,0 +1,84 @@
+"""Argument checks with the original rsmq's ranges; every message names the field and range."""
+
+from __future__ import annotations
+
+import re
+
+from .errors import InvalidArgument, MessageNotString
+from .models import LIST_STATES
+
+QNAME_RE = re.compile(r"[a-zA-Z0-9_-]{1,160}")
+ID_RE = re.compile(r"[a-zA-Z0-9:]{32}")
+MAX_SECONDS = 9_999_999
+MAXSIZE_MIN, MAXSIZE_MAX = 1024, 65_536
+MAX_BATCH = 1000
+MAX_PAGE = 1000
+
+
+def qname(value: object, field: str = "qname") -> str:
+    if value is None or value == "":
+        raise InvalidArgument(field, f"No {field} supplied")
+    if not isinstance(value, str) or not QNAME_RE.fullmatch(value):
+        raise InvalidArgument(
+            field,
+            f"Invalid {field} format: {value!r} (1 to 160 characters of a-z A-Z 0-9 _ -)",
+        )
+    return value
+
+
+def message_id(value: object, field: str = "id") -> str:
+    if value is None or value == "":
+        raise InvalidArgument(field, f"No {field} supplied")
+    if not isinstance(value, str) or not ID_RE.fullmatch(value):
+        raise InvalidArgument(
+            field, f"Invalid {field} format: {value!r} (32 characters of a-z A-Z 0-9 :)"
+        )
+    return value
+
+
+def integer(field: str, value: object, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidArgument(field, f"{field} must be an integer between {low} and {high}")
+    return value
+
+
+def seconds(field: str, value: object) -> int:
+    """vt and delay: whole seconds, 0..9,999,999."""
+    return integer(field, value, 0, MAX_SECONDS)
+
+
+def maxsize(value: object) -> int:
+    if value == -1 and not isinstance(value, bool):
+        return -1
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not (MAXSIZE_MIN <= value <= MAXSIZE_MAX)
+    ):
+        raise InvalidArgument(
+            "maxsize",
+            f"maxsize must be between {MAXSIZE_MIN} and {MAXSIZE_MAX} bytes, or -1 for unlimited",
+        )
+    return value
+
+
+def body(value: object) -> str | bytes:
+    """A message body: a str, or bytes that are valid UTF-8 (stored as they are)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytes(value)
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise MessageNotString(
+                f"Message must be a string: bytes are not valid UTF-8 at position {e.start}"
+            ) from None
+        return raw
+    raise MessageNotString(f"Message must be a string, not {type(value).__name__}")
+
+
+def state(value: object) -> str:
+    if value not in LIST_STATES:
+        raise InvalidArgument("state", f"state must be one of {', '.join(LIST_STATES)}")
+    return value  # type: ignore[return-value]

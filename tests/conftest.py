@@ -1,0 +1,51 @@
+"""Test session fixtures: one real redis-server on a free port for the whole session."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from queues import RedisSMQ
+from queues.server import EmbeddedRedis
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
+    server = EmbeddedRedis(tmp_path_factory.mktemp("redis"))
+    with server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def redis_url(redis_server: EmbeddedRedis) -> str:
+    return redis_server.url
+
+
+@pytest.fixture
+def r(redis_url: str) -> Iterator[redis.Redis]:
+    """A raw redis-py client, to read back what the core wrote."""
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def ns() -> str:
+    """A namespace of this test's own, so tests never see each other's queues."""
+    return "t" + uuid.uuid4().hex[:10]
+
+
+@pytest.fixture
+def rsmq(redis_url: str, ns: str) -> Iterator[RedisSMQ]:
+    client = RedisSMQ(url=redis_url, ns=ns)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def queue(rsmq: RedisSMQ) -> str:
+    rsmq.create_queue("q1")
+    return "q1"
