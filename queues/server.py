@@ -39,6 +39,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def port_is_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
 class EmbeddedRedis:
     """Start redis-server on 127.0.0.1 with its data in ``data_dir``; stop it on exit.
 
@@ -81,7 +90,7 @@ class EmbeddedRedis:
             "yes",
         ]
         if self.persist:
-            args += ["--save", "60 1", "--dbfilename", "dump.rdb"]
+            args += ["--save", "60", "1", "--dbfilename", "dump.rdb"]
         else:
             args += ["--save", "", "--appendonly", "no"]
         args += self.extra_args

@@ -1,0 +1,228 @@
+"""`rsmq`: the command line, mirroring rsmqctl's verbs. JSON on stdout; errors on one line.
+
+    rsmq queue list|create|describe|set|delete|purge
+    rsmq message send|receive|pop|get|list|delete|visibility|requeue|move
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import redis
+
+from .client import RedisSMQ
+from .errors import InvalidArgument, RsmqError
+from .models import LIST_STATES
+
+EXIT_ERROR = 1  # an RSMQ error: bad input, missing queue, ...
+EXIT_USAGE = 2  # argparse's own code for bad command lines
+EXIT_REDIS = 3  # Redis unreachable or failing
+
+Handler = Callable[[RedisSMQ, argparse.Namespace], Any]
+
+
+def redacted(url: str) -> str:
+    """The URL without its password, fit for a log line or an error message."""
+    return re.sub(r"(//[^:/@]*:)[^@/]*@", r"\1***@", url)
+
+
+def _queue_list(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    return rsmq.list_queues()
+
+
+def _queue_create(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    rsmq.create_queue(a.name, vt=a.vt, delay=a.delay, maxsize=a.maxsize)
+    return {"created": a.name}
+
+
+def _queue_describe(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    attrs = rsmq.get_queue_attributes(a.name)
+    stats = rsmq.queue_stats([a.name])
+    out = {"name": a.name, **dataclasses.asdict(attrs)}
+    if stats:
+        s = stats[0]
+        out.update(
+            visible=s.visible,
+            inflight=s.inflight,
+            delayed=s.delayed,
+            oldest_age_s=s.oldest_age,
+            counts_exact=s.exact,
+        )
+    return out
+
+
+def _queue_set(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    attrs = rsmq.set_queue_attributes(a.name, vt=a.vt, delay=a.delay, maxsize=a.maxsize)
+    return {"name": a.name, **dataclasses.asdict(attrs)}
+
+
+def _confirmed(a: argparse.Namespace, what: str) -> None:
+    if not a.yes:
+        raise InvalidArgument("yes", f"{what} deletes messages for good: add --yes to confirm")
+
+
+def _queue_delete(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    _confirmed(a, f"deleting queue {a.name!r}")
+    rsmq.delete_queue(a.name)
+    return {"deleted": a.name}
+
+
+def _queue_purge(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    _confirmed(a, f"purging queue {a.name!r}")
+    return {"purged": rsmq.purge_queue(a.name)}
+
+
+def _message_body(a: argparse.Namespace) -> str:
+    if a.message == "-":
+        return sys.stdin.read()
+    return a.message
+
+
+def _message_send(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    return {"id": rsmq.send_message(a.name, _message_body(a), delay=a.delay)}
+
+
+def _message_receive(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    if a.count == 1:
+        m = rsmq.receive_message(a.name, vt=a.vt)
+        return dataclasses.asdict(m) if m else {}
+    return [dataclasses.asdict(m) for m in rsmq.receive_messages(a.name, a.count, vt=a.vt)]
+
+
+def _message_pop(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    m = rsmq.pop_message(a.name)
+    return dataclasses.asdict(m) if m else {}
+
+
+def _message_get(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    m = rsmq.get_message(a.name, a.id)
+    if m is None:
+        raise InvalidArgument("id", f"no message {a.id} in queue {a.name!r}")
+    return dataclasses.asdict(m)
+
+
+def _message_list(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    page = rsmq.list_messages(
+        a.name, state=a.state, offset=a.offset, limit=a.limit, preview=a.preview
+    )
+    return dataclasses.asdict(page)
+
+
+def _message_delete(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    return {"deleted": rsmq.delete_messages(a.name, a.id)}
+
+
+def _message_visibility(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    return {"changed": rsmq.change_message_visibility(a.name, a.id, a.vt)}
+
+
+def _message_requeue(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    return {"requeued": rsmq.requeue(a.name, a.id)}
+
+
+def _message_move(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    if not a.id and not a.all:
+        raise InvalidArgument("id", "give the ids to move with -i, or --all")
+    return {"moved": rsmq.move_messages(a.name, a.to, None if a.all else a.id)}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="rsmq", description="RSMQ command line (rsmqctl's verbs).")
+    p.add_argument(
+        "--url",
+        default=os.environ.get("RSMQ_REDIS_URL", "redis://127.0.0.1:6379/0"),
+        help="Redis URL (env RSMQ_REDIS_URL; default %(default)s)",
+    )
+    p.add_argument(
+        "--ns",
+        default=os.environ.get("RSMQ_NAMESPACE", "rsmq"),
+        help="key namespace (env RSMQ_NAMESPACE; default %(default)s)",
+    )
+    groups = p.add_subparsers(dest="group", required=True, metavar="{queue,message}")
+
+    def cmd(sub: Any, name: str, handler: Handler, help: str) -> argparse.ArgumentParser:
+        c = sub.add_parser(name, help=help, description=help)
+        c.set_defaults(handler=handler)
+        if handler is not _queue_list:
+            c.add_argument("-n", "--name", required=True, help="queue name")
+        return c
+
+    q = groups.add_parser("queue", help="list, create, describe, change and delete queues")
+    qs = q.add_subparsers(dest="verb", required=True)
+    cmd(qs, "list", _queue_list, "list the queues")
+    c = cmd(qs, "create", _queue_create, "create a queue")
+    c.add_argument("-t", "--vt", type=int, default=30, help="visibility timeout, s")
+    c.add_argument("-d", "--delay", type=int, default=0, help="delivery delay, s")
+    c.add_argument("-m", "--maxsize", type=int, default=65536, help="bytes, or -1")
+    cmd(qs, "describe", _queue_describe, "attributes and counts of a queue")
+    c = cmd(qs, "set", _queue_set, "change a queue's attributes")
+    c.add_argument("-t", "--vt", type=int)
+    c.add_argument("-d", "--delay", type=int)
+    c.add_argument("-m", "--maxsize", type=int)
+    c = cmd(qs, "delete", _queue_delete, "delete a queue and all its messages")
+    c.add_argument("--yes", action="store_true", help="confirm")
+    c = cmd(qs, "purge", _queue_purge, "delete every message, keeping the queue")
+    c.add_argument("--yes", action="store_true", help="confirm")
+
+    m = groups.add_parser("message", help="send, receive, browse and act on messages")
+    ms = m.add_subparsers(dest="verb", required=True)
+    c = cmd(ms, "send", _message_send, "send a message")
+    c.add_argument("-m", "--message", required=True, help="the body; - reads stdin")
+    c.add_argument("-d", "--delay", type=int)
+    c = cmd(ms, "receive", _message_receive, "receive messages (they turn invisible for vt)")
+    c.add_argument("-t", "--vt", type=int)
+    c.add_argument("-c", "--count", type=int, default=1, help="receive up to this many")
+    cmd(ms, "pop", _message_pop, "receive and delete a message")
+    c = cmd(ms, "get", _message_get, "show one message without receiving it")
+    c.add_argument("-i", "--id", required=True)
+    c = cmd(ms, "list", _message_list, "browse messages without receiving them")
+    c.add_argument("-s", "--state", choices=LIST_STATES, default="all")
+    c.add_argument("--offset", type=int, default=0)
+    c.add_argument("--limit", type=int, default=50)
+    c.add_argument("--preview", type=int, default=200, help="body bytes shown; 0 = all")
+    c = cmd(ms, "delete", _message_delete, "delete messages")
+    c.add_argument("-i", "--id", required=True, nargs="+")
+    c = cmd(ms, "visibility", _message_visibility, "change a message's visibility timeout")
+    c.add_argument("-i", "--id", required=True)
+    c.add_argument("-t", "--vt", type=int, required=True)
+    c = cmd(ms, "requeue", _message_requeue, "make messages visible now")
+    c.add_argument("-i", "--id", required=True, nargs="+")
+    c = cmd(ms, "move", _message_move, "move messages to another queue")
+    c.add_argument("--to", required=True, help="destination queue")
+    c.add_argument("-i", "--id", nargs="+")
+    c.add_argument("--all", action="store_true", help="move every message")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        rsmq = RedisSMQ(url=args.url, ns=args.ns, socket_timeout=10)
+    except (ValueError, InvalidArgument) as e:
+        print(f"rsmq: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        result = args.handler(rsmq, args)
+    except RsmqError as e:
+        print(f"rsmq: {e.name}: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except redis.RedisError as e:
+        detail = " ".join(str(e).split())
+        print(f"rsmq: redis error at {redacted(args.url)}: {detail}", file=sys.stderr)
+        return EXIT_REDIS
+    finally:
+        rsmq.close()
+    json.dump(result, sys.stdout, ensure_ascii=False)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""The `rsmq` command line: JSON on stdout, one-line errors on stderr, non-zero exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from queues import RedisSMQ
+from queues.cli import EXIT_ERROR, EXIT_REDIS, main
+from queues.server import free_port
+
+
+@pytest.fixture
+def run(redis_url: str, ns: str, capsys: pytest.CaptureFixture[str]):
+    def run(*argv: str) -> tuple[int, object, str]:
+        code = main(["--url", redis_url, "--ns", ns, *argv])
+        out, err = capsys.readouterr()
+        return code, json.loads(out) if out.strip() else None, err
+
+    return run
+
+
+def test_queue_create_list_describe(run) -> None:
+    assert run("queue", "create", "-n", "jobs", "--vt", "45")[:2] == (0, {"created": "jobs"})
+    assert run("queue", "list")[1] == ["jobs"]
+    code, out, _ = run("queue", "describe", "-n", "jobs")
+    assert code == 0
+    assert out["vt"] == 45 and out["msgs"] == 0 and out["visible"] == 0
+
+
+def test_message_send_receive_delete_round_trip(run) -> None:
+    run("queue", "create", "-n", "jobs")
+    sent = run("message", "send", "-n", "jobs", "-m", "hello")[1]["id"]
+    code, got, _ = run("message", "receive", "-n", "jobs", "--vt", "60")
+    assert code == 0 and got["id"] == sent and got["message"] == "hello" and got["rc"] == 1
+    assert run("message", "delete", "-n", "jobs", "-i", sent)[1] == {"deleted": 1}
+
+
+def test_message_list_shows_state_without_receiving(run, rsmq: RedisSMQ) -> None:
+    run("queue", "create", "-n", "jobs")
+    run("message", "send", "-n", "jobs", "-m", "a", "-d", "100")
+    code, page, _ = run("message", "list", "-n", "jobs", "--state", "delayed")
+    assert code == 0 and page["total"] == 1 and page["items"][0]["state"] == "delayed"
+    assert rsmq.get_queue_attributes("jobs").totalrecv == 0
+
+
+def test_visibility_requeue_pop_move(run, rsmq: RedisSMQ) -> None:
+    run("queue", "create", "-n", "a")
+    run("queue", "create", "-n", "b")
+    mid = run("message", "send", "-n", "a", "-m", "x")[1]["id"]
+    assert run("message", "visibility", "-n", "a", "-i", mid, "-t", "100")[1] == {"changed": True}
+    assert run("message", "requeue", "-n", "a", "-i", mid)[1] == {"requeued": 1}
+    assert run("message", "move", "-n", "a", "--to", "b", "--all")[1] == {"moved": 1}
+    assert run("message", "pop", "-n", "b")[1]["id"] == mid
+    assert run("message", "pop", "-n", "b")[1] == {}
+
+
+def test_purge_and_delete_need_yes(run, rsmq: RedisSMQ) -> None:
+    run("queue", "create", "-n", "jobs")
+    run("message", "send", "-n", "jobs", "-m", "x")
+    code, out, err = run("queue", "purge", "-n", "jobs")
+    assert code == EXIT_ERROR and out is None and "--yes" in err
+    assert rsmq.get_queue_attributes("jobs").msgs == 1
+    assert run("queue", "purge", "-n", "jobs", "--yes")[1] == {"purged": 1}
+    assert run("queue", "delete", "-n", "jobs", "--yes")[1] == {"deleted": "jobs"}
+    assert rsmq.list_queues() == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["queue", "create", "-n", "bad name"], "invalidArgument: Invalid qname format"),
+        (["queue", "create", "-n", "q", "--vt", "10000000"], "vt must be an integer between 0"),
+        (["queue", "create", "-n", "q", "--maxsize", "5"], "maxsize must be between 1024 and"),
+        (["queue", "describe", "-n", "nope"], "queueNotFound: Queue not found: nope"),
+        (["message", "delete", "-n", "q", "-i", "short"], "Invalid id format"),
+    ],
+)
+def test_errors_are_one_line_on_stderr_with_exit_1(run, argv: list[str], expected: str) -> None:
+    code, out, err = run(*argv)
+    assert code == EXIT_ERROR
+    assert out is None
+    assert err.count("\n") == 1 and expected in err
+
+
+def test_unreachable_redis_exits_3_with_redacted_url(capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"redis://user:hunter2@127.0.0.1:{free_port()}/0"
+    assert main(["--url", url, "queue", "list"]) == EXIT_REDIS
+    err = capsys.readouterr().err
+    assert "hunter2" not in err and "redis://user:***@" in err and err.count("\n") == 1
+
+
+def test_console_script_is_installed(redis_url: str, ns: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "queues.cli", "--url", redis_url, "--ns", ns, "queue", "list"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0 and json.loads(proc.stdout) == []
