@@ -12,7 +12,7 @@ from .errors import (
     QueueNotFound,
     RsmqError,
 )
-from .models import Message, MessageInfo, Page, QueueAttributes, QueueStats
+from .models import Message, MessageInfo, Page, QueueAttributes, QueueStats, SearchResult
 
 __all__ = [
     "InvalidArgument",
@@ -28,4 +28,5 @@ __all__ = [
     "QueueStats",
     "RedisSMQ",
     "RsmqError",
+    "SearchResult",
 ]

@@ -1,7 +1,7 @@
 """`rsmq`: the command line, mirroring rsmqctl's verbs. JSON on stdout; errors on one line.
 
-    rsmq queue list|create|describe|set|delete|purge
-    rsmq message send|receive|pop|get|list|delete|visibility|requeue|move
+rsmq queue list|create|describe|set|delete|purge
+rsmq message send|receive|pop|get|list|delete|visibility|requeue|move
 """
 
 from __future__ import annotations

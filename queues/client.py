@@ -23,7 +23,7 @@ from .errors import (
     RsmqError,
 )
 from .ids import random_suffixes, sent_ms
-from .models import Message, MessageInfo, Page, QueueAttributes, QueueStats
+from .models import Message, MessageInfo, Page, QueueAttributes, QueueStats, SearchResult
 
 #: messages whose body is read by one purge / move step: small enough that one step
 #: never holds Redis for long (a few ms), large enough that a million take ~1000 steps
@@ -370,6 +370,38 @@ class RedisSMQ:
             sent=sent_ms(mid), visible_at=score, state=state,
         )  # fmt: skip
 
+    def search_messages(
+        self,
+        qname: str,
+        contains: str = "",
+        min_rc: int = 0,
+        state: str = "all",
+        cursor: int = 0,
+        limit: int = 50,
+        scan_limit: int = DEFAULT_SCAN_BUDGET,
+        preview: int = 0,
+    ) -> SearchResult:
+        """Messages whose body contains a text and/or received at least ``min_rc`` times.
+
+        Bounded: looks at no more than ``scan_limit`` messages of the state, in queue order,
+        from ``cursor`` on; ``SearchResult.next_cursor`` continues where it stopped.
+        Read-only, like every browse.
+        """
+        keys = self._queue_keys(qname)
+        v.state(state)
+        if not isinstance(contains, str):
+            raise InvalidArgument("contains", "contains must be a string")
+        v.integer("min_rc", min_rc, 0, 2**31)
+        v.integer("cursor", cursor, 0, 2**53)
+        v.integer("limit", limit, 1, v.MAX_PAGE)
+        v.integer("scan_limit", scan_limit, 1, 10**7)
+        v.integer("preview", preview, 0, 2**31)
+        args = (state, cursor, scan_limit, limit, min_rc, contains, preview)
+        r = self._eval(S.SEARCH, keys, args, qname)
+        now, scanned, nxt = r[0], r[1], r[2]
+        items = [self._info(r[i : i + 6], now) for i in range(3, len(r), 6)]
+        return SearchResult(items, scanned, None if nxt < 0 else nxt, now)
+
     def get_message(self, qname: str, id: str) -> MessageInfo | None:
         """One message with its full body, or None if it is not in the queue."""
         keys = self._queue_keys(qname)
@@ -388,6 +420,30 @@ class RedisSMQ:
             self._eval(S.REQUEUE, keys, checked[k : k + CHUNK], qname)
             for k in range(0, len(checked), CHUNK)
         )
+
+    def requeue_state(self, qname: str, state: str) -> int:
+        """Make every hidden / in-flight / delayed message visible now, in chunks."""
+        if state not in ("hidden", "inflight", "delayed"):
+            raise InvalidArgument("state", "requeue all: state must be hidden, inflight or delayed")
+        return self._bulk(qname, "requeue", state)
+
+    def delete_state(self, qname: str, state: str) -> int:
+        """Delete every message in a state, in chunks; returns how many were deleted."""
+        return self._bulk(qname, "delete", v.state(state))
+
+    def _bulk(self, qname: str, action: str, state: str) -> int:
+        keys = self._queue_keys(qname)
+        total = skip = 0
+        # Bounded even while producers keep adding: no more rounds than the queue had
+        # messages when it started (each round handles or skips a whole chunk).
+        rounds = self.get_queue_attributes(qname).msgs // CHUNK + 2
+        for _ in range(rounds):
+            done, skipped, seen = self._eval(S.BULK, keys, (action, state, skip, CHUNK), qname)
+            total += done
+            skip += skipped
+            if seen < CHUNK:
+                break
+        return total
 
     def purge_queue(self, qname: str) -> int:
         """Delete every message, keeping the queue's attributes and totals.

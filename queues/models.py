@@ -67,6 +67,20 @@ class Page:
 
 
 @dataclass(frozen=True, slots=True)
+class SearchResult:
+    """Matches among at most ``scanned`` messages; go on from ``next_cursor`` if not None."""
+
+    items: list[MessageInfo]
+    scanned: int
+    next_cursor: int | None  # None: the whole state was looked at
+    now: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return self.next_cursor is None
+
+
+@dataclass(frozen=True, slots=True)
 class QueueStats:
     """One queue's counters, read in the same pipelined round trip as every other queue's."""
 

@@ -1,0 +1,42 @@
+-- KEYS: zset, queue hash. ARGV: action (requeue | delete), state, skip, chunk
+-- Applies the action to the state's messages among the `chunk` members from rank
+-- (start of the state's range + skip). Members of the range that are not in the state
+-- (in flight vs delayed) are skipped and stay where they are. Returns {done, skipped,
+-- looked at}: the caller goes on with skip + skipped while `looked at` == chunk.
+if queue_missing(KEYS[2]) then
+  return not_found()
+end
+local zkey, qkey = KEYS[1], KEYS[2]
+local action, state = ARGV[1], ARGV[2]
+local skip, chunk = tonumber(ARGV[3]), tonumber(ARGV[4])
+local _, ms = now()
+local msgs = redis.call("ZCARD", zkey)
+local visible = redis.call("ZCOUNT", zkey, "-inf", int(ms))
+local first, last = 0, msgs - 1
+if state == "visible" then last = visible - 1 end
+if state == "hidden" or state == "inflight" or state == "delayed" then first = visible end
+local lo = first + skip
+if lo > last then
+  return {0, 0, 0}
+end
+local ids = redis.call("ZRANGE", zkey, lo, math.min(lo + chunk - 1, last))
+local done, skipped = 0, 0
+local score = int(ms)
+for _, id in ipairs(ids) do
+  local ok = true
+  if state == "inflight" or state == "delayed" then
+    local received = redis.call("HEXISTS", qkey, id .. ":rc") == 1
+    ok = received == (state == "inflight")
+  end
+  if not ok then
+    skipped = skipped + 1
+  elseif action == "delete" then
+    redis.call("ZREM", zkey, id)
+    redis.call("HDEL", qkey, id, id .. ":rc", id .. ":fr")
+    done = done + 1
+  else
+    redis.call("ZADD", zkey, score, id)
+    done = done + 1
+  end
+end
+return {done, skipped, #ids}
