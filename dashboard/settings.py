@@ -20,9 +20,7 @@ DEBUG = env_bool("DEBUG")
 # The fallback is for a laptop; `manage.py check --deploy` flags it (W009) in production.
 SECRET_KEY = os.environ.get("SECRET_KEY") or "django-insecure-rsmq-console-dev-only-key"
 ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1").split(",") if h]
-CSRF_TRUSTED_ORIGINS = [
-    o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o
-]
+CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -111,3 +109,13 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
+
+# Every action off: the console only shows.
+RSMQ_READ_ONLY = env_bool("RSMQ_READ_ONLY")
+# The message browser: rows per page, body preview bytes, and how many messages a
+# body search / receive-count filter looks at per page at most.
+RSMQ_PAGE_SIZE = int(os.environ.get("RSMQ_PAGE_SIZE", "50"))
+RSMQ_PREVIEW_BYTES = int(os.environ.get("RSMQ_PREVIEW_BYTES", "300"))
+RSMQ_SEARCH_SCAN_LIMIT = int(os.environ.get("RSMQ_SEARCH_SCAN_LIMIT", "10000"))
+# Live refresh default in seconds (users choose their own; never below 2; 0 = off).
+RSMQ_REFRESH_SECONDS = int(os.environ.get("RSMQ_REFRESH_SECONDS", "5"))
