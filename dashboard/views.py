@@ -92,6 +92,7 @@ def _refresh_seconds(request: HttpRequest) -> int:
 
 def _context(request: HttpRequest, place: Place | None, **extra: Any) -> dict[str, Any]:
     role = role_of(request.user)
+    refresh = _refresh_seconds(request)
     return {
         "place": place,
         "connection": place.conn if place else None,
@@ -101,8 +102,8 @@ def _context(request: HttpRequest, place: Place | None, **extra: Any) -> dict[st
         "can_operate": can(request.user, Role.OPERATOR),
         "can_admin": can(request.user, Role.ADMIN),
         "read_only": settings.RSMQ_READ_ONLY,
-        "refresh": _refresh_seconds(request),
-        "refresh_form": RefreshForm(initial={"refresh_seconds": _refresh_seconds(request)}),
+        "refresh": refresh,
+        "refresh_form": RefreshForm(initial={"refresh_seconds": refresh}),
         **extra,
     }
 

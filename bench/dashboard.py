@@ -1,0 +1,176 @@
+"""Server time and Redis round trips of the console's pages (SPEC §10).
+
+    python bench/dashboard.py [--quick] [--write]
+
+Starts its own redis-server pinned to core 0 and runs the Django views in this
+process pinned to core 1 (Django's test client: server time, no network or browser):
+the overview with 1,000 queues, and the queue page + one message page on a
+1,000,000-message queue. Round trips are counted where redis-py writes to the socket.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="100,000 messages instead of 1,000,000")
+    ap.add_argument("--write", action="store_true", help="record the results in bench/RESULTS.md")
+    ap.add_argument("--rounds", type=int, default=30)
+    args = ap.parse_args()
+
+    from queues.server import EmbeddedRedis
+
+    tmp = Path(tempfile.mkdtemp(prefix="rsmq-bench-dash-"))
+    server = EmbeddedRedis(tmp / "redis").start()
+    try:
+        subprocess.run(
+            ["taskset", "-cp", "0", str(server.process.pid)], check=True, capture_output=True
+        )
+        os.sched_setaffinity(0, {1})
+        os.environ.update(
+            DJANGO_SETTINGS_MODULE="dashboard.settings",
+            DATABASE_URL=f"sqlite:///{tmp / 'db.sqlite3'}",
+            RSMQ_REDIS_URL=server.url,
+            RSMQ_NAMESPACE="bench",
+        )
+        rows = run(server.url, args)
+    finally:
+        server.stop()
+    report = render(rows, args)
+    print(report)
+    if args.write:
+        record(report)
+
+
+def run(url: str, args: argparse.Namespace) -> list[tuple[str, float, float, int, str]]:
+    import django
+
+    django.setup()
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+    from django.test import Client
+    from django.test.utils import setup_test_environment
+    from redis.connection import AbstractConnection
+
+    from queues import RedisSMQ
+
+    setup_test_environment()
+    call_command("migrate", verbosity=0)
+    admin = User.objects.create_superuser("bench", "b@example.com", "bench")
+    client = Client()
+    client.force_login(admin)
+
+    rsmq = RedisSMQ(url=url, ns="bench")
+    n_queues = 1000
+    print(f"creating {n_queues} queues ...", flush=True)
+    for i in range(n_queues):
+        rsmq.create_queue(f"queue-{i:04d}")
+        rsmq.send_messages(f"queue-{i:04d}", [f"message {j}" for j in range(i % 7)])
+    n_msgs = 100_000 if args.quick else 1_000_000
+    print(f"filling 'big' with {n_msgs:,} messages ...", flush=True)
+    rsmq.create_queue("big")
+    body = '{"order_id": 12345, "sku": "SKU-42", "qty": 2, "note": "' + "x" * 100 + '"}'
+    for _ in range(n_msgs // 1000):
+        rsmq.send_messages("big", [body] * 1000)
+    for _ in range(20):
+        rsmq.receive_messages("big", 1000, vt=3600)  # 20,000 in flight
+    some_id = rsmq.list_messages("big", limit=1, offset=n_msgs // 2).items[0].id
+
+    sent = {"n": 0}
+    original = AbstractConnection.send_packed_command
+
+    def counting(self, command, check_health=True):  # noqa: ANN001
+        sent["n"] += 1
+        return original(self, command, check_health)
+
+    AbstractConnection.send_packed_command = counting
+
+    pages = [
+        ("overview, 1,000 queues (sort by name)", "/c/default/bench/", 150),
+        ("overview, 1,000 queues (sort by messages)", "/c/default/bench/?sort=-msgs", 150),
+        (f"queue page, {n_msgs:,} messages", "/c/default/bench/q/big/", 100),
+        (
+            f"queue page, {n_msgs:,} messages, page 5,000",
+            f"/c/default/bench/q/big/?page={n_msgs // 100}",
+            100,
+        ),
+        (f"queue page, in-flight tab, {n_msgs:,}", "/c/default/bench/q/big/?state=inflight", 100),
+        (f"message page, {n_msgs:,} messages", f"/c/default/bench/q/big/m/{some_id}/", 100),
+        ("live refresh of the queue page (htmx partial)", "/c/default/bench/q/big/", 100),
+    ]
+    rows = []
+    for label, path, budget in pages:
+        headers = {}
+        if label.startswith("live refresh"):
+            headers = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "live"}
+        response = client.get(path, **headers)  # warm up
+        assert response.status_code == 200, (path, response.status_code)
+        times, trips = [], []
+        for _ in range(args.rounds):
+            sent["n"] = 0
+            t0 = time.perf_counter()
+            response = client.get(path, **headers)
+            times.append((time.perf_counter() - t0) * 1000)
+            trips.append(sent["n"])
+            assert response.status_code == 200
+        med = statistics.median(times)
+        p90 = statistics.quantiles(times, n=10)[-1]
+        verdict = "PASS" if med <= budget else "FAIL"
+        rows.append((label, med, p90, max(trips), f"≤ {budget} ms: {verdict}"))
+        print(f"{label:55s} {med:7.1f} ms  p90 {p90:7.1f} ms  {max(trips)} round trips", flush=True)
+    AbstractConnection.send_packed_command = original
+    return rows
+
+
+def render(rows: list[tuple[str, float, float, int, str]], args: argparse.Namespace) -> str:
+    redis_version = subprocess.run(
+        [__import__("queues.server", fromlist=["x"]).redis_server_binary(), "--version"],
+        capture_output=True, text=True, check=False,
+    ).stdout.split()[2]  # fmt: skip
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+         if line.startswith("model name")), platform.processor(),
+    )  # fmt: skip
+    lines = [
+        "## Dashboard pages (`bench/dashboard.py" + (" --quick" if args.quick else "") + "`)",
+        "",
+        f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores ({cpu}), redis-server"
+        f" {redis_version}, Python {platform.python_version()}; redis-server on core 0, Django on"
+        " core 1; server time of the view (Django test client, logged-in admin), median and p90"
+        f" of {args.rounds} requests.",
+        "",
+        "| page | median | p90 | Redis round trips | budget |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for label, med, p90, trips, verdict in rows:
+        lines.append(f"| {label} | {med:.1f} ms | {p90:.1f} ms | {trips} | {verdict} |")
+    return "\n".join(lines) + "\n"
+
+
+def record(report: str) -> None:
+    path = ROOT / "bench" / "RESULTS.md"
+    text = path.read_text() if path.exists() else "# Benchmark results\n"
+    start = text.find("## Dashboard pages")
+    if start >= 0:
+        end = text.find("\n## ", start + 1)
+        text = text[:start] + report + (text[end + 1 :] if end >= 0 else "")
+    else:
+        text = text.rstrip("\n") + "\n\n" + report
+    path.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
