@@ -388,9 +388,7 @@ def _render_queue(
         tabs=TABS,
         query=lambda **kw: _with(params, **kw),
         current=request.get_full_path() if request.method == "GET" else _back(request, ""),
-        other_queues=[q for q in place.rsmq.list_queues() if q != qname]
-        if can(request.user, Role.OPERATOR)
-        else [],
+        other_queues=_move_targets(request, place, qname),
         **browser,
         **forms_,
     )
@@ -427,6 +425,16 @@ def queue_action(request: HttpRequest, conn: str, ns: str, qname: str) -> HttpRe
 FormErrors = dict[str, forms.Form] | None
 
 
+MOVE_SUGGESTIONS = 500
+
+
+def _move_targets(request: HttpRequest, place: Place, qname: str) -> list[str]:
+    """Queue names suggested for "move to" (typing any other name works too)."""
+    if not can(request.user, Role.OPERATOR):
+        return []
+    return [q for q in place.rsmq.list_queues() if q != qname][:MOVE_SUGGESTIONS]
+
+
 def _selected_ids(request: HttpRequest) -> list[str]:
     return [i for i in request.POST.getlist("ids") if v.ID_RE.fullmatch(i)]
 
@@ -455,7 +463,8 @@ def _edit(request: HttpRequest, place: Place, qname: str) -> FormErrors:
         place.rsmq.set_queue_attributes(qname, vt=d["vt"], delay=d["delay"], maxsize=d["maxsize"])
         return f"Saved: vt {d['vt']} s, delay {d['delay']} s, maxsize {d['maxsize']}.", None
 
-    return None if _act(request, place, "edit_queue", qname, work, params=d) else None
+    _act(request, place, "edit_queue", qname, work, params=d)
+    return None
 
 
 def _on_selection(verb: str, action: str, call: Callable[[RedisSMQ, str, list[str]], int]):
@@ -601,9 +610,7 @@ def _render_message(
         now=msg.read_at,
         **{"visibility_form": VisibilityForm(initial={"vt": 0}), "move_form": MoveForm()}
         | form_overrides,
-        other_queues=[q for q in place.rsmq.list_queues() if q != qname]
-        if can(request.user, Role.OPERATOR)
-        else [],
+        other_queues=_move_targets(request, place, qname),
     )
     template = "message.html" + ("#content" if request.htmx and request.method == "POST" else "")
     return render(request, template, ctx, status=status)
