@@ -6,6 +6,7 @@ Every public operation is one network round trip: one EVALSHA of a script in
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ from . import scripts as S
 from . import validation as v
 from .errors import (
     InvalidArgument,
+    MessageNotString,
     MessageTooLong,
     NoAttributeSupplied,
     QueueExists,
@@ -38,19 +40,8 @@ def _str(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-def _decode(raw: bytes | str, cut: bool = False) -> str:
-    """Decode a body; when it was cut at a byte count, drop the character the cut split."""
-    if isinstance(raw, str):
-        return raw
-    if cut and raw:
-        i = len(raw) - 1
-        while i > 0 and len(raw) - i < 4 and (raw[i] & 0xC0) == 0x80:
-            i -= 1
-        lead = raw[i]
-        need = 1 if lead < 0xC0 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
-        if len(raw) - i < need:
-            raw = raw[:i]
-    return raw.decode("utf-8", "replace")
+def _decode(raw: bytes | str) -> str:
+    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
 
 
 class RedisSMQ:
@@ -204,7 +195,15 @@ class RedisSMQ:
         keys = self._queue_keys(qname)
         body = message if type(message) is str else v.body(message)
         d = "" if delay is None else v.seconds("delay", delay)
-        ids = self._eval(S.SEND, keys, (d, self._channel(qname), random_suffixes(), body), qname)
+        try:
+            ids = self._eval(
+                S.SEND, keys, (d, self._channel(qname), random_suffixes(), body), qname
+            )
+        except UnicodeEncodeError as e:
+            # Nothing was sent: redis-py encodes the whole command before writing it.
+            raise MessageNotString(
+                f"Message must be a string of valid Unicode: {e.reason} at position {e.start}"
+            ) from None
         return _str(ids[0])
 
     def send_messages(
@@ -213,8 +212,10 @@ class RedisSMQ:
         """Send many in one atomic round trip: one invalid message and nothing is written."""
         keys = self._queue_keys(qname)
         bodies = [v.body(m) for m in messages]
-        if not bodies:
-            return []
+        if len(bodies) > v.MAX_SEND_BATCH:
+            raise InvalidArgument(
+                "messages", f"messages: at most {v.MAX_SEND_BATCH} per batch, not {len(bodies)}"
+            )
         d = "" if delay is None else v.seconds("delay", delay)
         args = (d, self._channel(qname), random_suffixes(len(bodies)), *bodies)
         ids = self._eval(S.SEND, keys, args, qname)
@@ -269,12 +270,7 @@ class RedisSMQ:
         """Delete many in one atomic round trip; returns how many were in the queue."""
         keys = self._queue_keys(qname)
         checked = [v.message_id(i) for i in ids]
-        if not checked:
-            return 0
-        return sum(
-            self._eval(S.DELETE, keys, checked[k : k + CHUNK], qname)
-            for k in range(0, len(checked), CHUNK)
-        )
+        return self._eval(S.DELETE, keys, checked, qname)
 
     # -- operations: none of them changes rc, fr, totalsent or totalrecv -------------
 
@@ -293,7 +289,7 @@ class RedisSMQ:
         calls = []
         for chunk in chunks:
             keys = [key for q in chunk for key in self._queue_keys(q)]
-            calls.append((S.STATS, keys, (sample,)))
+            calls.append((S.STATS, keys, (sample, random.random())))
         results = self._pipeline(calls)
         stats: list[QueueStats] = []
         for chunk, r in zip(chunks, results, strict=True):
@@ -366,8 +362,8 @@ class RedisSMQ:
         else:
             state = "inflight" if rc >= 1 else "delayed"
         return MessageInfo(
-            id=mid, message=_decode(f[3], cut=f[2] > len(f[3])), size=f[2], rc=rc, fr=fr,
-            sent=sent_ms(mid), visible_at=score, state=state,
+            id=mid, message=_decode(f[3]), size=f[2], rc=rc, fr=fr,
+            sent=sent_ms(mid), visible_at=score, state=state, read_at=now,
         )  # fmt: skip
 
     def search_messages(
@@ -408,18 +404,13 @@ class RedisSMQ:
         r = self._eval(S.GET_MESSAGE, keys, (v.message_id(id),), qname)
         if r is None:
             return None
-        now, score, body, rc, fr = r
-        raw_len = len(body)
-        return self._info([id, score, raw_len, body, rc, fr], now)
+        return self._info([id, *r[1:]], r[0])
 
     def requeue(self, qname: str, ids: Iterable[str]) -> int:
         """Make messages visible now (rc and fr kept); returns how many were in the queue."""
         keys = self._queue_keys(qname)
         checked = [v.message_id(i) for i in ids]
-        return sum(
-            self._eval(S.REQUEUE, keys, checked[k : k + CHUNK], qname)
-            for k in range(0, len(checked), CHUNK)
-        )
+        return self._eval(S.REQUEUE, keys, checked, qname)
 
     def requeue_state(self, qname: str, state: str) -> int:
         """Make every hidden / in-flight / delayed message visible now, in chunks."""
@@ -481,10 +472,9 @@ class RedisSMQ:
         moved = 0
         if ids is not None:
             checked = [v.message_id(i) for i in ids]
-            for k in range(0, len(checked), CHUNK):
-                args = (0, CHUNK, *checked[k : k + CHUNK])
-                moved += self._eval(S.MOVE, keys, args, (src, dst))[0]
-            return moved
+            if not checked:
+                return 0
+            return self._eval(S.MOVE, keys, (0, CHUNK, *checked), (src, dst))[0]
         skipped = 0
         while True:
             m, s = self._eval(S.MOVE, keys, (skipped, CHUNK), (src, dst))

@@ -46,6 +46,7 @@ class MessageInfo:
     sent: float  # epoch ms, from the id
     visible_at: int  # epoch ms: the zset score
     state: State
+    read_at: int = 0  # the Redis server's time (epoch ms) this was read at
 
     @property
     def truncated(self) -> bool:

@@ -12,27 +12,27 @@ ID_RE = re.compile(r"[a-zA-Z0-9:]{32}")
 MAX_SECONDS = 9_999_999
 MAXSIZE_MIN, MAXSIZE_MAX = 1024, 65_536
 MAX_BATCH = 1000
+MAX_SEND_BATCH = 10_000  # one send script holds Redis ~1 ms per 1,000 messages
 MAX_PAGE = 1000
+
+
+QNAME_FORMAT = "1 to 160 characters of a-z A-Z 0-9 _ -"
+ID_FORMAT = "32 characters of a-z A-Z 0-9 :"
 
 
 def qname(value: object, field: str = "qname") -> str:
     if value is None or value == "":
-        raise InvalidArgument(field, f"No {field} supplied")
+        raise InvalidArgument(field, f"No {field} supplied ({QNAME_FORMAT})")
     if not isinstance(value, str) or not QNAME_RE.fullmatch(value):
-        raise InvalidArgument(
-            field,
-            f"Invalid {field} format: {value!r} (1 to 160 characters of a-z A-Z 0-9 _ -)",
-        )
+        raise InvalidArgument(field, f"Invalid {field} format: {value!r} ({QNAME_FORMAT})")
     return value
 
 
 def message_id(value: object, field: str = "id") -> str:
     if value is None or value == "":
-        raise InvalidArgument(field, f"No {field} supplied")
+        raise InvalidArgument(field, f"No {field} supplied ({ID_FORMAT})")
     if not isinstance(value, str) or not ID_RE.fullmatch(value):
-        raise InvalidArgument(
-            field, f"Invalid {field} format: {value!r} (32 characters of a-z A-Z 0-9 :)"
-        )
+        raise InvalidArgument(field, f"Invalid {field} format: {value!r} ({ID_FORMAT})")
     return value
 
 
@@ -65,6 +65,12 @@ def maxsize(value: object) -> int:
 def body(value: object) -> str | bytes:
     """A message body: a str, or bytes that are valid UTF-8 (stored as they are)."""
     if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise MessageNotString(
+                f"Message must be a string of valid Unicode: {e.reason} at position {e.start}"
+            ) from None
         return value
     if isinstance(value, (bytes, bytearray, memoryview)):
         raw = bytes(value)

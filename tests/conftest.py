@@ -49,3 +49,35 @@ def rsmq(redis_url: str, ns: str) -> Iterator[RedisSMQ]:
 def queue(rsmq: RedisSMQ) -> str:
     rsmq.create_queue("q1")
     return "q1"
+
+
+class NamespaceState:
+    """Reads back every key of one namespace with its content.
+
+    Compare two readings to assert that an operation (a rejected call, a browse) wrote nothing.
+    """
+
+    def __init__(self, client: redis.Redis, ns: str) -> None:
+        self.client = client
+        self.ns = ns
+
+    def __call__(self) -> dict[str, tuple[str, object]]:
+        r = self.client
+        state: dict[str, tuple[str, object]] = {}
+        for key in sorted(r.keys(f"{self.ns}:*")):
+            kind = r.type(key)
+            if kind == "hash":
+                state[key] = (kind, r.hgetall(key))
+            elif kind == "zset":
+                state[key] = (kind, r.zrange(key, 0, -1, withscores=True))
+            elif kind == "set":
+                state[key] = (kind, sorted(r.smembers(key)))
+            else:
+                state[key] = (kind, r.dump(key))
+        return state
+
+
+@pytest.fixture
+def ns_state(r: redis.Redis, ns: str) -> NamespaceState:
+    """``ns_state()`` is everything this test's namespace holds in Redis right now."""
+    return NamespaceState(r, ns)

@@ -46,3 +46,16 @@ local function attributes(zkey, qkey, ms)
   a[9] = redis.call("ZCOUNT", zkey, "(" .. int(ms), "+inf")
   return a
 end
+
+-- the first `n` bytes of a body, never ending inside a UTF-8 character
+local function cut(body, n)
+  if n <= 0 or #body <= n then
+    return body
+  end
+  local b = string.byte(body, n + 1)
+  while n > 0 and b and b >= 0x80 and b < 0xC0 do
+    n = n - 1
+    b = string.byte(body, n + 1)
+  end
+  return string.sub(body, 1, n)
+end

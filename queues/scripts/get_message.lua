@@ -8,4 +8,5 @@ if not score then
 end
 local _, ms = now()
 local f = redis.call("HMGET", KEYS[2], ARGV[1], ARGV[1] .. ":rc", ARGV[1] .. ":fr")
-return {ms, score, f[1] or "", f[2] or "0", f[3] or ""}
+local body = f[1] or ""
+return {ms, score, #body, body, f[2] or "0", f[3] or ""}

@@ -48,10 +48,7 @@ for _, id in ipairs(found) do
   out[#out + 1] = id
   out[#out + 1] = redis.call("ZSCORE", zkey, id)
   out[#out + 1] = #body
-  if preview > 0 and #body > preview then
-    body = string.sub(body, 1, preview)
-  end
-  out[#out + 1] = body
+  out[#out + 1] = cut(body, preview)
   out[#out + 1] = f[2] or "0"
   out[#out + 1] = f[3] or ""
 end

@@ -28,6 +28,9 @@ for i = 1, n do
   redis.call("HSET", KEYS[2], id, ARGV[i + 3])
   ids[i] = id
 end
+if n == 0 then
+  return ids
+end
 redis.call("HINCRBY", KEYS[2], "totalsent", n)
 if ARGV[2] ~= "" then
   redis.call("PUBLISH", ARGV[2], redis.call("ZCARD", KEYS[1]))

@@ -1,10 +1,12 @@
--- KEYS: zset 1, queue hash 1, zset 2, queue hash 2, ...  ARGV: sample size
+-- KEYS: zset 1, queue hash 1, zset 2, queue hash 2, ...  ARGV: sample size, phase in [0, 1)
 -- Read-only. Per queue, 14 values: exists, vt, delay, maxsize, totalsent, totalrecv,
 -- created, modified, msgs, hidden, inflight, delayed, head visible id (or false), exact.
 -- Splitting hidden into in flight (rc >= 1) and delayed needs a look at each hidden
--- message; past `sample` hidden messages, evenly spaced ranks are sampled instead.
+-- message; past `sample` hidden messages, evenly spaced ranks are sampled instead, from
+-- a random phase (given by the client: Lua's PRNG repeats itself on every call) so that
+-- a regular pattern of in-flight and delayed messages can't fool every reading the same way.
 local _, ms = now()
-local sample = tonumber(ARGV[1])
+local sample, phase = tonumber(ARGV[1]), tonumber(ARGV[2])
 local out = {ms}
 for k = 1, #KEYS, 2 do
   local zkey, qkey = KEYS[k], KEYS[k + 1]
@@ -23,7 +25,7 @@ for k = 1, #KEYS, 2 do
         exact = 0
         ids = {}
         for i = 0, sample - 1 do
-          local rank = visible + math.floor(i * hidden / sample)
+          local rank = visible + math.floor((i + phase) * hidden / sample)
           ids[#ids + 1] = redis.call("ZRANGE", zkey, rank, rank)[1]
         end
       end
