@@ -70,7 +70,8 @@ class MoveForm(forms.Form):
 class ConfirmNameForm(forms.Form):
     """Typed confirmation for destructive queue actions."""
 
-    confirm = forms.CharField(label="Type the queue name to confirm")
+    # Not stripped: " q1" is not what the confirmation asks for.
+    confirm = forms.CharField(label="Type the queue name to confirm", strip=False)
 
     def __init__(self, *args, qname: str, **kwargs) -> None:
         super().__init__(*args, **kwargs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlsplit
 
 from django import forms
 from django.conf import settings
@@ -15,13 +15,14 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from queues import QueueNotFound, RedisSMQ, RsmqError
 from queues import validation as v
-from queues.models import LIST_STATES, QueueStats
+from queues.models import LIST_STATES, MessageInfo, QueueStats
 
-from .access import Role, can, require, role_of
+from .access import Role, can, require
 from .connections import Connection, connections, get_rsmq
 from .forms import (
     ConfirmNameForm,
@@ -84,28 +85,12 @@ def _place(conn: str, ns: str) -> Place:
     raise Http404(f"No connection {conn!r} with namespace {ns!r} is configured.")
 
 
-def _refresh_seconds(request: HttpRequest) -> int:
-    pref = Preference.objects.filter(user=request.user).first()
-    seconds = pref.refresh_seconds if pref else settings.RSMQ_REFRESH_SECONDS
-    return 0 if seconds <= 0 else max(2, seconds)
-
-
 def _context(request: HttpRequest, place: Place | None, **extra: Any) -> dict[str, Any]:
-    role = role_of(request.user)
-    refresh = _refresh_seconds(request)
-    return {
-        "place": place,
-        "connection": place.conn if place else None,
-        "namespace": place.ns if place else None,
-        "places": [(c, ns) for c in connections() for ns in c.namespaces],
-        "role": role.name.lower(),
-        "can_operate": can(request.user, Role.OPERATOR),
-        "can_admin": can(request.user, Role.ADMIN),
-        "read_only": settings.RSMQ_READ_ONLY,
-        "refresh": refresh,
-        "refresh_form": RefreshForm(initial={"refresh_seconds": refresh}),
-        **extra,
-    }
+    """Page context; what the header needs comes from context_processors.console."""
+    ctx: dict[str, Any] = {"place": place, **extra}
+    if place:
+        ctx.update(connection=place.conn, namespace=place.ns)
+    return ctx
 
 
 # -- audit ---------------------------------------------------------------------------
@@ -178,9 +163,10 @@ def _back(request: HttpRequest, default: str) -> str:
     """The page an action was posted from (htmx tells; plain forms send `next`)."""
     current = request.htmx.current_url_abs_path if request.htmx else None
     target = current or request.POST.get("next") or default
-    parts = urlsplit(target)
-    # Only ever a path on this site.
-    if parts.scheme or parts.netloc or not target.startswith("/"):
+    # Only ever a path on this site: no open redirect through `next`.
+    if not target.startswith("/") or not url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
         return default
     return target
 
@@ -251,7 +237,7 @@ def _render_overview(
         sort=sort,
         now=now,
         create_form=create_form,
-        query=lambda **kw: _with(params, **kw),
+        params=params,
     )
     template = "overview.html"
     if request.htmx and request.method == "GET" and request.htmx.target == "queue-table":
@@ -259,17 +245,6 @@ def _render_overview(
     elif request.htmx and request.method == "POST":
         template += "#content"
     return render(request, template, ctx, status=status)
-
-
-def _with(params: QueryDict, **changes: Any) -> str:
-    """The current query string with some parameters changed (None drops one)."""
-    q = params.copy()
-    for k, val in changes.items():
-        if val is None or val == "":
-            q.pop(k, None)
-        else:
-            q[k] = str(val)
-    return "?" + urlencode(sorted(q.items()))
 
 
 def _int(value: str | None, default: int, low: int = 1, high: int = 2**31) -> int:
@@ -295,6 +270,7 @@ def queue_create(request: HttpRequest, conn: str, ns: str) -> HttpResponse:
 
     params = {k: d[k] for k in ("vt", "delay", "maxsize")}
     if not _act(request, place, "create_queue", d["name"], work, params=params):
+        form.add_error("name", f"A queue named {d['name']} already exists.")
         return _render_overview(request, place, form, status=UNPROCESSABLE)
     if request.htmx:
         return _render_overview(request, place, QueueCreateForm())
@@ -317,14 +293,23 @@ def _stats_or_404(place: Place, qname: str) -> QueueStats:
 def queue_detail(request: HttpRequest, conn: str, ns: str, qname: str) -> HttpResponse:
     place = _place(conn, ns)
     require(request.user, Role.VIEWER)
+    v.qname(qname)  # a bad name in the URL: the middleware answers 404
     lookup = request.GET.get("id", "").strip()
-    if lookup and v.ID_RE.fullmatch(lookup) and place.rsmq.get_message(qname, lookup):
-        return redirect(place.url("rsmq-message", qname, lookup))
-    return _render_queue(request, place, qname, request.GET)
+    found = None
+    if lookup and v.ID_RE.fullmatch(lookup):
+        found = place.rsmq.get_message(qname, lookup)
+        if found:
+            return redirect(place.url("rsmq-message", qname, lookup))
+    return _render_queue(request, place, qname, request.GET, lookup_done=True)
 
 
-def _browse(place: Place, qname: str, params: QueryDict) -> dict[str, Any]:
-    """The message browser: a page of one state, a filter, or an id lookup."""
+def _browse(
+    place: Place, qname: str, params: QueryDict, lookup_done: bool = False
+) -> dict[str, Any]:
+    """The message browser: a page of one state, a filter, or an id lookup.
+
+    ``lookup_done``: the view already looked the id up and did not find it.
+    """
     state = params.get("state", "all")
     if state not in LIST_STATES:
         state = "all"
@@ -335,7 +320,9 @@ def _browse(place: Place, qname: str, params: QueryDict) -> dict[str, Any]:
     out: dict[str, Any] = {"state": state, "min_rc": min_rc, "text": text, "lookup": lookup}
     preview = settings.RSMQ_PREVIEW_BYTES
     if lookup:
-        msg = place.rsmq.get_message(qname, lookup) if v.ID_RE.fullmatch(lookup) else None
+        msg = None
+        if v.ID_RE.fullmatch(lookup) and not lookup_done:
+            msg = place.rsmq.get_message(qname, lookup)
         out.update(items=[msg] if msg else [], mode="lookup")
         return out
     if min_rc or text:
@@ -365,10 +352,11 @@ def _render_queue(
     qname: str,
     params: QueryDict,
     status: int = 200,
+    lookup_done: bool = False,
     **form_overrides: forms.Form,
 ) -> HttpResponse:
     stats = _stats_or_404(place, qname)
-    browser = _browse(place, qname, params)
+    browser = _browse(place, qname, params, lookup_done)
     forms_ = {
         "send_form": SendForm(),
         "attributes_form": QueueAttributesForm(
@@ -386,7 +374,7 @@ def _render_queue(
         stats=stats,
         now=browser.pop("now", stats.now),
         tabs=TABS,
-        query=lambda **kw: _with(params, **kw),
+        params=params,
         current=request.get_full_path() if request.method == "GET" else _back(request, ""),
         other_queues=_move_targets(request, place, qname),
         **browser,
@@ -409,8 +397,8 @@ def queue_action(request: HttpRequest, conn: str, ns: str, qname: str) -> HttpRe
     handler = QUEUE_ACTIONS.get(action)
     if handler is None:
         raise Http404(f"No action {action!r}.")
-    role, run = handler
-    _require(request, place, role, action, qname)
+    role, run, audit_name = handler
+    _require(request, place, role, audit_name, qname)
     back = _back(request, place.url("rsmq-queue", qname))
     result = run(request, place, qname)
     if isinstance(result, HttpResponse):
@@ -449,7 +437,9 @@ def _send(request: HttpRequest, place: Place, qname: str) -> FormErrors:
         mid = place.rsmq.send_message(qname, body, delay=delay)
         return f"Sent message {mid}.", 1
 
-    ok = _act(request, place, "send", qname, work, params={"delay": delay, "size": len(body)})
+    ok = _act(
+        request, place, "send", qname, work, params={"delay": delay, "bytes": len(body.encode())}
+    )
     return None if ok else {"send_form": form}
 
 
@@ -501,7 +491,8 @@ def _move_selected(request: HttpRequest, place: Place, qname: str) -> FormErrors
         n = place.rsmq.move_messages(qname, to, ids)
         text = f"Moved {_plural(n, 'message')} to {to}."
         if n < len(ids):
-            text += f" {len(ids) - n} were gone or too large for {to}."
+            left = len(ids) - n
+            text += f" {left} {'was' if left == 1 else 'were'} gone or too large for {to}."
         return text, n
 
     _act(request, place, "move", qname, work, ids=ids, params={"to": to})
@@ -545,9 +536,9 @@ def _delete_queue(request: HttpRequest, place: Place, qname: str) -> HttpRespons
     form = ConfirmNameForm(request.POST, qname=qname, prefix="delete")
     if not form.is_valid():
         return {"delete_form": form}
-    msgs = place.rsmq.get_queue_attributes(qname).msgs
 
     def work() -> tuple[str, int | None]:
+        msgs = place.rsmq.get_queue_attributes(qname).msgs
         place.rsmq.delete_queue(qname)
         return f"Deleted queue {qname} and its {_plural(msgs, 'message')}.", msgs
 
@@ -561,20 +552,28 @@ def _delete_queue(request: HttpRequest, place: Place, qname: str) -> HttpRespons
     return redirect(url)
 
 
-QUEUE_ACTIONS: dict[str, tuple[Role, Callable[..., Any]]] = {
-    "send": (Role.OPERATOR, _send),
-    "requeue": (Role.OPERATOR, _on_selection("requeued", "requeue", RedisSMQ.requeue)),
-    "delete": (Role.OPERATOR, _on_selection("deleted", "delete", RedisSMQ.delete_messages)),
-    "move": (Role.OPERATOR, _move_selected),
-    "requeue_all": (Role.ADMIN, _on_state("requeued", "requeue_all", RedisSMQ.requeue_state)),
-    "delete_all": (Role.ADMIN, _on_state("deleted", "delete_all", RedisSMQ.delete_state)),
-    "edit": (Role.ADMIN, _edit),
-    "purge": (Role.ADMIN, _purge),
-    "delete_queue": (Role.ADMIN, _delete_queue),
-}
+# button value: (role needed, handler, action name in the audit log)
+QUEUE_ACTIONS: dict[str, tuple[Role, Callable[..., Any], str]] = {
+    "send": (Role.OPERATOR, _send, "send"),
+    "requeue": (Role.OPERATOR, _on_selection("requeued", "requeue", RedisSMQ.requeue), "requeue"),
+    "delete": (
+        Role.OPERATOR, _on_selection("deleted", "delete", RedisSMQ.delete_messages), "delete"
+    ),
+    "move": (Role.OPERATOR, _move_selected, "move"),
+    "requeue_all": (
+        Role.ADMIN, _on_state("requeued", "requeue_all", RedisSMQ.requeue_state), "requeue_all"
+    ),
+    "delete_all": (
+        Role.ADMIN, _on_state("deleted", "delete_all", RedisSMQ.delete_state), "delete_all"
+    ),
+    "edit": (Role.ADMIN, _edit, "edit_queue"),
+    "purge": (Role.ADMIN, _purge, "purge"),
+    "delete_queue": (Role.ADMIN, _delete_queue, "delete_queue"),
+}  # fmt: skip
 
 
-def _message_or_404(place: Place, qname: str, msg_id: str):
+def _message_or_404(place: Place, qname: str, msg_id: str) -> MessageInfo:
+    v.qname(qname)
     if not v.ID_RE.fullmatch(msg_id):
         raise Http404("Not a message id.")
     msg = place.rsmq.get_message(qname, msg_id)
@@ -625,10 +624,11 @@ def message_action(
     action = request.POST.get("action", "")
     if action not in ("requeue", "visibility", "delete", "move"):
         raise Http404(f"No action {action!r}.")
-    _require(request, place, Role.OPERATOR, action, qname)
-    ids = [msg_id]
+    v.qname(qname)
     if not v.ID_RE.fullmatch(msg_id):
         raise Http404("Not a message id.")
+    _require(request, place, Role.OPERATOR, action, qname)
+    ids = [msg_id]
     gone = f"Message {msg_id} is no longer in queue {qname}: another consumer deleted it."
     queue_url = place.url("rsmq-queue", qname)
 
@@ -715,7 +715,7 @@ def audit_log(request: HttpRequest) -> HttpResponse:
         filters=filters,
         actions=AuditEntry.objects.values_list("action", flat=True).distinct().order_by("action"),
         outcomes=AuditEntry.Outcome.choices,
-        query=lambda **kw: _with(request.GET, **kw),
+        params=request.GET,
     )
     return render(request, "audit.html", ctx)
 
@@ -728,9 +728,8 @@ def set_refresh(request: HttpRequest) -> HttpResponse:
         Preference.objects.update_or_create(
             user=request.user, defaults={"refresh_seconds": form.cleaned_data["refresh_seconds"]}
         )
-    back = request.POST.get("next", "/")
     if request.htmx:
         response = HttpResponse(status=204)
         response["HX-Refresh"] = "true"
         return response
-    return redirect(back if back.startswith("/") and not back.startswith("//") else "/")
+    return redirect(_back(request, "/"))

@@ -9,8 +9,28 @@ document.addEventListener("change", (event) => {
     table.querySelectorAll("input[name=ids]").forEach((box) => (box.checked = event.target.checked));
   }
 });
-// Live refresh never runs while the operator is choosing messages or typing.
+
+const TYPING = "input:not([type=checkbox]):not([type=radio]):not([type=hidden]), textarea, select";
+
+// Live refresh waits while the operator is choosing messages or typing in the browser.
 window.rsmqIdle = () =>
   document.visibilityState === "visible" &&
   !document.querySelector("#live input[name=ids]:checked") &&
-  !(document.activeElement && document.activeElement.closest("#live form"));
+  !(document.activeElement && document.activeElement.matches(`#live ${TYPING.split(", ").join(", #live ")}`));
+
+// A refresh already on its way when the operator ticked a box must not wipe the tick.
+document.addEventListener("htmx:beforeSwap", (event) => {
+  const target = event.detail.target;
+  const polled = target && (target.id === "live" || target.id === "queue-table");
+  if (polled && event.detail.requestConfig.verb === "get" && !window.rsmqIdle()) {
+    event.detail.shouldSwap = false;
+  }
+});
+
+// Controls that only work with JavaScript are shown only with it.
+document.addEventListener("DOMContentLoaded", () => {
+  document.querySelectorAll("[data-needs-js]").forEach((el) => el.removeAttribute("hidden"));
+});
+document.addEventListener("htmx:afterSettle", () => {
+  document.querySelectorAll("[data-needs-js]").forEach((el) => el.removeAttribute("hidden"));
+});
