@@ -1,0 +1,503 @@
+"""Core throughput, side by side in one run on one redis-server (§10).
+
+Compares our ``queues`` client with the original Node rsmq 0.12.4, PyRSMQ 0.6.1 and
+redis-py's own PING rate (same redis-py + hiredis):
+
+* sequential send / receive / delete, one call at a time, each awaited;
+* batch send / receive of 100 messages per call (``queues`` only).
+
+redis-server runs pinned to core 0 and every measured client to core 1. Measurements are
+interleaved: each round measures every (client, op) once, in an order rotated from round
+to round; the figure reported is the median over the rounds. Every receive finds a
+message: its queue is pre-filled before the measurement (untimed), and each client has
+queues of its own. Node runs as one persistent process (tests/node/bench.js, with the
+rsmq 0.12.4 that tests/node/package-lock.json pins), timing its own loops.
+
+    python bench/core.py            # full run, 1-3 minutes
+    python bench/core.py --quick    # under a minute
+    python bench/core.py --write    # also record the figures in bench/RESULTS.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import redis  # noqa: E402
+import redis.utils  # noqa: E402
+from rsmq import RedisSMQ as PyRSMQ  # noqa: E402
+from rsmq.cmd import NoMessageInQueue  # noqa: E402
+
+from queues import RedisSMQ  # noqa: E402
+from queues.server import EmbeddedRedis  # noqa: E402
+
+NODE_DIR = ROOT / "tests" / "node"
+RESULTS = Path(__file__).with_name("RESULTS.md")
+NS = "bench"
+BODY = '{"event": "order.created", "id": 1234567, "payload": "' + "x" * 48 + '"}'
+BATCH = 100
+FILL_CHUNK = 1000
+REDIS_CORE, CLIENT_CORE = 0, 1
+
+#: (client, op): what is measured, in the order of the first round
+MEASUREMENTS = [
+    ("queues", "send"),
+    ("node", "send"),
+    ("pyrsmq", "send"),
+    ("redis-py", "ping"),
+    ("queues", "receive"),
+    ("node", "receive"),
+    ("pyrsmq", "receive"),
+    ("queues", "delete"),
+    ("node", "delete"),
+    ("pyrsmq", "delete"),
+    ("queues", "batch send"),
+    ("queues", "batch receive"),
+]
+
+#: (name, numerator, denominator, budget): ratios of median rates; budget None = info only
+RATIOS = [
+    ("send: queues / node", ("queues", "send"), ("node", "send"), 1.3),
+    ("send: queues / pyrsmq", ("queues", "send"), ("pyrsmq", "send"), 2.0),
+    ("send: queues / PING", ("queues", "send"), ("redis-py", "ping"), 0.75),
+    ("receive: queues / node", ("queues", "receive"), ("node", "receive"), 1.3),
+    ("receive: queues / pyrsmq", ("queues", "receive"), ("pyrsmq", "receive"), 2.0),
+    ("receive: queues / PING", ("queues", "receive"), ("redis-py", "ping"), 0.75),
+    ("batch send msgs/s / node sequential send", ("queues", "batch send"), ("node", "send"), 20),
+    (
+        "batch receive msgs/s / node sequential receive",
+        ("queues", "batch receive"),
+        ("node", "receive"),
+        20,
+    ),
+    ("delete: queues / node", ("queues", "delete"), ("node", "delete"), None),
+    ("delete: queues / pyrsmq", ("queues", "delete"), ("pyrsmq", "delete"), None),
+    ("delete: queues / PING", ("queues", "delete"), ("redis-py", "ping"), None),
+]
+
+
+def sh(*cmd: str) -> str:
+    return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def pin_all_threads(pid: int, core: int) -> None:
+    """Pin every thread of a process (redis-server has background threads) to one core."""
+    sh("taskset", "-a", "-cp", str(core), str(pid))
+
+
+def ensure_node_modules() -> None:
+    if not (NODE_DIR / "node_modules" / "rsmq" / "package.json").exists():
+        npm = shutil.which("npm")
+        if not npm:
+            raise SystemExit("npm is needed to install rsmq 0.12.4 in tests/node")
+        subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True)
+
+
+class NodeBench:
+    """The persistent node process of tests/node/bench.js, pinned to the client core."""
+
+    def __init__(self, port: int) -> None:
+        config = json.dumps({"port": port, "ns": NS})
+        self.proc = subprocess.Popen(
+            ["taskset", "-c", str(CLIENT_CORE), "node", str(NODE_DIR / "bench.js"), config],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def run(self, **cmd: Any) -> tuple[int, float, int]:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"node bench driver exited with {self.proc.wait()}")
+        out = json.loads(line)
+        if "error" in out:
+            raise RuntimeError(f"node bench driver: {out}")
+        return out["n"], out["seconds"], out["misses"]
+
+    def close(self) -> None:
+        assert self.proc.stdin
+        try:
+            self.proc.stdin.write('{"op": "quit"}\n')
+            self.proc.stdin.close()
+            self.proc.wait(timeout=10)
+        except (BrokenPipeError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+
+
+@dataclass
+class Sample:
+    """One timed measurement: ``calls`` calls moving ``units`` messages (or PINGs)."""
+
+    calls: int
+    units: int
+    seconds: float
+    misses: int = 0
+
+    @property
+    def rate(self) -> float:
+        return self.units / self.seconds
+
+
+class Bench:
+    def __init__(self, server: EmbeddedRedis) -> None:
+        self.server = server
+        self.queues = RedisSMQ(url=server.url, ns=NS)
+        self.ping_client = redis.Redis.from_url(server.url)
+        self.py = PyRSMQ(host="127.0.0.1", port=server.port, ns=NS, exceptions=True)
+        self.node = NodeBench(server.port)
+        self.qname = {c: f"q-{c}" for c in ("queues", "queues-batch", "node", "pyrsmq")}
+        for q in self.qname.values():
+            self.queues.create_queue(q, vt=3600)
+        self._check_hiredis()
+
+    def _check_hiredis(self) -> None:
+        assert redis.utils.HIREDIS_AVAILABLE, "hiredis is not installed: pip install hiredis"
+        for client in (self.queues.redis, self.ping_client, self.py.client):
+            client.ping()
+            conn = client.connection_pool.get_connection()
+            try:
+                parser = type(conn._parser).__name__
+            finally:
+                client.connection_pool.release(conn)
+            assert "Hiredis" in parser, f"redis-py is not using hiredis: {parser}"
+
+    def close(self) -> None:
+        self.node.close()
+        self.queues.close()
+        self.ping_client.close()
+        self.py.client.close()
+
+    # -- untimed preparation ---------------------------------------------------------
+
+    def _queue_of(self, client: str, op: str) -> str:
+        if op == "ping":
+            return ""
+        return self.qname["queues-batch" if op.startswith("batch") else client]
+
+    def _fill(self, qname: str, n: int) -> list[str]:
+        ids: list[str] = []
+        for k in range(0, n, FILL_CHUNK):
+            ids += self.queues.send_messages(qname, [BODY] * min(FILL_CHUNK, n - k))
+        return ids
+
+    def prepare(self, client: str, op: str, calls: int) -> list[str]:
+        """Empty the queue of the measurement, then fill it with what it will consume."""
+        qname = self._queue_of(client, op)
+        if not qname:
+            return []
+        self.queues.purge_queue(qname)
+        if op in ("receive", "delete"):
+            return self._fill(qname, calls + 10)[:calls]
+        if op == "batch receive":
+            self._fill(qname, calls * BATCH + 10)
+        return []
+
+    # -- timed -----------------------------------------------------------------------
+
+    def measure(self, client: str, op: str, calls: int) -> Sample:
+        ids = self.prepare(client, op, calls)
+        qname = self._queue_of(client, op)
+        if client == "node":
+            if op == "delete":
+                n, seconds, misses = self.node.run(op=op, qname=qname, ids=ids)
+            else:
+                n, seconds, misses = self.node.run(op=op, qname=qname, n=calls, message=BODY)
+            return Sample(n, n, seconds, misses)
+        fn = getattr(self, f"_{client.replace('-', '_')}_{op.replace(' ', '_')}")
+        return fn(qname, calls, ids)
+
+    @staticmethod
+    def _timed(loop: Callable[[], int], calls: int, units: int) -> Sample:
+        start = time.perf_counter()
+        misses = loop()
+        return Sample(calls, units, time.perf_counter() - start, misses)
+
+    def _queues_send(self, q: str, calls: int, ids: list[str]) -> Sample:
+        send = self.queues.send_message
+
+        def loop() -> int:
+            for _ in range(calls):
+                send(q, BODY)
+            return 0
+
+        return self._timed(loop, calls, calls)
+
+    def _queues_receive(self, q: str, calls: int, ids: list[str]) -> Sample:
+        receive = self.queues.receive_message
+
+        def loop() -> int:
+            misses = 0
+            for _ in range(calls):
+                if receive(q) is None:
+                    misses += 1
+            return misses
+
+        return self._timed(loop, calls, calls)
+
+    def _queues_delete(self, q: str, calls: int, ids: list[str]) -> Sample:
+        delete = self.queues.delete_message
+
+        def loop() -> int:
+            misses = 0
+            for mid in ids:
+                if not delete(q, mid):
+                    misses += 1
+            return misses
+
+        return self._timed(loop, calls, calls)
+
+    def _queues_batch_send(self, q: str, calls: int, ids: list[str]) -> Sample:
+        send = self.queues.send_messages
+        bodies = [BODY] * BATCH
+
+        def loop() -> int:
+            for _ in range(calls):
+                send(q, bodies)
+            return 0
+
+        return self._timed(loop, calls, calls * BATCH)
+
+    def _queues_batch_receive(self, q: str, calls: int, ids: list[str]) -> Sample:
+        receive = self.queues.receive_messages
+
+        def loop() -> int:
+            misses = 0
+            for _ in range(calls):
+                misses += BATCH - len(receive(q, BATCH))
+            return misses
+
+        return self._timed(loop, calls, calls * BATCH)
+
+    def _pyrsmq_send(self, q: str, calls: int, ids: list[str]) -> Sample:
+        py = self.py
+
+        def loop() -> int:
+            for _ in range(calls):
+                py.sendMessage(qname=q, message=BODY).execute()
+            return 0
+
+        return self._timed(loop, calls, calls)
+
+    def _pyrsmq_receive(self, q: str, calls: int, ids: list[str]) -> Sample:
+        py = self.py
+
+        def loop() -> int:
+            misses = 0
+            for _ in range(calls):
+                try:
+                    py.receiveMessage(qname=q).execute()
+                except NoMessageInQueue:
+                    misses += 1
+            return misses
+
+        return self._timed(loop, calls, calls)
+
+    def _pyrsmq_delete(self, q: str, calls: int, ids: list[str]) -> Sample:
+        py = self.py
+
+        def loop() -> int:
+            # PyRSMQ answers False for a message never received (it had no rc / fr
+            # fields to delete), though it deleted it: misses are not counted here.
+            for mid in ids:
+                py.deleteMessage(qname=q, id=mid).execute()
+            return 0
+
+        return self._timed(loop, calls, calls)
+
+    def _redis_py_ping(self, q: str, calls: int, ids: list[str]) -> Sample:
+        ping = self.ping_client.ping
+
+        def loop() -> int:
+            for _ in range(calls):
+                ping()
+            return 0
+
+        return self._timed(loop, calls, calls)
+
+
+# -- the run -------------------------------------------------------------------------
+
+
+def machine_info(server: EmbeddedRedis) -> dict[str, str]:
+    cpu = "unknown"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    client = redis.Redis.from_url(server.url)
+    redis_version = client.info("server")["redis_version"]
+    client.close()
+    from importlib.metadata import version
+
+    rsmq_pkg = json.loads((NODE_DIR / "node_modules" / "rsmq" / "package.json").read_text())
+    return {
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "nproc": sh("nproc"),
+        "cpu": cpu,
+        "kernel": platform.release(),
+        "redis-server": redis_version,
+        "python": platform.python_version(),
+        "redis-py": version("redis"),
+        "hiredis": version("hiredis"),
+        "PyRSMQ": version("PyRSMQ"),
+        "node": sh("node", "--version"),
+        "rsmq (node)": rsmq_pkg["version"],
+    }
+
+
+class CpuMeter:
+    """CPU the rest of the machine used meanwhile: other work skews the figures."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self.pids = pids
+        self.hz = os.sysconf("SC_CLK_TCK")
+        self.start = self._read()
+
+    def _read(self) -> tuple[float, int, int]:
+        cpu = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        busy = sum(cpu) - cpu[3] - cpu[4]  # all but idle and iowait
+        ours = 0
+        for pid in self.pids:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            ours += int(fields[11]) + int(fields[12])  # utime + stime, every thread
+        return time.monotonic(), busy, ours
+
+    def others(self) -> str:
+        t1, busy1, ours1 = self._read()
+        t0, busy0, ours0 = self.start
+        capacity = (t1 - t0) * self.hz * (os.cpu_count() or 1)
+        other = max(0, (busy1 - busy0) - (ours1 - ours0))
+        return f"{other / capacity:.0%} of the machine ({os.cpu_count()} cores)"
+
+
+def calibrate(bench: Bench, seconds: float) -> dict[tuple[str, str], int]:
+    """Warm every client up and size each measurement to take about ``seconds``."""
+    calls = {}
+    for client, op in MEASUREMENTS:
+        probe = 20 if op.startswith("batch") else 1000
+        bench.measure(client, op, probe // 4)  # warm-up: connections, scripts, JIT
+        sample = bench.measure(client, op, probe)
+        calls[(client, op)] = max(probe // 4, int(sample.calls / sample.seconds * seconds))
+    return calls
+
+
+def run(rounds: int, seconds: float, log: Callable[[str], None]) -> tuple[dict, dict]:
+    ensure_node_modules()
+    with tempfile.TemporaryDirectory(prefix="rsmq-bench-") as tmp:
+        server = EmbeddedRedis(Path(tmp) / "redis")
+        server.start()
+        try:
+            assert server.process is not None
+            info = machine_info(server)  # before pinning: nproc counts the usable cores
+            pin_all_threads(server.process.pid, REDIS_CORE)
+            os.sched_setaffinity(0, {CLIENT_CORE})
+            info["pinning"] = (
+                f"redis-server on core {REDIS_CORE} (taskset -a -cp), clients on core {CLIENT_CORE}"
+            )
+            info["rounds"] = f"{rounds} interleaved, ~{seconds:g} s per (client, op)"
+            info["load average at start"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+            bench = Bench(server)
+            meter = CpuMeter([os.getpid(), server.process.pid, bench.node.proc.pid])
+            try:
+                calls = calibrate(bench, seconds)
+                samples: dict[tuple[str, str], list[Sample]] = {m: [] for m in MEASUREMENTS}
+                for r in range(rounds):
+                    shift = (r * 5) % len(MEASUREMENTS)
+                    order = MEASUREMENTS[shift:] + MEASUREMENTS[:shift]
+                    for m in order:
+                        s = bench.measure(*m, calls[m])
+                        if s.misses:
+                            raise RuntimeError(f"{m}: {s.misses} of {s.calls} calls found nothing")
+                        samples[m].append(s)
+                    log(f"round {r + 1}/{rounds} done")
+                info["CPU used by other processes during the run"] = meter.others()
+            finally:
+                bench.close()
+        finally:
+            server.stop()
+    return info, samples
+
+
+def summarize(samples: dict[tuple[str, str], list[Sample]]) -> dict[tuple[str, str], float]:
+    return {m: statistics.median(s.rate for s in ss) for m, ss in samples.items()}
+
+
+def render(info: dict[str, str], samples: dict, medians: dict) -> str:
+    lines = [
+        "| client | op | median | min | max | unit | calls per run |",
+        "|---|---|---:|---:|---:|---|---:|",
+    ]
+    for client, op in MEASUREMENTS:
+        rates = [s.rate for s in samples[(client, op)]]
+        unit = "msgs/s" if op.startswith("batch") else ("PING/s" if op == "ping" else "ops/s")
+        lines.append(
+            f"| {client} | {op} | {medians[(client, op)]:,.0f} | {min(rates):,.0f} | "
+            f"{max(rates):,.0f} | {unit} | {samples[(client, op)][0].calls:,} |"
+        )
+    lines += ["", "| ratio (of medians) | measured | budget | result |", "|---|---:|---:|---|"]
+    for name, num, den, budget in RATIOS:
+        ratio = medians[num] / medians[den]
+        if budget is None:
+            lines.append(f"| {name} | {ratio:.2f}× | — | info |")
+        else:
+            verdict = "PASS" if ratio >= budget else f"FAIL ({ratio / budget:.0%} of budget)"
+            lines.append(f"| {name} | {ratio:.2f}× | ≥ {budget:g}× | {verdict} |")
+    lines += ["", "| machine | |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in info.items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="3 short rounds, under a minute")
+    parser.add_argument("--rounds", type=int, help="interleaved rounds (default 7, quick 3)")
+    parser.add_argument("--seconds", type=float, help="per (client, op) per round")
+    parser.add_argument("--write", action="store_true", help="record in bench/RESULTS.md")
+    args = parser.parse_args(argv)
+    rounds = args.rounds or (3 if args.quick else 7)
+    seconds = args.seconds or (0.25 if args.quick else 0.75)
+    if len(os.sched_getaffinity(0)) < 2:
+        raise SystemExit("needs 2 cores: redis-server on core 0, the clients on core 1")
+
+    started = time.monotonic()
+    info, samples = run(rounds, seconds, lambda m: print(m, file=sys.stderr, flush=True))
+    medians = summarize(samples)
+    table = render(info, samples, medians)
+    print(table)
+    print(f"\n({time.monotonic() - started:.0f} s)", file=sys.stderr)
+    if args.write:
+        RESULTS.write_text(
+            "# Core throughput: queues vs Node rsmq 0.12.4 vs PyRSMQ 0.6.1 vs PING\n\n"
+            "Recorded by `python bench/core.py --write` (§10): one redis-server "
+            "(`queues.server.EmbeddedRedis`) pinned to core 0, every client pinned to core 1; "
+            f"{rounds} interleaved rounds, each measuring every (client, op) once for about "
+            f"{seconds:g} s in a rotated order; figures are medians over the rounds. "
+            "Sequential ops await each call; batch ops move 100 messages per call. "
+            f"Message body: {len(BODY)} bytes.\n\n" + table + "\n"
+        )
+        print(f"wrote {RESULTS.relative_to(ROOT)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
