@@ -44,11 +44,11 @@ import redis.utils  # noqa: E402
 from rsmq import RedisSMQ as PyRSMQ  # noqa: E402
 from rsmq.cmd import NoMessageInQueue  # noqa: E402
 
+from bench.results import RESULTS, record  # noqa: E402
 from queues import RedisSMQ  # noqa: E402
 from queues.server import EmbeddedRedis  # noqa: E402
 
 NODE_DIR = ROOT / "tests" / "node"
-RESULTS = Path(__file__).with_name("RESULTS.md")
 NS = "bench"
 BODY = '{"event": "order.created", "id": 1234567, "payload": "' + "x" * 48 + '"}'
 BATCH = 100
@@ -61,6 +61,7 @@ MEASUREMENTS = [
     ("node", "send"),
     ("pyrsmq", "send"),
     ("redis-py", "ping"),
+    ("redis-py", "ping held"),
     ("queues", "receive"),
     ("node", "receive"),
     ("pyrsmq", "receive"),
@@ -89,6 +90,19 @@ RATIOS = [
     ("delete: queues / node", ("queues", "delete"), ("node", "delete"), None),
     ("delete: queues / pyrsmq", ("queues", "delete"), ("pyrsmq", "delete"), None),
     ("delete: queues / PING", ("queues", "delete"), ("redis-py", "ping"), None),
+    # queues sends on one redis-py Connection per thread; PING the same way, for reference
+    (
+        "send: queues / PING on a held connection",
+        ("queues", "send"),
+        ("redis-py", "ping held"),
+        None,
+    ),
+    (
+        "receive: queues / PING on a held connection",
+        ("queues", "receive"),
+        ("redis-py", "ping held"),
+        None,
+    ),
 ]
 
 
@@ -190,7 +204,7 @@ class Bench:
     # -- untimed preparation ---------------------------------------------------------
 
     def _queue_of(self, client: str, op: str) -> str:
-        if op == "ping":
+        if op.startswith("ping"):
             return ""
         return self.qname["queues-batch" if op.startswith("batch") else client]
 
@@ -324,6 +338,22 @@ class Bench:
 
         return self._timed(loop, calls, calls)
 
+    def _redis_py_ping_held(self, q: str, calls: int, ids: list[str]) -> Sample:
+        """PING on one redis-py Connection, without the pool: what queues' calls ride on."""
+        conn = self.ping_client.connection_pool.make_connection()
+        conn.connect()
+
+        def loop() -> int:
+            for _ in range(calls):
+                conn.send_command("PING")
+                conn.read_response()
+            return 0
+
+        try:
+            return self._timed(loop, calls, calls)
+        finally:
+            conn.disconnect()
+
     def _redis_py_ping(self, q: str, calls: int, ids: list[str]) -> Sample:
         ping = self.ping_client.ping
 
@@ -449,7 +479,9 @@ def render(info: dict[str, str], samples: dict, medians: dict) -> str:
     ]
     for client, op in MEASUREMENTS:
         rates = [s.rate for s in samples[(client, op)]]
-        unit = "msgs/s" if op.startswith("batch") else ("PING/s" if op == "ping" else "ops/s")
+        unit = (
+            "msgs/s" if op.startswith("batch") else ("PING/s" if op.startswith("ping") else "ops/s")
+        )
         lines.append(
             f"| {client} | {op} | {medians[(client, op)]:,.0f} | {min(rates):,.0f} | "
             f"{max(rates):,.0f} | {unit} | {samples[(client, op)][0].calls:,} |"
@@ -486,14 +518,14 @@ def main(argv: list[str] | None = None) -> int:
     print(table)
     print(f"\n({time.monotonic() - started:.0f} s)", file=sys.stderr)
     if args.write:
-        RESULTS.write_text(
-            "# Core throughput: queues vs Node rsmq 0.12.4 vs PyRSMQ 0.6.1 vs PING\n\n"
+        record(
+            "Core throughput: queues vs Node rsmq 0.12.4 vs PyRSMQ 0.6.1 vs PING",
             "Recorded by `python bench/core.py --write` (§10): one redis-server "
             "(`queues.server.EmbeddedRedis`) pinned to core 0, every client pinned to core 1; "
             f"{rounds} interleaved rounds, each measuring every (client, op) once for about "
             f"{seconds:g} s in a rotated order; figures are medians over the rounds. "
             "Sequential ops await each call; batch ops move 100 messages per call. "
-            f"Message body: {len(BODY)} bytes.\n\n" + table + "\n"
+            f"Message body: {len(BODY)} bytes.\n\n" + table,
         )
         print(f"wrote {RESULTS.relative_to(ROOT)}", file=sys.stderr)
     return 0

@@ -52,7 +52,10 @@ def main() -> None:
     report = render(rows, args)
     print(report)
     if args.write:
-        record(report)
+        from bench.results import record
+
+        heading, _, body = report.partition("\n")
+        record(heading.removeprefix("## "), body)
 
 
 def run(url: str, args: argparse.Namespace) -> list[tuple[str, float, float, int, str]]:
@@ -158,18 +161,6 @@ def render(rows: list[tuple[str, float, float, int, str]], args: argparse.Namesp
     for label, med, p90, trips, verdict in rows:
         lines.append(f"| {label} | {med:.1f} ms | {p90:.1f} ms | {trips} | {verdict} |")
     return "\n".join(lines) + "\n"
-
-
-def record(report: str) -> None:
-    path = ROOT / "bench" / "RESULTS.md"
-    text = path.read_text() if path.exists() else "# Benchmark results\n"
-    start = text.find("## Dashboard pages")
-    if start >= 0:
-        end = text.find("\n## ", start + 1)
-        text = text[:start] + report + (text[end + 1 :] if end >= 0 else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + report
-    path.write_text(text)
 
 
 if __name__ == "__main__":

@@ -6,12 +6,15 @@ Every public operation is one network round trip: one EVALSHA of a script in
 
 from __future__ import annotations
 
+import os
 import random
+import threading
+import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import redis
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import ConnectionError, NoScriptError, ResponseError
 
 from . import scripts as S
 from . import validation as v
@@ -73,9 +76,18 @@ class RedisSMQ:
         self.realtime = realtime
         self._prefix = ns + ":"
         self._keys: dict[str, tuple[str, str]] = {}
-        self._exec = self.redis.execute_command
+        self._line = threading.local()
+        # Weak: a thread's connection is closed when the thread ends (redis-py's
+        # Connection.__del__ disconnects), so a thread-per-request server can't pile
+        # them up; close() reaches the ones still alive.
+        self._lines: weakref.WeakSet[redis.connection.AbstractConnection] = weakref.WeakSet()
+        self._lines_lock = threading.Lock()
 
     def close(self) -> None:
+        with self._lines_lock:
+            for conn in list(self._lines):
+                conn.disconnect()
+            self._lines.clear()
         self.redis.close()
 
     def __enter__(self) -> RedisSMQ:
@@ -111,6 +123,59 @@ class RedisSMQ:
 
     # -- script calls --------------------------------------------------------------
 
+    def _connection(self) -> redis.connection.AbstractConnection:
+        """This thread's own redis-py connection (a new one after a fork).
+
+        The pool's checkout (a socket poll) and the retry wrapper of
+        ``Redis.execute_command`` cost more than the Lua script itself, so every
+        command of this client goes over one connection per thread instead.
+        """
+        line = self._line
+        conn = getattr(line, "conn", None)
+        if conn is None or line.pid != os.getpid():
+            conn = line.conn = self.redis.connection_pool.make_connection()
+            line.pid = os.getpid()
+            with self._lines_lock:
+                self._lines.add(conn)
+        return conn
+
+    def _roundtrip(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
+        """Send commands in one write, read their replies; error replies are returned.
+
+        Like redis-py's own default, commands that meet a closed connection (Redis
+        restarted, an idle timeout) are sent once more on a new one; a timeout is never
+        retried, and drops the connection so a late reply can't answer the next command.
+        """
+        conn = self._connection()
+        if len(commands) == 1:
+            packed = conn.pack_command(*commands[0])
+        else:
+            packed = conn.pack_commands(commands)
+        for attempt in (1, 2):
+            try:
+                conn.send_packed_command(packed)
+                replies = []
+                for _ in commands:
+                    try:
+                        replies.append(conn.read_response())
+                    except ResponseError as e:
+                        replies.append(e)
+                return replies
+            except ConnectionError:
+                conn.disconnect()
+                if attempt == 2:
+                    raise
+            except redis.TimeoutError:
+                conn.disconnect()
+                raise
+        raise AssertionError("unreachable")
+
+    def _command(self, *args: Any) -> Any:
+        reply = self._roundtrip((args,))[0]
+        if isinstance(reply, ResponseError):
+            raise reply
+        return reply
+
     def _eval(
         self,
         script: S.Script,
@@ -119,13 +184,13 @@ class RedisSMQ:
         qname: str | tuple[str, str] = "",
     ) -> Any:
         try:
-            return self._exec("EVALSHA", script.sha, len(keys), *keys, *args)
+            return self._command("EVALSHA", script.sha, len(keys), *keys, *args)
         except NoScriptError:
             # After a Redis restart or SCRIPT FLUSH: load it and run it again. The
             # script never ran, so running it now can't apply anything twice.
-            self._exec("SCRIPT", "LOAD", script.source)
+            self._command("SCRIPT", "LOAD", script.source)
             try:
-                return self._exec("EVALSHA", script.sha, len(keys), *keys, *args)
+                return self._command("EVALSHA", script.sha, len(keys), *keys, *args)
             except ResponseError as e:
                 raise self._error(e, qname) from None
         except ResponseError as e:
@@ -153,7 +218,7 @@ class RedisSMQ:
         self._eval(S.CREATE_QUEUE, (hkey, self.queues_key), args, qname)
 
     def list_queues(self) -> list[str]:
-        return sorted(_str(m) for m in self._exec("SMEMBERS", self.queues_key))
+        return sorted(_str(m) for m in self._command("SMEMBERS", self.queues_key))
 
     def delete_queue(self, qname: str) -> None:
         z, h = self._queue_keys(qname)
@@ -312,18 +377,18 @@ class RedisSMQ:
 
     def _pipeline(self, calls: list[tuple[S.Script, Sequence[str], Sequence[Any]]]) -> list[Any]:
         """Run script calls in one pipelined round trip (read-only scripts: safe to rerun)."""
-        for attempt in range(2):
-            pipe = self.redis.pipeline(transaction=False)
-            for script, keys, args in calls:
-                pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
-            try:
-                return pipe.execute()
-            except NoScriptError:
-                if attempt:
-                    raise
-                for script in {c[0] for c in calls}:
-                    self._exec("SCRIPT", "LOAD", script.source)
-        raise AssertionError("unreachable")
+        commands = [
+            ("EVALSHA", script.sha, len(keys), *keys, *args) for script, keys, args in calls
+        ]
+        replies = self._roundtrip(commands)
+        if any(isinstance(r, NoScriptError) for r in replies):
+            for script in {c[0] for c in calls}:
+                self._command("SCRIPT", "LOAD", script.source)
+            replies = self._roundtrip(commands)
+        for reply in replies:
+            if isinstance(reply, ResponseError):
+                raise reply
+        return replies
 
     def list_messages(
         self,
@@ -484,7 +549,7 @@ class RedisSMQ:
                 return moved
 
     def ping(self) -> bool:
-        return bool(self._exec("PING"))
+        return bool(self._command("PING"))
 
 
 __all__ = ["RedisSMQ", "RsmqError"]

@@ -17,6 +17,8 @@ MAX_PAGE = 1000
 
 
 QNAME_FORMAT = "1 to 160 characters of a-z A-Z 0-9 _ -"
+# {ns}:QUEUES is the set of queue names: a queue of that name would overwrite it.
+RESERVED_QNAMES = frozenset({"QUEUES"})
 ID_FORMAT = "32 characters of a-z A-Z 0-9 :"
 
 
@@ -25,6 +27,10 @@ def qname(value: object, field: str = "qname") -> str:
         raise InvalidArgument(field, f"No {field} supplied ({QNAME_FORMAT})")
     if not isinstance(value, str) or not QNAME_RE.fullmatch(value):
         raise InvalidArgument(field, f"Invalid {field} format: {value!r} ({QNAME_FORMAT})")
+    if value in RESERVED_QNAMES:
+        raise InvalidArgument(
+            field, f"Invalid {field}: {value!r} is reserved (the key of the queue list)"
+        )
     return value
 
 
