@@ -44,7 +44,8 @@ class Command(BaseCommand):
             self.stdout.write(
                 self.style.SUCCESS(
                     f"\n  RSMQ Console: http://{host or '127.0.0.1'}:{port}/"
-                    f"\n  Log in as {DEMO_USER} / {DEMO_PASSWORD}\n"
+                    f"\n  Log in as {DEMO_USER} / {DEMO_PASSWORD}"
+                    "  (also operator / operator and viewer / viewer)\n"
                 )
             )
             call_command("runserver", options["addrport"], use_reloader=False)

@@ -4,6 +4,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
 from dashboard import demo
@@ -21,9 +22,23 @@ class Command(BaseCommand):
 
 
 DEMO_USER, DEMO_PASSWORD = "admin", "admin"
+# One login per role, the password being the name: admin, operator, viewer.
+DEMO_ROLES = ("admin", "operator", "viewer")
 
 
 def ensure_demo_login() -> None:
     User = get_user_model()
-    if not User.objects.filter(username=DEMO_USER).exists():
-        User.objects.create_superuser(DEMO_USER, "admin@example.com", DEMO_PASSWORD)
+    for role in DEMO_ROLES:
+        # The demo admin is also a superuser: the Django admin (users, groups) is theirs.
+        user, created = User.objects.get_or_create(
+            username=role,
+            defaults={
+                "email": f"{role}@example.com",
+                "is_staff": role == "admin",
+                "is_superuser": role == "admin",
+            },
+        )
+        if created:
+            user.set_password(role)
+            user.save()
+            user.groups.add(Group.objects.get(name=role))
