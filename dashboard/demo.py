@@ -49,15 +49,14 @@ def seed(rsmq: RedisSMQ) -> list[str]:
         )  # fmt: skip
 
     if queue("webhooks", vt=45):
-        ids = rsmq.send_messages(
-            "webhooks",
-            [json.dumps({"url": f"https://hooks.example.com/{i}", "try": 1}) for i in range(20)],
-        )
-        # Received several times without being deleted: the poison / dead-letter candidates.
+        hook = '{{"url": "https://hooks.example.com/{}", "event": "invoice.paid"}}'
+        # Received four times and never deleted: the poison / dead-letter candidates.
+        # While they are the queue's only messages, every receive takes all five.
+        rsmq.send_messages("webhooks", [hook.format(i) for i in range(5)])
         for _ in range(4):
             rsmq.receive_messages("webhooks", 5, vt=0)
-        rsmq.requeue("webhooks", ids[:5])
-        rsmq.receive_messages("webhooks", 3, vt=1200)
+        rsmq.send_messages("webhooks", [hook.format(i) for i in range(5, 20)])
+        rsmq.receive_messages("webhooks", 3, vt=1200)  # in flight, the 5th time for some
 
     if queue("reports", vt=300, delay=600):
         rsmq.send_messages("reports", [f"nightly report #{i}" for i in range(10)])  # delayed

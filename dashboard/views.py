@@ -239,12 +239,17 @@ def _render_overview(
         create_form=create_form,
         params=params,
     )
-    template = "overview.html"
-    if request.htmx and request.method == "GET" and request.htmx.target == "queue-table":
-        template += "#queue-table"
-    elif request.htmx and request.method == "POST":
-        template += "#content"
-    return render(request, template, ctx, status=status)
+    return render(request, _template(request, "overview.html", "queue-table"), ctx, status=status)
+
+
+def _template(request: HttpRequest, page: str, polled: str | None = None) -> str:
+    """The page, or the partial of it an htmx request asks for: its live-refreshed part
+    (``polled``) for a poll, the whole ``#content`` after an action."""
+    if request.htmx and request.method == "GET" and polled and request.htmx.target == polled:
+        return f"{page}#{polled}"
+    if request.htmx and request.method == "POST":
+        return f"{page}#content"
+    return page
 
 
 def _int(value: str | None, default: int, low: int = 1, high: int = 2**31) -> int:
@@ -380,12 +385,7 @@ def _render_queue(
         **browser,
         **forms_,
     )
-    template = "queue.html"
-    if request.htmx and request.method == "GET" and request.htmx.target == "live":
-        template += "#live"
-    elif request.htmx and request.method == "POST":
-        template += "#content"
-    return render(request, template, ctx, status=status)
+    return render(request, _template(request, "queue.html", "live"), ctx, status=status)
 
 
 @login_required
@@ -611,8 +611,7 @@ def _render_message(
         | form_overrides,
         other_queues=_move_targets(request, place, qname),
     )
-    template = "message.html" + ("#content" if request.htmx and request.method == "POST" else "")
-    return render(request, template, ctx, status=status)
+    return render(request, _template(request, "message.html"), ctx, status=status)
 
 
 @login_required

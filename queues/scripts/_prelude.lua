@@ -59,3 +59,30 @@ local function cut(body, n)
   end
   return string.sub(body, 1, n)
 end
+
+-- The zset's rank range [first, last] of a state: visible messages (score <= now) rank
+-- before hidden ones; in flight and delayed share the hidden range (told apart by rc).
+-- Also returns the queue's size and its visible count.
+local function state_range(zkey, state, ms)
+  local msgs = redis.call("ZCARD", zkey)
+  local visible = redis.call("ZCOUNT", zkey, "-inf", int(ms))
+  local first, last = 0, msgs - 1
+  if state == "visible" then
+    last = visible - 1
+  elseif state ~= "all" then
+    first = visible
+  end
+  return first, last, msgs, visible
+end
+
+-- Appends a browsed message's row: id, score, size, body (cut to `preview` bytes), rc, fr.
+local function append_row(out, zkey, qkey, id, preview)
+  local f = redis.call("HMGET", qkey, id, id .. ":rc", id .. ":fr")
+  local body = f[1] or ""
+  out[#out + 1] = id
+  out[#out + 1] = redis.call("ZSCORE", zkey, id)
+  out[#out + 1] = #body
+  out[#out + 1] = cut(body, preview)
+  out[#out + 1] = f[2] or "0"
+  out[#out + 1] = f[3] or ""
+end

@@ -10,11 +10,7 @@ local zkey, qkey = KEYS[1], KEYS[2]
 local action, state = ARGV[1], ARGV[2]
 local skip, chunk = tonumber(ARGV[3]), tonumber(ARGV[4])
 local _, ms = now()
-local msgs = redis.call("ZCARD", zkey)
-local visible = redis.call("ZCOUNT", zkey, "-inf", int(ms))
-local first, last = 0, msgs - 1
-if state == "visible" then last = visible - 1 end
-if state == "hidden" or state == "inflight" or state == "delayed" then first = visible end
+local first, last = state_range(zkey, state, ms)
 local lo = first + skip
 if lo > last then
   return {0, 0, 0}

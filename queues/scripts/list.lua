@@ -10,16 +10,12 @@ local zkey, qkey = KEYS[1], KEYS[2]
 local state, offset, limit = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local preview, budget = tonumber(ARGV[4]), tonumber(ARGV[5])
 local _, ms = now()
-local msgs = redis.call("ZCARD", zkey)
-local hidden = redis.call("ZCOUNT", zkey, "(" .. int(ms), "+inf")
-local visible = msgs - hidden
+local first, last, msgs, visible = state_range(zkey, state, ms)
+local hidden = msgs - visible
 local total, exact = 0, 1
 local ids = {}
 
 if state == "all" or state == "visible" or state == "hidden" then
-  local first, last = 0, msgs - 1
-  if state == "visible" then last = visible - 1 end
-  if state == "hidden" then first = visible end
   total = last - first + 1
   local lo = first + offset
   local hi = math.min(lo + limit - 1, last)
@@ -57,13 +53,6 @@ end
 
 local out = {ms, total, exact}
 for _, id in ipairs(ids) do
-  local f = redis.call("HMGET", qkey, id, id .. ":rc", id .. ":fr")
-  local body = f[1] or ""
-  out[#out + 1] = id
-  out[#out + 1] = redis.call("ZSCORE", zkey, id)
-  out[#out + 1] = #body
-  out[#out + 1] = cut(body, preview)
-  out[#out + 1] = f[2] or "0"
-  out[#out + 1] = f[3] or ""
+  append_row(out, zkey, qkey, id, preview)
 end
 return out

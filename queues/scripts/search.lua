@@ -12,11 +12,7 @@ local state, cursor = ARGV[1], tonumber(ARGV[2])
 local scan_limit, limit = tonumber(ARGV[3]), tonumber(ARGV[4])
 local min_rc, needle, preview = tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
 local _, ms = now()
-local msgs = redis.call("ZCARD", zkey)
-local visible = redis.call("ZCOUNT", zkey, "-inf", int(ms))
-local first, last = 0, msgs - 1
-if state == "visible" then last = visible - 1 end
-if state == "hidden" or state == "inflight" or state == "delayed" then first = visible end
+local first, last = state_range(zkey, state, ms)
 
 local found = {}
 local scanned, rank = 0, first + cursor
@@ -43,13 +39,6 @@ end
 
 local out = {ms, scanned, rank <= last and (rank - first) or -1}
 for _, id in ipairs(found) do
-  local f = redis.call("HMGET", qkey, id, id .. ":rc", id .. ":fr")
-  local body = f[1] or ""
-  out[#out + 1] = id
-  out[#out + 1] = redis.call("ZSCORE", zkey, id)
-  out[#out + 1] = #body
-  out[#out + 1] = cut(body, preview)
-  out[#out + 1] = f[2] or "0"
-  out[#out + 1] = f[3] or ""
+  append_row(out, zkey, qkey, id, preview)
 end
 return out
