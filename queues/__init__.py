@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .aio import AsyncRedisSMQ
 from .client import RedisSMQ
 from .errors import (
     InvalidArgument,
@@ -12,9 +13,19 @@ from .errors import (
     QueueNotFound,
     RsmqError,
 )
-from .models import Message, MessageInfo, Page, QueueAttributes, QueueStats, SearchResult
+from .models import (
+    DeadLetterPolicy,
+    Message,
+    MessageInfo,
+    Page,
+    QueueAttributes,
+    QueueStats,
+    SearchResult,
+)
 
 __all__ = [
+    "AsyncRedisSMQ",
+    "DeadLetterPolicy",
     "InvalidArgument",
     "Message",
     "MessageInfo",

@@ -82,6 +82,13 @@ class SearchResult:
 
 
 @dataclass(frozen=True, slots=True)
+class DeadLetterPolicy:
+    dlq: str
+    maxrc: int
+    deadlettered: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class QueueStats:
     """One queue's counters, read in the same pipelined round trip as every other queue's."""
 
@@ -101,6 +108,9 @@ class QueueStats:
     oldest_sent: float | None  # epoch ms of the head visible message, None when none is visible
     now: int  # the Redis server's time (epoch ms) of the reading
     exact: bool = True  # False when in flight / delayed were estimated from a sample
+    dlq: str | None = None  # the dead-letter policy: where messages go ...
+    maxrc: int | None = None  # ... once received this many times
+    deadlettered: int = 0  # messages this queue has sent to its dead-letter queue
 
     @property
     def oldest_age(self) -> float | None:

@@ -86,3 +86,24 @@ local function append_row(out, zkey, qkey, id, preview)
   out[#out + 1] = f[2] or "0"
   out[#out + 1] = f[3] or ""
 end
+
+-- Moves one message from one queue to another, visible there at `score`: its body goes
+-- along; `counts` keeps rc and fr (else the message starts over, as on a redrive);
+-- `source` remembers where a dead-lettered message came from, in the destination's
+-- hash (x:src:{id}: a field name no 32-char id can take). Neither queue's totals change.
+local function transfer(src_z, src_q, dst_z, dst_q, id, score, counts, source)
+  local f = redis.call("HMGET", src_q, id, id .. ":rc", id .. ":fr")
+  redis.call("ZREM", src_z, id)
+  redis.call("HDEL", src_q, id, id .. ":rc", id .. ":fr", "x:src:" .. id)
+  redis.call("ZADD", dst_z, score, id)
+  redis.call("HSET", dst_q, id, f[1] or "")
+  if counts and f[2] then
+    redis.call("HSET", dst_q, id .. ":rc", f[2])
+  end
+  if counts and f[3] then
+    redis.call("HSET", dst_q, id .. ":fr", f[3])
+  end
+  if source then
+    redis.call("HSET", dst_q, "x:src:" .. id, source)
+  end
+end

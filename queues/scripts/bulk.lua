@@ -28,7 +28,7 @@ for _, id in ipairs(ids) do
     skipped = skipped + 1
   elseif action == "delete" then
     redis.call("ZREM", zkey, id)
-    redis.call("HDEL", qkey, id, id .. ":rc", id .. ":fr")
+    redis.call("HDEL", qkey, id, id .. ":rc", id .. ":fr", "x:src:" .. id)
     done = done + 1
   else
     redis.call("ZADD", zkey, score, id)

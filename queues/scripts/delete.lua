@@ -7,6 +7,6 @@ for _, id in ipairs(ARGV) do
   if redis.call("ZREM", KEYS[1], id) == 1 then
     n = n + 1
   end
-  redis.call("HDEL", KEYS[2], id, id .. ":rc", id .. ":fr")
+  redis.call("HDEL", KEYS[2], id, id .. ":rc", id .. ":fr", "x:src:" .. id)
 end
 return n

@@ -23,17 +23,10 @@ local score = int(ms)
 local moved, skipped = 0, 0
 for _, id in ipairs(ids) do
   if redis.call("ZSCORE", KEYS[1], id) then
-    local f = redis.call("HMGET", KEYS[2], id, id .. ":rc", id .. ":fr")
-    local body = f[1] or ""
-    if dmax ~= -1 and #body > dmax then
+    if dmax ~= -1 and redis.call("HSTRLEN", KEYS[2], id) > dmax then
       skipped = skipped + 1
     else
-      redis.call("ZREM", KEYS[1], id)
-      redis.call("HDEL", KEYS[2], id, id .. ":rc", id .. ":fr")
-      redis.call("ZADD", KEYS[3], score, id)
-      redis.call("HSET", KEYS[4], id, body)
-      if f[2] then redis.call("HSET", KEYS[4], id .. ":rc", f[2]) end
-      if f[3] then redis.call("HSET", KEYS[4], id .. ":fr", f[3]) end
+      transfer(KEYS[1], KEYS[2], KEYS[3], KEYS[4], id, score, true, nil)
       moved = moved + 1
     end
   end

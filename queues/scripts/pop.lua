@@ -20,7 +20,7 @@ for _, id in ipairs(ids) do
   out[#out + 1] = rc
   out[#out + 1] = fr
   redis.call("ZREM", KEYS[1], id)
-  redis.call("HDEL", KEYS[2], id, id .. ":rc", id .. ":fr")
+  redis.call("HDEL", KEYS[2], id, id .. ":rc", id .. ":fr", "x:src:" .. id)
 end
 redis.call("HINCRBY", KEYS[2], "totalrecv", #ids)
 return out

@@ -8,6 +8,7 @@ for _, id in ipairs(ids) do
   fields[#fields + 1] = id
   fields[#fields + 1] = id .. ":rc"
   fields[#fields + 1] = id .. ":fr"
+  fields[#fields + 1] = "x:src:" .. id
 end
 redis.call("HDEL", KEYS[2], unpack(fields))
 redis.call("ZREMRANGEBYRANK", KEYS[1], 0, #ids - 1)

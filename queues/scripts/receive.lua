@@ -1,31 +1,62 @@
--- KEYS: zset, queue hash. ARGV: n, vt ("" = the queue's)
+-- KEYS: zset, queue hash. ARGV: n, vt ("" = the queue's), key prefix ("{ns}:"), qname
 -- Returns id, body, rc, fr for each message received (FIFO by score), flat.
-local q = redis.call("HGET", KEYS[2], "vt")
-if not q then
+-- Dead-letter policy (x:maxrc, x:dlq): a message that would be handed out for the
+-- (maxrc+1)-th time goes to the dead-letter queue instead, in this same script; the
+-- receive goes on with the next message. Without the policy (or with its dead-letter
+-- queue deleted) every message is delivered: nothing is ever dropped.
+local q = redis.call("HMGET", KEYS[2], "vt", "x:maxrc", "x:dlq")
+if not q[1] then
   return not_found()
 end
-local vt = tonumber(ARGV[2] ~= "" and ARGV[2] or q)
-local _, ms = now()
-local ids = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", ms, "LIMIT", 0, ARGV[1])
-if #ids == 0 then
-  return {}
+local vt = tonumber(ARGV[2] ~= "" and ARGV[2] or q[1])
+local maxrc = tonumber(q[2])
+local dlq_z, dlq_q
+if maxrc and q[3] then
+  dlq_z = ARGV[3] .. q[3]
+  dlq_q = dlq_z .. ":Q"
+  if queue_missing(dlq_q) then
+    maxrc = nil
+  end
+else
+  maxrc = nil
 end
+local n = tonumber(ARGV[1])
+local _, ms = now()
 local score = int(ms + vt * 1000)
 local out = {}
-for _, id in ipairs(ids) do
-  redis.call("ZADD", KEYS[1], score, id)
-  local rc = redis.call("HINCRBY", KEYS[2], id .. ":rc", 1)
-  local fr
-  if rc == 1 then
-    fr = int(ms)
-    redis.call("HSET", KEYS[2], id .. ":fr", fr)
-  else
-    fr = redis.call("HGET", KEYS[2], id .. ":fr")
+local received, dead = 0, 0
+-- Bounded: at most 1,000 dead-letter moves per call, however many poison messages wait.
+while received < n and dead < 1000 do
+  local ids = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", ms, "LIMIT", 0, n - received)
+  if #ids == 0 then
+    break
   end
-  out[#out + 1] = id
-  out[#out + 1] = redis.call("HGET", KEYS[2], id)
-  out[#out + 1] = rc
-  out[#out + 1] = fr
+  for _, id in ipairs(ids) do
+    if maxrc and tonumber(redis.call("HGET", KEYS[2], id .. ":rc") or 0) >= maxrc then
+      transfer(KEYS[1], KEYS[2], dlq_z, dlq_q, id, int(ms), true, ARGV[4])
+      dead = dead + 1
+    else
+      redis.call("ZADD", KEYS[1], score, id)
+      local rc = redis.call("HINCRBY", KEYS[2], id .. ":rc", 1)
+      local fr
+      if rc == 1 then
+        fr = int(ms)
+        redis.call("HSET", KEYS[2], id .. ":fr", fr)
+      else
+        fr = redis.call("HGET", KEYS[2], id .. ":fr")
+      end
+      out[#out + 1] = id
+      out[#out + 1] = redis.call("HGET", KEYS[2], id)
+      out[#out + 1] = rc
+      out[#out + 1] = fr
+      received = received + 1
+    end
+  end
 end
-redis.call("HINCRBY", KEYS[2], "totalrecv", #ids)
+if received > 0 then
+  redis.call("HINCRBY", KEYS[2], "totalrecv", received)
+end
+if dead > 0 then
+  redis.call("HINCRBY", KEYS[2], "x:deadlettered", dead)
+end
 return out

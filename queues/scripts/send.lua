@@ -1,6 +1,6 @@
 -- KEYS: zset, queue hash
--- ARGV: delay ("" = the queue's), realtime channel ("" = none), n * 22 random id chars,
---       message 1 .. message n
+-- ARGV: delay ("" = the queue's; "@<epoch ms>" = visible at that time, or now if it has
+--       passed), realtime channel ("" = none), n * 22 random id chars, message 1 .. n
 -- All messages are checked before any is written: a batch is atomic.
 local q = redis.call("HMGET", KEYS[2], "vt", "delay", "maxsize")
 if not q[1] or not q[2] or not q[3] then
@@ -16,9 +16,17 @@ if maxsize ~= -1 then
     end
   end
 end
-local delay = tonumber(ARGV[1] ~= "" and ARGV[1] or q[2])
 local us, ms = now()
-local score = int(ms + delay * 1000)
+local score
+if string.sub(ARGV[1], 1, 1) == "@" then
+  local at = tonumber(string.sub(ARGV[1], 2))
+  if at > ms + 9999999000 then
+    return redis.error_reply("invalidAt")
+  end
+  score = int(math.max(at, ms))
+else
+  score = int(ms + tonumber(ARGV[1] ~= "" and ARGV[1] or q[2]) * 1000)
+end
 local suffixes = ARGV[3]
 local ids = {}
 for i = 1, n do

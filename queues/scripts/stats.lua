@@ -1,6 +1,7 @@
 -- KEYS: zset 1, queue hash 1, zset 2, queue hash 2, ...  ARGV: sample size, phase in [0, 1)
--- Read-only. Per queue, 14 values: exists, vt, delay, maxsize, totalsent, totalrecv,
--- created, modified, msgs, hidden, inflight, delayed, head visible id (or false), exact.
+-- Read-only. Per queue, 17 values: exists, vt, delay, maxsize, totalsent, totalrecv,
+-- created, modified, msgs, hidden, inflight, delayed, head visible id (or false), exact,
+-- and the dead-letter policy: queue (or false), maxrc (or false), messages dead-lettered.
 -- Splitting hidden into in flight (rc >= 1) and delayed needs a look at each hidden
 -- message; past `sample` hidden messages, evenly spaced ranks are sampled instead, from
 -- a random phase (given by the client: Lua's PRNG repeats itself on every call) so that
@@ -12,7 +13,7 @@ for k = 1, #KEYS, 2 do
   local zkey, qkey = KEYS[k], KEYS[k + 1]
   local a = attributes(zkey, qkey, ms)
   if not a then
-    for _ = 1, 14 do out[#out + 1] = 0 end
+    for _ = 1, 17 do out[#out + 1] = 0 end
   else
     local msgs, hidden = a[8], a[9]
     local visible = msgs - hidden
@@ -43,9 +44,11 @@ for k = 1, #KEYS, 2 do
       head = redis.call("ZRANGE", zkey, 0, 0)[1]
     end
     -- attributes() order: vt delay maxsize totalrecv totalsent created modified
+    local p = redis.call("HMGET", qkey, "x:dlq", "x:maxrc", "x:deadlettered")
     local row = {1, a[1], a[2], a[3], a[5], a[4], a[6], a[7], msgs, hidden,
-      inflight, hidden - inflight, head, exact}
-    for i = 1, 14 do out[#out + 1] = row[i] end
+      inflight, hidden - inflight, head, exact, p[1], tonumber(p[2]) or false,
+      tonumber(p[3]) or 0}
+    for i = 1, 17 do out[#out + 1] = row[i] end
   end
 end
 return out

@@ -1,0 +1,93 @@
+"""AsyncRedisSMQ: the same RSMQ operations as RedisSMQ, awaited on redis.asyncio.
+
+    rsmq = AsyncRedisSMQ(url="redis://localhost:6379/0")
+    await rsmq.send_message("jobs", "hello")
+    msg = await rsmq.receive_message("jobs")
+
+Every method of RedisSMQ is here with the same arguments and results (queues/ops.py
+holds them once); each returns an awaitable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.exceptions import NoScriptError, ResponseError
+
+from .ops import Batch, Call, Op, Operations, T, error_for
+
+
+class AsyncRedisSMQ(Operations):
+    def __init__(
+        self,
+        url: str | None = None,
+        ns: str = "rsmq",
+        realtime: bool = False,
+        client: aioredis.Redis | None = None,
+        socket_timeout: float | None = None,
+    ) -> None:
+        self._setup(ns, realtime)
+        if client is not None:
+            self.redis = client
+        else:
+            self.redis = aioredis.Redis.from_url(
+                url or "redis://127.0.0.1:6379/0", socket_timeout=socket_timeout
+            )
+
+    async def close(self) -> None:
+        await self.redis.aclose()
+
+    async def __aenter__(self) -> AsyncRedisSMQ:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _drive(self, op: Op[T]) -> T:
+        try:
+            step = next(op)
+            while True:
+                try:
+                    if type(step) is Call:
+                        reply = await self._eval(step)
+                    elif type(step) is Batch:
+                        reply = await self._batch(step)
+                    else:
+                        reply = await self.redis.execute_command(*step.args)
+                except Exception as e:
+                    step = op.throw(e)
+                else:
+                    step = op.send(reply)
+        except StopIteration as stop:
+            return stop.value
+
+    async def _eval(self, call: Call) -> Any:
+        script = call.script
+        command = ("EVALSHA", script.sha, len(call.keys), *call.keys, *call.args)
+        try:
+            try:
+                return await self.redis.execute_command(*command)
+            except NoScriptError:
+                # After a Redis restart or SCRIPT FLUSH: the script never ran; load, rerun.
+                await self.redis.execute_command("SCRIPT", "LOAD", script.source)
+                return await self.redis.execute_command(*command)
+        except ResponseError as e:
+            raise error_for(e, call.names) from None
+
+    async def _batch(self, batch: Batch) -> list[Any]:
+        async def run() -> list[Any]:
+            pipe = self.redis.pipeline(transaction=False)
+            for c in batch.calls:
+                pipe.execute_command("EVALSHA", c.script.sha, len(c.keys), *c.keys, *c.args)
+            return await pipe.execute(raise_on_error=False)
+
+        replies = await run()
+        if any(isinstance(r, NoScriptError) for r in replies):
+            for script in {c.script for c in batch.calls}:
+                await self.redis.execute_command("SCRIPT", "LOAD", script.source)
+            replies = await run()
+        for reply, call in zip(replies, batch.calls, strict=True):
+            if isinstance(reply, ResponseError):
+                raise error_for(reply, call.names)
+        return replies

@@ -1,0 +1,597 @@
+"""Every RSMQ operation, written once for the sync and the asyncio client.
+
+An operation is a generator: it validates its arguments, yields the Redis work it needs
+(a `Call` of a Lua script, a `Batch` of read-only script calls in one pipeline, or a
+plain `Command`) and returns the parsed result. The clients only differ in how they
+carry that work to Redis: `RedisSMQ` runs it on a thread's own redis-py connection,
+`AsyncRedisSMQ` awaits redis.asyncio. Keys, validation, arguments and parsing live here
+and nowhere else.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import math
+import random
+from collections.abc import Callable, Generator, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from redis.exceptions import ResponseError
+
+from . import scripts as S
+from . import validation as v
+from .errors import (
+    InvalidArgument,
+    MessageNotString,
+    MessageTooLong,
+    NoAttributeSupplied,
+    QueueExists,
+    QueueNotFound,
+)
+from .ids import random_suffixes, sent_ms
+from .models import (
+    DeadLetterPolicy,
+    Message,
+    MessageInfo,
+    Page,
+    QueueAttributes,
+    QueueStats,
+    SearchResult,
+)
+
+#: messages one purge / move / redrive / bulk step handles: small enough that a step
+#: never holds Redis for long (a few ms), large enough that a million take ~1000 steps
+CHUNK = 1000
+#: queues per stats script call, so a 10,000-queue read is many short scripts in one
+#: pipeline, not one long script
+STATS_CHUNK = 200
+STATS_ROW = 17
+DEFAULT_SAMPLE = 1000
+DEFAULT_SCAN_BUDGET = 10_000
+MAX_MAXRC = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """Run a script; ``names`` says which queue(s) a queueNotFound reply is about."""
+
+    script: S.Script
+    keys: Sequence[str]
+    args: Sequence[Any]
+    names: str | tuple[str, str] = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Read-only script calls in one pipelined round trip (safe to rerun after NOSCRIPT)."""
+
+    calls: list[Call]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    args: tuple[Any, ...]
+
+
+T = TypeVar("T")
+Op = Generator[Call | Batch | Command, Any, T]
+
+
+def operation(fn: Callable[..., Op[T]]) -> Callable[..., Any]:
+    """A public method: the client's ``_drive`` carries out the generator's steps.
+
+    ``RedisSMQ._drive`` returns the result; ``AsyncRedisSMQ._drive`` returns an awaitable.
+    """
+
+    @functools.wraps(fn)
+    def method(self: Operations, *args: Any, **kwargs: Any) -> Any:
+        return self._drive(fn(self, *args, **kwargs))
+
+    return method
+
+
+def error_for(e: ResponseError, names: str | tuple[str, str]) -> Exception:
+    """The RSMQ error a script's error reply stands for (or the reply itself)."""
+    text = str(e)
+    if "queueNotFound" in text:
+        if isinstance(names, tuple):  # (source, destination)
+            names = names[1] if "queueNotFound dst" in text else names[0]
+        return QueueNotFound(names)
+    if "queueExists" in text:
+        return QueueExists(names if isinstance(names, str) else names[0])
+    if "messageTooLong" in text:
+        parts = text[text.index("messageTooLong") :].split()
+        return MessageTooLong(int(parts[1]), int(parts[2]))
+    if "invalidAt" in text:
+        return InvalidArgument(
+            "when", f"when must be at most {v.MAX_SECONDS} seconds from now (the Redis clock)"
+        )
+    return e
+
+
+def _str(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _decode(raw: bytes | str) -> str:
+    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+
+
+def _message(r: list[Any], i: int) -> Message:
+    mid = _str(r[i])
+    body = r[i + 1]
+    return Message(
+        id=mid,
+        message=_decode(body) if body is not None else "",
+        rc=r[i + 2],
+        fr=int(r[i + 3] or 0),
+        sent=sent_ms(mid),
+    )
+
+
+def _info(f: list[Any], now: int) -> MessageInfo:
+    mid = _str(f[0])
+    score = int(float(f[1]))
+    rc = int(f[4])
+    fr = int(f[5]) if f[5] else None
+    if score <= now:
+        state = "visible"
+    else:
+        state = "inflight" if rc >= 1 else "delayed"
+    return MessageInfo(
+        id=mid, message=_decode(f[3]), size=f[2], rc=rc, fr=fr,
+        sent=sent_ms(mid), visible_at=score, state=state, read_at=now,
+    )  # fmt: skip
+
+
+def _attributes(a: list[int]) -> QueueAttributes:
+    return QueueAttributes(
+        vt=a[0], delay=a[1], maxsize=a[2], totalrecv=a[3], totalsent=a[4],
+        created=a[5], modified=a[6], msgs=a[7], hiddenmsgs=a[8],
+    )  # fmt: skip
+
+
+def _stats(qname: str, row: list[Any], now: int) -> QueueStats:
+    head, dlq, maxrc = row[12], row[14], row[15]
+    return QueueStats(
+        qname=qname, vt=row[1], delay=row[2], maxsize=row[3], totalsent=row[4],
+        totalrecv=row[5], created=row[6], modified=row[7], msgs=row[8],
+        visible=row[8] - row[9], hidden=row[9], inflight=row[10], delayed=row[11],
+        oldest_sent=sent_ms(_str(head)) if head else None, now=now, exact=row[13] == 1,
+        dlq=_str(dlq) if dlq else None, maxrc=maxrc or None, deadlettered=row[16],
+    )  # fmt: skip
+
+
+def _epoch_ms(when: dt.datetime | float | int) -> int:
+    if isinstance(when, dt.datetime):
+        if when.tzinfo is None:
+            raise InvalidArgument("when", "when must be a timezone-aware datetime")
+        return math.ceil(when.timestamp() * 1000)
+    if isinstance(when, bool) or not isinstance(when, (int, float)) or when < 0:
+        raise InvalidArgument("when", "when must be a datetime or epoch seconds")
+    return math.ceil(when * 1000)
+
+
+class Operations:
+    """The RSMQ API. A subclass supplies ``_drive`` (and the connection behind it)."""
+
+    ns: str
+    realtime: bool
+
+    def _setup(self, ns: str, realtime: bool) -> None:
+        if not isinstance(ns, str) or not ns:
+            raise InvalidArgument("ns", "ns must be a non-empty string")
+        self.ns = ns
+        self.realtime = realtime
+        self._prefix = ns + ":"
+        self._keys: dict[str, tuple[str, str]] = {}
+
+    def _drive(self, op: Op[T]) -> Any:
+        raise NotImplementedError
+
+    # -- keys: the only place Redis key names are made ------------------------------
+
+    @property
+    def queues_key(self) -> str:
+        return self._prefix + "QUEUES"
+
+    def _queue_keys(self, qname: str) -> tuple[str, str]:
+        """(zset, hash) of a queue, validating the name once per client."""
+        keys = self._keys.get(qname)
+        if keys is None:
+            v.qname(qname)
+            if len(self._keys) > 10_000:
+                self._keys.clear()
+            z = self._prefix + qname
+            keys = self._keys[qname] = (z, z + ":Q")
+        return keys
+
+    def _channel(self, qname: str) -> str:
+        return f"{self._prefix}rt:{qname}" if self.realtime else ""
+
+    def realtime_channel(self, qname: str) -> str:
+        """The pub/sub channel a realtime send publishes the queue's size on."""
+        v.qname(qname)
+        return f"{self._prefix}rt:{qname}"
+
+    # -- queues --------------------------------------------------------------------
+
+    @operation
+    def create_queue(
+        self, qname: str, vt: int = 30, delay: int = 0, maxsize: int = 65536
+    ) -> Op[None]:
+        hkey = self._queue_keys(qname)[1]
+        args = (qname, v.seconds("vt", vt), v.seconds("delay", delay), v.maxsize(maxsize))
+        yield Call(S.CREATE_QUEUE, (hkey, self.queues_key), args, qname)
+
+    @operation
+    def list_queues(self) -> Op[list[str]]:
+        members = yield Command(("SMEMBERS", self.queues_key))
+        return sorted(_str(m) for m in members)
+
+    @operation
+    def delete_queue(self, qname: str) -> Op[None]:
+        z, h = self._queue_keys(qname)
+        yield Call(S.DELETE_QUEUE, (h, z, self.queues_key, z + ":purge"), (qname,), qname)
+
+    @operation
+    def get_queue_attributes(self, qname: str) -> Op[QueueAttributes]:
+        keys = self._queue_keys(qname)
+        return _attributes((yield Call(S.GET_QUEUE_ATTRIBUTES, keys, (), qname)))
+
+    @operation
+    def set_queue_attributes(
+        self,
+        qname: str,
+        vt: int | None = None,
+        delay: int | None = None,
+        maxsize: int | None = None,
+    ) -> Op[QueueAttributes]:
+        keys = self._queue_keys(qname)
+        args: list[Any] = []
+        if vt is not None:
+            args += ("vt", v.seconds("vt", vt))
+        if delay is not None:
+            args += ("delay", v.seconds("delay", delay))
+        if maxsize is not None:
+            args += ("maxsize", v.maxsize(maxsize))
+        if not args:
+            raise NoAttributeSupplied()
+        return _attributes((yield Call(S.SET_QUEUE_ATTRIBUTES, keys, args, qname)))
+
+    # -- dead-letter policy ----------------------------------------------------------
+
+    @operation
+    def set_dead_letter_policy(self, qname: str, dlq: str, maxrc: int) -> Op[None]:
+        """Messages received ``maxrc`` times go to queue ``dlq`` instead of a further receive.
+
+        Stored in extension fields of the queue's hash (x:dlq, x:maxrc): original RSMQ
+        clients ignore them and keep working on the queue.
+        """
+        keys = self._queue_keys(qname)
+        dlq_keys = self._queue_keys(v.qname(dlq, "dlq"))
+        if dlq == qname:
+            raise InvalidArgument("dlq", "dlq must be a different queue from qname")
+        v.integer("maxrc", maxrc, 1, MAX_MAXRC)
+        yield Call(S.POLICY, (keys[1], dlq_keys[1]), (dlq, maxrc), (qname, dlq))
+
+    @operation
+    def clear_dead_letter_policy(self, qname: str) -> Op[None]:
+        keys = self._queue_keys(qname)
+        yield Call(S.POLICY, (keys[1], keys[1]), ("", 0), qname)
+
+    @operation
+    def get_dead_letter_policy(self, qname: str) -> Op[DeadLetterPolicy | None]:
+        stats = yield from self._stats_of([qname])
+        if not stats:
+            raise QueueNotFound(qname)
+        s = stats[0]
+        if s.dlq is None or s.maxrc is None:
+            return None
+        return DeadLetterPolicy(dlq=s.dlq, maxrc=s.maxrc, deadlettered=s.deadlettered)
+
+    @operation
+    def redrive(self, dlq: str, to: str | None = None, limit: int | None = None) -> Op[int]:
+        """Move dead-lettered messages back to the queue each came from (or to ``to``).
+
+        They start over (rc and fr dropped) and are visible at once; bounded batches of
+        ``CHUNK``; at most ``limit`` messages. Returns how many were moved; a message
+        whose source is gone stays in ``dlq``.
+        """
+        keys = self._queue_keys(dlq)
+        if to is not None:
+            self._queue_keys(v.qname(to, "to"))
+        if limit is not None:
+            v.integer("limit", limit, 1, 2**53)
+        moved = skipped = 0
+        while limit is None or moved < limit:
+            chunk = CHUNK if limit is None else min(CHUNK, limit - moved)
+            m, s, seen = yield Call(
+                S.REDRIVE, keys, (self._prefix, to or "", skipped, chunk), (dlq, to or "")
+            )
+            moved += m
+            skipped += s
+            if seen < chunk:
+                break
+        return moved
+
+    # -- messages ------------------------------------------------------------------
+
+    @operation
+    def send_message(self, qname: str, message: str | bytes, delay: int | None = None) -> Op[str]:
+        keys = self._queue_keys(qname)
+        body = message if type(message) is str else v.body(message)
+        d = "" if delay is None else v.seconds("delay", delay)
+        try:
+            ids = yield Call(
+                S.SEND, keys, (d, self._channel(qname), random_suffixes(), body), qname
+            )
+        except UnicodeEncodeError as e:
+            # Nothing was sent: the command is encoded whole before it is written.
+            raise MessageNotString(
+                f"Message must be a string of valid Unicode: {e.reason} at position {e.start}"
+            ) from None
+        return _str(ids[0])
+
+    @operation
+    def send_at(self, qname: str, message: str | bytes, when: dt.datetime | float | int) -> Op[str]:
+        """Send a message that becomes visible at ``when`` (an aware datetime or epoch
+        seconds), by the Redis server's clock; a time already past means now."""
+        keys = self._queue_keys(qname)
+        body = v.body(message)
+        at = f"@{_epoch_ms(when)}"
+        ids = yield Call(S.SEND, keys, (at, self._channel(qname), random_suffixes(), body), qname)
+        return _str(ids[0])
+
+    @operation
+    def send_messages(
+        self, qname: str, messages: Iterable[str | bytes], delay: int | None = None
+    ) -> Op[list[str]]:
+        """Send many in one atomic round trip: one invalid message and nothing is written."""
+        keys = self._queue_keys(qname)
+        bodies = [v.body(m) for m in messages]
+        if len(bodies) > v.MAX_SEND_BATCH:
+            raise InvalidArgument(
+                "messages", f"messages: at most {v.MAX_SEND_BATCH} per batch, not {len(bodies)}"
+            )
+        d = "" if delay is None else v.seconds("delay", delay)
+        args = (d, self._channel(qname), random_suffixes(len(bodies)), *bodies)
+        ids = yield Call(S.SEND, keys, args, qname)
+        return [_str(i) for i in ids]
+
+    def _receive(self, qname: str, n: int, vt: int | None) -> Op[list[Any]]:
+        keys = self._queue_keys(qname)
+        t = "" if vt is None else v.seconds("vt", vt)
+        return (yield Call(S.RECEIVE, keys, (n, t, self._prefix, qname), qname))
+
+    @operation
+    def receive_message(self, qname: str, vt: int | None = None) -> Op[Message | None]:
+        r = yield from self._receive(qname, 1, vt)
+        return _message(r, 0) if r else None
+
+    @operation
+    def receive_messages(self, qname: str, n: int, vt: int | None = None) -> Op[list[Message]]:
+        """Receive up to n visible messages, FIFO, in one atomic round trip."""
+        v.integer("n", n, 1, v.MAX_BATCH)
+        r = yield from self._receive(qname, n, vt)
+        return [_message(r, i) for i in range(0, len(r), 4)]
+
+    @operation
+    def pop_message(self, qname: str) -> Op[Message | None]:
+        r = yield Call(S.POP, self._queue_keys(qname), (1,), qname)
+        return _message(r, 0) if r else None
+
+    @operation
+    def pop_messages(self, qname: str, n: int) -> Op[list[Message]]:
+        keys = self._queue_keys(qname)
+        v.integer("n", n, 1, v.MAX_BATCH)
+        r = yield Call(S.POP, keys, (n,), qname)
+        return [_message(r, i) for i in range(0, len(r), 4)]
+
+    @operation
+    def change_message_visibility(self, qname: str, id: str, vt: int) -> Op[bool]:
+        keys = self._queue_keys(qname)
+        args = (v.message_id(id), v.seconds("vt", vt))
+        return (yield Call(S.CHANGE_VISIBILITY, keys, args, qname)) == 1
+
+    @operation
+    def delete_message(self, qname: str, id: str) -> Op[bool]:
+        keys = self._queue_keys(qname)
+        return (yield Call(S.DELETE, keys, (v.message_id(id),), qname)) == 1
+
+    @operation
+    def delete_messages(self, qname: str, ids: Iterable[str]) -> Op[int]:
+        """Delete many in one atomic round trip; returns how many were in the queue."""
+        keys = self._queue_keys(qname)
+        checked = [v.message_id(i) for i in ids]
+        return (yield Call(S.DELETE, keys, checked, qname))
+
+    # -- operations: none of them changes rc, fr, totalsent or totalrecv -------------
+
+    @operation
+    def queue_stats(
+        self, qnames: Iterable[str] | None = None, sample: int = DEFAULT_SAMPLE
+    ) -> Op[list[QueueStats]]:
+        """Counters of the given queues (default: all), in one pipelined round trip
+        (all queues: one more, for their names). Queues that don't exist are left out."""
+        if qnames is None:
+            names = sorted(_str(m) for m in (yield Command(("SMEMBERS", self.queues_key))))
+        else:
+            names = [v.qname(q) for q in qnames]
+        return (yield from self._stats_of(names, sample))
+
+    def _stats_of(self, names: list[str], sample: int = DEFAULT_SAMPLE) -> Op[list[QueueStats]]:
+        v.integer("sample", sample, 1, 100_000)
+        if not names:
+            return []
+        chunks = [names[k : k + STATS_CHUNK] for k in range(0, len(names), STATS_CHUNK)]
+        calls = [
+            Call(S.STATS, [key for q in chunk for key in self._queue_keys(q)],
+                 (sample, random.random()))
+            for chunk in chunks
+        ]  # fmt: skip
+        results = yield Batch(calls)
+        stats: list[QueueStats] = []
+        for chunk, r in zip(chunks, results, strict=True):
+            now = r[0]
+            for j, q in enumerate(chunk):
+                row = r[1 + STATS_ROW * j : 1 + STATS_ROW * (j + 1)]
+                if row[0] == 1:
+                    stats.append(_stats(q, row, now))
+        return stats
+
+    @operation
+    def list_messages(
+        self,
+        qname: str,
+        state: str = "all",
+        offset: int = 0,
+        limit: int = 50,
+        preview: int = 0,
+        scan_budget: int = DEFAULT_SCAN_BUDGET,
+    ) -> Op[Page]:
+        """A page of messages in a state, in queue order, costing O(log n + limit).
+
+        ``preview`` > 0 cuts each body to that many bytes (``MessageInfo.size`` keeps the
+        full size). ``inflight`` and ``delayed`` look at no more than ``scan_budget`` hidden
+        messages; past that ``Page.exact`` is False and ``total`` is an estimate.
+        """
+        keys = self._queue_keys(qname)
+        v.state(state)
+        v.integer("offset", offset, 0, 2**53)
+        v.integer("limit", limit, 1, v.MAX_PAGE)
+        v.integer("preview", preview, 0, 2**31)
+        v.integer("scan_budget", scan_budget, 1, 10**9)
+        r = yield Call(S.LIST, keys, (state, offset, limit, preview, scan_budget), qname)
+        now, total, exact = r[0], r[1], r[2] == 1
+        items = [_info(r[i : i + 6], now) for i in range(3, len(r), 6)]
+        return Page(items=items, total=total, offset=offset, limit=limit, exact=exact, now=now)
+
+    @operation
+    def search_messages(
+        self,
+        qname: str,
+        contains: str = "",
+        min_rc: int = 0,
+        state: str = "all",
+        cursor: int = 0,
+        limit: int = 50,
+        scan_limit: int = DEFAULT_SCAN_BUDGET,
+        preview: int = 0,
+    ) -> Op[SearchResult]:
+        """Messages whose body contains a text and/or received at least ``min_rc`` times.
+
+        Bounded: looks at no more than ``scan_limit`` messages of the state, in queue order,
+        from ``cursor`` on; ``SearchResult.next_cursor`` continues where it stopped.
+        Read-only, like every browse.
+        """
+        keys = self._queue_keys(qname)
+        v.state(state)
+        if not isinstance(contains, str):
+            raise InvalidArgument("contains", "contains must be a string")
+        v.integer("min_rc", min_rc, 0, 2**31)
+        v.integer("cursor", cursor, 0, 2**53)
+        v.integer("limit", limit, 1, v.MAX_PAGE)
+        v.integer("scan_limit", scan_limit, 1, 10**7)
+        v.integer("preview", preview, 0, 2**31)
+        args = (state, cursor, scan_limit, limit, min_rc, contains, preview)
+        r = yield Call(S.SEARCH, keys, args, qname)
+        now, scanned, nxt = r[0], r[1], r[2]
+        items = [_info(r[i : i + 6], now) for i in range(3, len(r), 6)]
+        return SearchResult(items, scanned, None if nxt < 0 else nxt, now)
+
+    @operation
+    def get_message(self, qname: str, id: str) -> Op[MessageInfo | None]:
+        """One message with its full body, or None if it is not in the queue."""
+        keys = self._queue_keys(qname)
+        r = yield Call(S.GET_MESSAGE, keys, (v.message_id(id),), qname)
+        if r is None:
+            return None
+        return _info([id, *r[1:]], r[0])
+
+    @operation
+    def requeue(self, qname: str, ids: Iterable[str]) -> Op[int]:
+        """Make messages visible now (rc and fr kept); returns how many were in the queue."""
+        keys = self._queue_keys(qname)
+        checked = [v.message_id(i) for i in ids]
+        return (yield Call(S.REQUEUE, keys, checked, qname))
+
+    @operation
+    def requeue_state(self, qname: str, state: str) -> Op[int]:
+        """Make every hidden / in-flight / delayed message visible now, in chunks."""
+        if state not in ("hidden", "inflight", "delayed"):
+            raise InvalidArgument("state", "requeue all: state must be hidden, inflight or delayed")
+        return (yield from self._bulk(qname, "requeue", state))
+
+    @operation
+    def delete_state(self, qname: str, state: str) -> Op[int]:
+        """Delete every message in a state, in chunks; returns how many were deleted."""
+        return (yield from self._bulk(qname, "delete", v.state(state)))
+
+    def _bulk(self, qname: str, action: str, state: str) -> Op[int]:
+        keys = self._queue_keys(qname)
+        total = skip = 0
+        # Bounded even while producers keep adding: no more rounds than the queue had
+        # messages when it started (each round handles or skips a whole chunk).
+        attrs = _attributes((yield Call(S.GET_QUEUE_ATTRIBUTES, keys, (), qname)))
+        for _ in range(attrs.msgs // CHUNK + 2):
+            done, skipped, seen = yield Call(S.BULK, keys, (action, state, skip, CHUNK), qname)
+            total += done
+            skip += skipped
+            if seen < CHUNK:
+                break
+        return total
+
+    @operation
+    def purge_queue(self, qname: str) -> Op[int]:
+        """Delete every message, keeping the queue's attributes and totals.
+
+        The messages leave the queue at once; their bodies are then deleted in chunks of
+        ``CHUNK``, so Redis is never held for more than a few milliseconds at a time.
+        Returns how many messages were purged.
+        """
+        z, h = self._queue_keys(qname)
+        purge_key = z + ":purge"
+        while True:
+            n = yield Call(S.PURGE_DETACH, (z, h, purge_key), (), qname)
+            if n >= 0:
+                break
+            yield from self._drain(purge_key, h)  # an interrupted purge left some
+        yield from self._drain(purge_key, h)
+        return n
+
+    def _drain(self, purge_key: str, hkey: str) -> Op[None]:
+        while (yield Call(S.PURGE_DRAIN, (purge_key, hkey), (CHUNK,))) == CHUNK:
+            pass
+
+    @operation
+    def move_messages(self, src: str, dst: str, ids: Iterable[str] | None = None) -> Op[int]:
+        """Move messages (default: all) to another queue, visible there at once.
+
+        Each keeps its id, body, rc and fr; no queue's totals change. Moving all goes in
+        chunks of ``CHUNK``; a message larger than ``dst``'s maxsize stays in ``src``.
+        Returns how many were moved.
+        """
+        src_keys = self._queue_keys(src)
+        dst_keys = self._queue_keys(dst)
+        if src == dst:
+            raise InvalidArgument("dst", "dst must be a different queue from src")
+        keys = (*src_keys, *dst_keys)
+        if ids is not None:
+            checked = [v.message_id(i) for i in ids]
+            if not checked:
+                return 0
+            return (yield Call(S.MOVE, keys, (0, CHUNK, *checked), (src, dst)))[0]
+        moved = skipped = 0
+        while True:
+            m, s = yield Call(S.MOVE, keys, (skipped, CHUNK), (src, dst))
+            moved += m
+            skipped += s
+            if m + s < CHUNK:
+                return moved
+
+    @operation
+    def ping(self) -> Op[bool]:
+        return bool((yield Command(("PING",))))

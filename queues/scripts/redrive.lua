@@ -1,0 +1,40 @@
+-- KEYS: dead-letter queue zset, its hash
+-- ARGV: key prefix ("{ns}:"), destination ("" = each message's own source), offset, chunk
+-- Moves up to `chunk` messages from rank `offset` back to where they came from (or to the
+-- destination), visible at once and starting over: rc and fr are dropped, or the policy
+-- would dead-letter them again on their next receive. A message with no known source, a
+-- source that is gone, or a body over the destination's maxsize stays. Returns
+-- {moved, skipped, looked at}.
+if queue_missing(KEYS[2]) then
+  return not_found()
+end
+local to_z, to_q
+if ARGV[2] ~= "" then
+  to_z = ARGV[1] .. ARGV[2]
+  to_q = to_z .. ":Q"
+  if queue_missing(to_q) then
+    return redis.error_reply("queueNotFound dst")
+  end
+end
+local offset = tonumber(ARGV[3])
+local ids = redis.call("ZRANGE", KEYS[1], offset, offset + tonumber(ARGV[4]) - 1)
+local _, ms = now()
+local moved, skipped = 0, 0
+for _, id in ipairs(ids) do
+  local dz, dq = to_z, to_q
+  if not dz then
+    local src = redis.call("HGET", KEYS[2], "x:src:" .. id)
+    if src then
+      dz = ARGV[1] .. src
+      dq = dz .. ":Q"
+    end
+  end
+  local max = dq and tonumber(redis.call("HGET", dq, "maxsize"))
+  if max and (max == -1 or redis.call("HSTRLEN", KEYS[2], id) <= max) then
+    transfer(KEYS[1], KEYS[2], dz, dq, id, int(ms), false, nil)
+    moved = moved + 1
+  else
+    skipped = skipped + 1
+  end
+end
+return {moved, skipped, #ids}
