@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime as dt
 import json
 import os
 import re
@@ -79,6 +80,17 @@ def _queue_purge(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
     return {"purged": rsmq.purge_queue(a.name)}
 
 
+def _queue_policy(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    if a.clear:
+        rsmq.clear_dead_letter_policy(a.name)
+    elif a.dlq or a.maxrc is not None:
+        if not (a.dlq and a.maxrc is not None):
+            raise InvalidArgument("dlq", "give both --dlq and --maxrc (or --clear)")
+        rsmq.set_dead_letter_policy(a.name, a.dlq, a.maxrc)
+    policy = rsmq.get_dead_letter_policy(a.name)
+    return {"name": a.name, "policy": dataclasses.asdict(policy) if policy else None}
+
+
 def _message_body(a: argparse.Namespace) -> str:
     if a.message == "-":
         return sys.stdin.read()
@@ -86,7 +98,28 @@ def _message_body(a: argparse.Namespace) -> str:
 
 
 def _message_send(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    if a.at is not None:
+        if a.delay is not None:
+            raise InvalidArgument("at", "give --delay or --at, not both")
+        return {"id": rsmq.send_at(a.name, _message_body(a), _when(a.at))}
     return {"id": rsmq.send_message(a.name, _message_body(a), delay=a.delay)}
+
+
+def _when(text: str) -> dt.datetime | float:
+    """--at: epoch seconds, or an ISO 8601 time with its timezone."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidArgument(
+            "at", f"--at must be epoch seconds or ISO 8601, not {text!r}"
+        ) from None
+    if when.tzinfo is None:
+        raise InvalidArgument("at", "--at needs a timezone, e.g. 2026-12-01T09:00:00+00:00")
+    return when
 
 
 def _message_receive(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
@@ -133,6 +166,10 @@ def _message_move(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
     return {"moved": rsmq.move_messages(a.name, a.to, None if a.all else a.id)}
 
 
+def _message_redrive(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    return {"redriven": rsmq.redrive(a.name, to=a.to, limit=a.limit)}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rsmq", description="RSMQ command line (rsmqctl's verbs).")
     p.add_argument(
@@ -150,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     def cmd(sub: Any, name: str, handler: Handler, help: str) -> argparse.ArgumentParser:
         c = sub.add_parser(name, help=help, description=help)
         c.set_defaults(handler=handler)
-        if handler is not _queue_list:
+        if handler not in (_queue_list, None):
             c.add_argument("-n", "--name", required=True, help="queue name")
         return c
 
@@ -170,12 +207,17 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--yes", action="store_true", help="confirm")
     c = cmd(qs, "purge", _queue_purge, "delete every message, keeping the queue")
     c.add_argument("--yes", action="store_true", help="confirm")
+    c = cmd(qs, "policy", _queue_policy, "show or set the dead-letter policy")
+    c.add_argument("--dlq", help="dead-letter queue (exists already)")
+    c.add_argument("--maxrc", type=int, help="receives before a message is dead-lettered")
+    c.add_argument("--clear", action="store_true", help="remove the policy")
 
     m = groups.add_parser("message", help="send, receive, browse and act on messages")
     ms = m.add_subparsers(dest="verb", required=True)
     c = cmd(ms, "send", _message_send, "send a message")
     c.add_argument("-m", "--message", required=True, help="the body; - reads stdin")
     c.add_argument("-d", "--delay", type=int)
+    c.add_argument("--at", help="visible at: epoch seconds or ISO 8601 with timezone")
     c = cmd(ms, "receive", _message_receive, "receive messages (they turn invisible for vt)")
     c.add_argument("-t", "--vt", type=int)
     c.add_argument("-c", "--count", type=int, default=1, help="receive up to this many")
@@ -198,11 +240,25 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--to", required=True, help="destination queue")
     c.add_argument("-i", "--id", nargs="+")
     c.add_argument("--all", action="store_true", help="move every message")
+    c = cmd(ms, "redrive", _message_redrive, "move dead-lettered messages back to their queues")
+    c.add_argument("--to", help="send them all to this queue instead")
+    c.add_argument("--limit", type=int, help="at most this many")
+
+    w = groups.add_parser("worker", help="run a worker: rsmq worker myapp.jobs:worker")
+    w.set_defaults(handler=None)
+    w.add_argument("target", help="MODULE:ATTRIBUTE of a queues.worker.Worker")
+    w.add_argument("--processes", type=int, default=1, help="worker processes (multi-core)")
+    w.add_argument("--log-format", choices=("text", "json"), default="text")
+    w.add_argument("--log-level", default="INFO")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.group == "worker":
+        from .worker_cli import run_workers
+
+        return run_workers(args)
     try:
         rsmq = RedisSMQ(url=args.url, ns=args.ns, socket_timeout=10)
     except (ValueError, InvalidArgument) as e:
