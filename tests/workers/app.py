@@ -1,0 +1,129 @@
+"""The worker app of tests/test_worker.py: ``rsmq worker workers.app:worker``.
+
+Set up by environment variables, so that each test starts the processes it needs:
+
+* ``WORKER_QUEUES``: the queues to handle, comma-separated, each ``name[:option=value]...``
+  with the options of ``Worker.handler`` (concurrency, batch, vt, timeout, backoff,
+  max_backoff) and ``async=1`` for an ``async def`` handler;
+* ``WORKER_RESULTS``: the queue every handler attempt sends its record to;
+* ``WORKER_POLL``, ``WORKER_GRACE``, ``WORKER_REALTIME``: the Worker's poll_interval,
+  grace and realtime.
+
+What a handler does is said by the message's body, a JSON object (all keys optional):
+
+* ``sleep``: seconds to work; a list gives the seconds of receive 1, 2, ... (the last
+  one repeats);
+* ``fail``: raise instead of returning; a list per receive like ``sleep``;
+* ``wait_for``: a path (or a list per receive like ``sleep``): work until that file
+  exists, so that the test says when a handler returns;
+* ``fixed_when``: a path: raise unless that file exists (a bug that gets fixed);
+* ``exit``: raise SystemExit instead (as ``sys.exit()`` in a handler would);
+* ``record_start``: also send a record as the handler starts.
+
+A record is a JSON object: id, rc, fr, pid, queue, start and end (time.time() of this
+machine), ok, and event ("start" or "end").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from typing import Any
+
+from queues.models import Message
+from queues.worker import Worker
+
+OPTIONS = {
+    "concurrency": int,
+    "batch": int,
+    "vt": int,
+    "timeout": float,
+    "backoff": float,
+    "max_backoff": float,
+}
+
+
+class Failed(Exception):
+    """What a handler raises when its message says so."""
+
+
+def per_rc(value: Any, rc: int) -> Any:
+    if isinstance(value, list):
+        return value[min(rc, len(value)) - 1]
+    return value
+
+
+def build(url: str | None = None, ns: str | None = None) -> Worker:
+    env = os.environ
+    worker = Worker(
+        url=url,
+        ns=ns,
+        poll_interval=float(env.get("WORKER_POLL", "0.1")),
+        grace=float(env.get("WORKER_GRACE", "10")),
+        realtime=env.get("WORKER_REALTIME", "1") == "1",
+    )
+    results = env.get("WORKER_RESULTS", "results")
+
+    def record(queue: str, msg: Message, event: str, start: float, ok: bool | None) -> None:
+        rec = {
+            "id": msg.id, "rc": msg.rc, "fr": msg.fr, "pid": os.getpid(), "queue": queue,
+            "event": event, "start": start, "end": time.time(), "ok": ok,
+        }  # fmt: skip
+        worker.rsmq.send_message(results, json.dumps(rec))
+
+    def begin(queue: str, msg: Message, start: float) -> tuple[dict[str, Any], float]:
+        spec = json.loads(msg.message)
+        if spec.get("record_start"):
+            record(queue, msg, "start", start, None)
+        return spec, float(per_rc(spec.get("sleep", 0), msg.rc))
+
+    def waited(spec: dict[str, Any], msg: Message) -> bool:
+        """False while the file the message says to wait for is missing."""
+        path = per_rc(spec.get("wait_for"), msg.rc)
+        return not path or os.path.exists(path)
+
+    def finish(queue: str, msg: Message, spec: dict[str, Any], start: float) -> None:
+        fixed = spec.get("fixed_when")
+        failed = per_rc(spec.get("fail", False), msg.rc) or (fixed and not os.path.exists(fixed))
+        record(queue, msg, "end", start, not failed)
+        if per_rc(spec.get("exit", False), msg.rc):
+            raise SystemExit(3)
+        if failed:
+            raise Failed(f"{msg.id} rc {msg.rc}")
+
+    def register(queue: str, options: dict[str, Any], is_async: bool) -> None:
+        if is_async:
+
+            async def handle_async(msg: Message) -> None:
+                start = time.time()
+                spec, seconds = begin(queue, msg, start)
+                await asyncio.sleep(seconds)
+                while not waited(spec, msg):
+                    await asyncio.sleep(0.01)
+                finish(queue, msg, spec, start)
+
+            worker.handler(queue, **options)(handle_async)
+        else:
+
+            def handle(msg: Message) -> None:
+                start = time.time()
+                spec, seconds = begin(queue, msg, start)
+                time.sleep(seconds)
+                while not waited(spec, msg):
+                    time.sleep(0.01)
+                finish(queue, msg, spec, start)
+
+            worker.handler(queue, **options)(handle)
+
+    for item in filter(None, env.get("WORKER_QUEUES", "").split(",")):
+        name, *opts = item.split(":")
+        options = {k: OPTIONS[k](v) for k, v in (o.split("=") for o in opts) if k != "async"}
+        register(name, options, "async=1" in opts)
+    return worker
+
+
+worker = build()
+# Made with its own url and ns, for running `rsmq worker` without --url / --ns.
+configured = build(os.environ.get("WORKER_URL"), os.environ.get("WORKER_NS"))
