@@ -418,6 +418,16 @@ def test_a_worker_made_with_its_own_url_and_ns_keeps_them_without_url_and_ns_opt
     assert len(records.ends()) == 1, worker.output()
 
 
+def two_processes_one_killed(rsmq: RedisSMQ, start: Start, which: int) -> WorkerProcess:
+    """`rsmq worker --processes 2` whose first (0) or second (1) child was SIGKILLed."""
+    rsmq.create_queue("jobs")
+    worker = start("jobs", "--processes", "2")
+    worker.wait_started(2)
+    os.kill(worker.worker_children()[which], signal.SIGKILL)
+    time.sleep(0.3)
+    return worker
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="BUG: once the first child of `rsmq worker --processes N` has died, SIGTERM to "
@@ -425,12 +435,7 @@ def test_a_worker_made_with_its_own_url_and_ns_keeps_them_without_url_and_ns_opt
     "reaped pid, and the parent then waits for them forever (multiprocessing's atexit join)",
 )
 def test_sigterm_stops_the_other_processes_after_the_first_one_died(rsmq: RedisSMQ, start: Start):
-    rsmq.create_queue("jobs")
-    worker = start("jobs", "--processes", "2")
-    worker.wait_started(2)
-    first, second = worker.worker_children()
-    os.kill(first, signal.SIGKILL)
-    time.sleep(0.3)
+    worker = two_processes_one_killed(rsmq, start, 0)
 
     worker.signal(signal.SIGTERM)
 
@@ -444,12 +449,7 @@ def test_sigterm_stops_the_other_processes_after_the_first_one_died(rsmq: RedisS
     "max() of the exit codes, where -9 < 0",
 )
 def test_processes_exit_non_zero_when_a_child_was_killed(rsmq: RedisSMQ, start: Start):
-    rsmq.create_queue("jobs")
-    worker = start("jobs", "--processes", "2")
-    worker.wait_started(2)
-    first, second = worker.worker_children()
-    os.kill(second, signal.SIGKILL)
-    time.sleep(0.3)
+    worker = two_processes_one_killed(rsmq, start, 1)
 
     worker.signal(signal.SIGTERM)
 
