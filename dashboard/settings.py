@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import dj_database_url
 
@@ -72,6 +73,12 @@ DATABASES = {
         conn_max_age=60,
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The web server and the Celery worker write to one file: each write waits for the
+    # other's (short) transaction instead of failing with "database is locked".
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        timeout=20, transaction_mode="IMMEDIATE", init_command="PRAGMA journal_mode=WAL;"
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LANGUAGE_CODE = "en-us"
@@ -120,3 +127,46 @@ RSMQ_PREVIEW_BYTES = int(os.environ.get("RSMQ_PREVIEW_BYTES", "300"))
 RSMQ_SEARCH_SCAN_LIMIT = int(os.environ.get("RSMQ_SEARCH_SCAN_LIMIT", "10000"))
 # Live refresh default in seconds (users choose their own; never below 2; 0 = off).
 RSMQ_REFRESH_SECONDS = int(os.environ.get("RSMQ_REFRESH_SECONDS", "5"))
+
+# -- Celery: snapshots, retention ----------------------------------------------------------
+
+
+def broker_url(rsmq_url: str) -> str:
+    """The queues' Redis server with a database of its own (1, or 2 when the queues are
+    in 1), so the broker's keys never mix with the queues'."""
+    parts = urlsplit(rsmq_url)
+    if parts.scheme == "unix":  # unix:///path/redis.sock?db=0
+        query = dict(parse_qsl(parts.query))
+        db = 2 if query.get("db", "0") == "1" else 1
+        return f"unix://{parts.path}?{urlencode({**query, 'db': db})}"
+    db = 2 if parts.path.strip("/") == "1" else 1
+    return urlunsplit(parts._replace(path=f"/{db}"))
+
+
+# Seconds between two snapshots of every queue's counters.
+RSMQ_SNAPSHOT_INTERVAL = float(os.environ.get("RSMQ_SNAPSHOT_INTERVAL", "10"))
+# Days of snapshots kept, in the database and in the lake (whole days there).
+RSMQ_SNAPSHOT_RETENTION = float(os.environ.get("RSMQ_SNAPSHOT_RETENTION", "7"))
+# The snapshot lake: Parquet files, partitioned by date, that the pipeline reads.
+RSMQ_LAKE_DIR = Path(os.environ.get("RSMQ_LAKE_DIR", DATA_DIR / "lake"))
+
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or broker_url(RSMQ_REDIS_URL)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+CELERY_TASK_IGNORE_RESULT = True  # the tasks write their results themselves: no backend
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+CELERY_BEAT_SCHEDULE = {
+    "snapshot": {
+        "task": "dashboard.tasks.snapshot",
+        "schedule": RSMQ_SNAPSHOT_INTERVAL,
+        # One still waiting when the next is due is dropped, so a worker that was down
+        # does not catch up with a burst of snapshots a few ms apart.
+        "options": {"expires": RSMQ_SNAPSHOT_INTERVAL},
+    },
+    "prune-snapshots": {
+        "task": "dashboard.tasks.prune_snapshots",
+        "schedule": 3600.0,
+        "options": {"expires": 3600.0},
+    },
+}

@@ -1,0 +1,17 @@
+"""The console's Celery app: `celery -A dashboard worker` and `celery -A dashboard beat`.
+
+Configured from the Django settings named CELERY_* (broker: the queues' Redis, a database
+of its own); the tasks are in dashboard/tasks.py, scheduled by CELERY_BEAT_SCHEDULE.
+"""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+
+app = Celery("dashboard")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

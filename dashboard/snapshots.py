@@ -1,0 +1,141 @@
+"""Snapshots: every queue's counters, read on a schedule (dashboard/tasks.py), kept in
+the database for the charts and appended to the lake (dashboard/lake.py) for the
+pipeline; and their retention."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import redis
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from queues import RsmqError
+from queues.cli import redacted
+from queues.locks import job_lock
+from queues.models import QueueStats
+
+from . import lake
+from .connections import Connection, connections, get_rsmq
+from .models import Snapshot
+
+log = logging.getLogger(__name__)
+
+PRUNE_BATCH = 10_000
+
+
+@dataclass
+class Run:
+    """What one snapshot run did."""
+
+    rows: int = 0
+    files: list[Path] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # "connection/namespace": Redis failed
+    locked: bool = False  # another run was going on: this one did nothing
+
+
+def lock_timeout() -> float:
+    # Long enough for a run that waits on a slow Redis for every namespace, short enough
+    # that a worker killed in the middle of one holds the next ones up only briefly.
+    return max(60.0, 6 * settings.RSMQ_SNAPSHOT_INTERVAL)
+
+
+@lru_cache(maxsize=4)
+def _broker(url: str) -> redis.Redis:
+    # One client (and its connections) per worker process, not a new handshake per run.
+    return redis.Redis.from_url(url, socket_timeout=5)
+
+
+def snapshot_lock() -> redis.lock.Lock:
+    """The lock every snapshot run takes, in the broker's Redis (shared by all workers)."""
+    return job_lock(_broker(settings.CELERY_BROKER_URL), "snapshot", lock_timeout())
+
+
+def take() -> Run:
+    """Read every configured namespace once and store the rows; never two at a time."""
+    lock = snapshot_lock()
+    if not lock.acquire():
+        log.warning("snapshot skipped: another one is still running")
+        return Run(locked=True)
+    try:
+        return _take()
+    finally:
+        try:
+            lock.release()
+        except redis.exceptions.LockNotOwnedError:
+            log.warning("snapshot took longer than its lock (%.0f s)", lock_timeout())
+
+
+def _take() -> Run:
+    run = Run()
+    rows: list[Snapshot] = []
+    for conn in connections():
+        for ns in conn.namespaces:
+            try:
+                stats = get_rsmq(conn, ns).queue_stats()
+            except (redis.RedisError, RsmqError) as e:
+                # Nothing of this namespace this time; the others still count.
+                error = " ".join(str(e).split())
+                log.warning(
+                    "snapshot of %s/%s skipped: Redis at %s: %s",
+                    conn.name, ns, redacted(conn.url), error,
+                )  # fmt: skip
+                run.skipped.append(f"{conn.name}/{ns}")
+                continue
+            rows += _rows(conn, ns, stats)
+    if rows:
+        run.files = store(rows)
+        run.rows = len(rows)
+    return run
+
+
+def _rows(conn: Connection, ns: str, stats: list[QueueStats]) -> list[Snapshot]:
+    return [
+        Snapshot(
+            connection=conn.name, namespace=ns, queue=s.qname,
+            taken_at=s.now,
+            msgs=s.msgs, hiddenmsgs=s.hidden, inflight=s.inflight, delayed=s.delayed,
+            totalsent=s.totalsent, totalrecv=s.totalrecv, oldest_age=s.oldest_age,
+            created=s.created,
+        )
+        for s in stats
+    ]  # fmt: skip
+
+
+LAKE_FIELDS = lake.SCHEMA.names
+
+
+def store(rows: list[Snapshot]) -> list[Path]:
+    """Rows into the database and the lake: both, or (on an error) neither."""
+    written: list[Path] = []
+    try:
+        with transaction.atomic():
+            Snapshot.objects.bulk_create(rows)
+            written = lake.append(
+                settings.RSMQ_LAKE_DIR, [{f: getattr(r, f) for f in LAKE_FIELDS} for r in rows]
+            )
+    except BaseException:
+        for path in written:  # the commit failed after the files were written
+            path.unlink(missing_ok=True)
+        raise
+    return written
+
+
+def prune(now: dt.datetime | None = None) -> tuple[int, list[dt.date]]:
+    """Delete what is older than RSMQ_SNAPSHOT_RETENTION days: rows, and the lake's
+    days that lie wholly before that. Returns (rows deleted, days removed)."""
+    cutoff = (now or timezone.now()) - dt.timedelta(days=settings.RSMQ_SNAPSHOT_RETENTION)
+    cutoff_ms = round(cutoff.timestamp() * 1000)
+    deleted = 0
+    # In batches: a day of 1,000 queues is 8.6 million rows, too many for one statement
+    # that holds the database's write lock.
+    while ids := list(
+        Snapshot.objects.filter(taken_at__lt=cutoff_ms).values_list("pk", flat=True)[:PRUNE_BATCH]
+    ):
+        deleted += Snapshot.objects.filter(pk__in=ids).delete()[0]
+    return deleted, lake.prune(settings.RSMQ_LAKE_DIR, cutoff)
