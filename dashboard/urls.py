@@ -8,6 +8,7 @@ place_patterns = [
     path("", views.overview, name="rsmq-overview"),
     path("create/", views.queue_create, name="rsmq-queue-create"),
     path("q/<str:qname>/", views.queue_detail, name="rsmq-queue"),
+    path("q/<str:qname>/charts/", views.queue_charts, name="rsmq-queue-charts"),
     path("q/<str:qname>/act/", views.queue_action, name="rsmq-queue-action"),
     path("q/<str:qname>/m/<str:msg_id>/", views.message_detail, name="rsmq-message"),
     path("q/<str:qname>/m/<str:msg_id>/act/", views.message_action, name="rsmq-message-action"),

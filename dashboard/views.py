@@ -15,6 +15,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.functional import SimpleLazyObject
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
@@ -24,6 +25,7 @@ from queues.models import LIST_STATES, MessageInfo, QueueStats
 
 from .access import Role, can, require
 from .connections import Connection, connections, get_rsmq
+from .context_processors import refresh_seconds
 from .forms import (
     ConfirmNameForm,
     MoveForm,
@@ -33,6 +35,7 @@ from .forms import (
     SendForm,
     VisibilityForm,
 )
+from .history import RANGES, queue_history, trends
 from .models import AuditEntry, Preference
 
 SORTS = {
@@ -232,6 +235,7 @@ def _render_overview(
         current=request.get_full_path() if request.method == "GET" else _back(request, ""),
         columns=COLUMNS,
         stats=stats,
+        trends=trends(place.conn.name, place.ns, [s.qname for s in stats], now) if stats else {},
         page_obj=page_obj,
         search=search,
         sort=sort,
@@ -382,10 +386,51 @@ def _render_queue(
         params=params,
         current=request.get_full_path() if request.method == "GET" else _back(request, ""),
         other_queues=_move_targets(request, place, qname),
+        **_charts(request, place, qname, params.get("range", ""), stats.now),
         **browser,
         **forms_,
     )
     return render(request, _template(request, "queue.html", "live"), ctx, status=status)
+
+
+def _charts(
+    request: HttpRequest, place: Place, qname: str, range_: str, now: int
+) -> dict[str, Any]:
+    """The charts' context; their snapshots are read only if the page shows them (a live
+    refresh of the counts does not)."""
+    range_ = range_ if range_ in RANGES else "hour"
+    refresh = refresh_seconds(request)
+    return {
+        "history": SimpleLazyObject(
+            lambda: queue_history(place.conn.name, place.ns, qname, range_, now)
+        ),
+        "chart_range": range_,
+        "chart_ranges": RANGES,
+        # New points come once per snapshot: polling faster than that shows nothing new.
+        "chart_refresh": max(refresh, round(settings.RSMQ_SNAPSHOT_INTERVAL)) if refresh else 0,
+    }
+
+
+@login_required
+@require_GET
+def queue_charts(request: HttpRequest, conn: str, ns: str, qname: str) -> HttpResponse:
+    """The queue page's charts alone, for htmx: another range, or their refresh."""
+    place = _place(conn, ns)
+    require(request.user, Role.VIEWER)
+    range_ = request.GET.get("range", "")
+    if not request.htmx:  # the page shows them; a range that is not one is ignored
+        return redirect(
+            place.url("rsmq-queue", qname) + (f"?range={range_}" if range_ in RANGES else "")
+        )
+    stats = _stats_or_404(place, qname)
+    ctx = _context(
+        request,
+        place,
+        qname=qname,
+        params=_query_of(request.htmx.current_url or ""),
+        **_charts(request, place, qname, range_, stats.now),
+    )
+    return render(request, "queue.html#charts", ctx)
 
 
 @login_required

@@ -18,6 +18,7 @@ import pytest
 from django.contrib.auth.models import Group, Permission
 from django.test import Client
 
+from dashboard import snapshots
 from dashboard.models import Preference
 from queues import RedisSMQ
 from queues.server import free_port
@@ -38,6 +39,7 @@ from playwright.sync_api import (  # noqa: E402  (after the skip: no chromium, n
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytest_plugins = ["snapshot_fixtures"]
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = os.environ.get("RSMQ_BROWSER_SHOTS", "")
@@ -671,7 +673,53 @@ def test_an_action_that_cannot_run_shows_one_clear_page(
     assert page.locator("main").count() == 1
 
 
-# -- 9. README screenshots -------------------------------------------------------------------
+# -- 9. charts -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_queue_page_charts_the_snapshots(
+    console, lake, settings, scheme: str, make_user, page_as, rsmq: RedisSMQ, queue: str
+) -> None:
+    settings.RSMQ_SNAPSHOT_INTERVAL = 10
+    for _ in range(4):  # what the Celery task does every interval, while messages arrive
+        rsmq.send_messages(queue, [f"job {i}" for i in range(5)])
+        snapshots.take()
+        time.sleep(0.25)
+    rsmq.receive_messages(queue, 3, vt=600)
+    snapshots.take()
+    page = page_as(make_user("viewer"), color_scheme=scheme)
+    page.goto(f"{console}/q/{queue}/")
+
+    backlog = page.get_by_role("img", name=re.compile("^Backlog"))
+    expect(backlog).to_have_accessible_name("Backlog: visible 17, in flight 3, delayed 0")
+    expect(backlog.locator("polyline.s-visible")).to_have_count(1)
+    points = backlog.locator("polyline.s-visible").get_attribute("points").split()
+    assert len(points) == 5
+    rates = page.get_by_role("img", name=re.compile("^Messages per second"))
+    expect(rates.locator("polyline.s-sent")).to_have_count(1)
+    legend = page.locator("#charts ul.legend").first
+    expect(legend).to_contain_text("visible 17")
+    # Drawn in the theme's colours: the visible line is green on either background.
+    stroke = backlog.locator("polyline.s-visible").evaluate("e => getComputedStyle(e).stroke")
+    assert stroke == {"light": "rgb(6, 118, 71)", "dark": "rgb(71, 205, 137)"}[scheme]
+    shot(page, f"09-charts-{scheme}")
+
+    # Another range: only the charts change, and the address remembers it.
+    mark_page(page)
+    page.get_by_role("link", name="last day").click()
+    expect(page.locator("#charts a[aria-current]")).to_have_text("last day")
+    expect(page).to_have_url(re.compile(r"\?range=day$"))
+    # A day is drawn in 4-minute buckets, each with its largest counts: one point here.
+    expect(backlog).to_have_accessible_name("Backlog: visible 20, in flight 3, delayed 0")
+    expect(page.locator("#charts .note")).to_have_text("one point per 4 min")
+    assert_not_reloaded(page)
+
+    page.goto(f"{console}/")
+    expect(overview_cell(page, queue, "Last hour").locator("svg.spark")).to_have_count(1)
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+# -- 10. README screenshots -------------------------------------------------------------------
 
 
 def seed_realistic(rsmq: RedisSMQ) -> dict[str, str]:

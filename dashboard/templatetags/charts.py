@@ -1,0 +1,47 @@
+"""The charts of the queue page and the overview's sparklines and rates."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django import template
+from django.utils.safestring import SafeString
+
+from dashboard import charts
+from dashboard.history import History, Trend, interval_ms
+from dashboard.templatetags.console import duration
+
+register = template.Library()
+
+
+@register.simple_tag
+def backlog_chart(history: History) -> SafeString:
+    return charts.backlog_chart(history)
+
+
+@register.simple_tag
+def rate_chart(history: History) -> SafeString:
+    return charts.rate_chart(history)
+
+
+@register.simple_tag
+def sparkline(trend: Trend | None) -> SafeString:
+    return charts.sparkline(trend, 3 * interval_ms())
+
+
+@register.filter
+def item(mapping: Mapping[str, Any], key: str) -> Any:
+    return mapping.get(key)
+
+
+@register.filter
+def per_second(rate: float | None) -> str:
+    if not isinstance(rate, (int, float)):
+        return "–"
+    return charts.amount(rate) + "/s"
+
+
+@register.filter
+def ms_duration(ms: int) -> str:
+    return duration(ms / 1000)
