@@ -90,3 +90,25 @@ class RefreshForm(forms.Form):
         coerce=int,
         choices=[(0, "off"), (2, "2 s"), (5, "5 s"), (10, "10 s"), (30, "30 s"), (60, "1 min")],
     )
+
+
+class PolicyForm(forms.Form):
+    """The dead-letter policy: after maxrc receives a message goes to dlq."""
+
+    dlq = QueueNameField(label="Dead-letter queue", required=False)
+    maxrc = forms.IntegerField(
+        label="After receives", min_value=1, max_value=1000, required=False,
+        help_text="1 to 1000; leave both empty to remove the policy",
+    )  # fmt: skip
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if bool(data.get("dlq")) != (data.get("maxrc") is not None):
+            raise forms.ValidationError("Give both a dead-letter queue and a receive count.")
+        return data
+
+
+class RedriveForm(forms.Form):
+    to = QueueNameField(
+        label="To queue", required=False, help_text="empty: back to the queue each came from"
+    )

@@ -29,8 +29,10 @@ from .context_processors import refresh_seconds
 from .forms import (
     ConfirmNameForm,
     MoveForm,
+    PolicyForm,
     QueueAttributesForm,
     QueueCreateForm,
+    RedriveForm,
     RefreshForm,
     SendForm,
     VisibilityForm,
@@ -374,6 +376,8 @@ def _render_queue(
         "purge_form": ConfirmNameForm(qname=qname, prefix="purge"),
         "delete_form": ConfirmNameForm(qname=qname, prefix="delete"),
         "move_form": MoveForm(),
+        "policy_form": PolicyForm(initial={"dlq": stats.dlq, "maxrc": stats.maxrc}),
+        "redrive_form": RedriveForm(),
         **form_overrides,
     }
     ctx = _context(
@@ -598,6 +602,41 @@ def _delete_queue(request: HttpRequest, place: Place, qname: str) -> HttpRespons
 
 
 # button value: (role needed, handler, action name in the audit log)
+def _policy(request: HttpRequest, place: Place, qname: str) -> FormErrors:
+    form = PolicyForm(request.POST)
+    if not form.is_valid():
+        return {"policy_form": form}
+    dlq, maxrc = form.cleaned_data["dlq"], form.cleaned_data["maxrc"]
+
+    def work() -> tuple[str, int | None]:
+        if not dlq:
+            place.rsmq.clear_dead_letter_policy(qname)
+            return "Dead-letter policy removed.", None
+        place.rsmq.set_dead_letter_policy(qname, dlq, maxrc)
+        return f"Messages received {maxrc} times now go to {dlq}.", None
+
+    if not _act(request, place, "set_policy", qname, work, params={"dlq": dlq, "maxrc": maxrc}):
+        return {"policy_form": form}
+    return None
+
+
+def _redrive(request: HttpRequest, place: Place, qname: str) -> FormErrors:
+    form = RedriveForm(request.POST)
+    if not form.is_valid():
+        return {"redrive_form": form}
+    to = form.cleaned_data["to"] or None
+
+    def work() -> tuple[str, int | None]:
+        n = place.rsmq.redrive(qname, to=to)
+        where = to or "the queues they came from"
+        if not n:
+            return "Nothing to redrive: no message here has a queue to go back to.", 0
+        return f"Redrove {_plural(n, 'message')} to {where}.", n
+
+    _act(request, place, "redrive", qname, work, params={"to": to})
+    return None
+
+
 QUEUE_ACTIONS: dict[str, tuple[Role, Callable[..., Any], str]] = {
     "send": (Role.OPERATOR, _send, "send"),
     "requeue": (Role.OPERATOR, _on_selection("requeued", "requeue", RedisSMQ.requeue), "requeue"),
@@ -614,6 +653,8 @@ QUEUE_ACTIONS: dict[str, tuple[Role, Callable[..., Any], str]] = {
     "edit": (Role.ADMIN, _edit, "edit_queue"),
     "purge": (Role.ADMIN, _purge, "purge"),
     "delete_queue": (Role.ADMIN, _delete_queue, "delete_queue"),
+    "policy": (Role.ADMIN, _policy, "set_policy"),
+    "redrive": (Role.OPERATOR, _redrive, "redrive"),
 }  # fmt: skip
 
 
