@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import hmac
+from collections.abc import Callable
 from enum import IntEnum
+from functools import wraps
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, JsonResponse
 
 
 class Role(IntEnum):
@@ -49,3 +53,31 @@ def require(user: AbstractBaseUser | AnonymousUser, role: Role) -> None:
         if role > Role.VIEWER and read_only():
             raise PermissionDenied("The console is read-only (RSMQ_READ_ONLY).")
         raise PermissionDenied(f"This needs the {role.name.lower()} role.")
+
+
+def bearer_token(request: HttpRequest) -> bool | None:
+    """True: the request carries RSMQ_METRICS_TOKEN as its bearer token; False: it carries
+    another; None: it carries none (or no token is configured)."""
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not settings.RSMQ_METRICS_TOKEN:
+        return None
+    return hmac.compare_digest(given.strip().encode(), settings.RSMQ_METRICS_TOKEN.encode())
+
+
+def token_or_viewer(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """For machines and people: /metrics and the JSON API take the bearer token, or a
+    logged-in viewer's session like the pages. They answer 401 / 403 rather than send a
+    scraper to the login page."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+        token = bearer_token(request)
+        if token is False or (token is None and not request.user.is_authenticated):
+            response = JsonResponse({"error": "Authentication required."}, status=401)
+            response["WWW-Authenticate"] = 'Bearer realm="rsmq-console"'
+            return response
+        if token is None and not can(request.user, Role.VIEWER):
+            return JsonResponse({"error": "This needs the viewer role."}, status=403)
+        return view(request, *args, **kwargs)
+
+    return wrapped

@@ -149,6 +149,9 @@ RSMQ_SNAPSHOT_INTERVAL = float(os.environ.get("RSMQ_SNAPSHOT_INTERVAL", "10"))
 RSMQ_SNAPSHOT_RETENTION = float(os.environ.get("RSMQ_SNAPSHOT_RETENTION", "7"))
 # The snapshot lake: Parquet files, partitioned by date, that the pipeline reads.
 RSMQ_LAKE_DIR = Path(os.environ.get("RSMQ_LAKE_DIR", DATA_DIR / "lake"))
+# Bearer token for /metrics and the JSON API (`Authorization: Bearer …`); without it
+# they answer logged-in users only, like the pages.
+RSMQ_METRICS_TOKEN = os.environ.get("RSMQ_METRICS_TOKEN", "")
 
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or broker_url(RSMQ_REDIS_URL)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

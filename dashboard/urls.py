@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from . import views
+from . import api, metrics, views
 
 place_patterns = [
     path("", views.overview, name="rsmq-overview"),
@@ -14,6 +14,11 @@ place_patterns = [
     path("q/<str:qname>/m/<str:msg_id>/act/", views.message_action, name="rsmq-message-action"),
 ]
 
+api_patterns = [
+    path("queues/", api.queue_list, name="rsmq-api-queues"),
+    path("queues/<str:qname>/", api.queue_detail, name="rsmq-api-queue"),
+]
+
 urlpatterns = [
     path("", views.home, name="rsmq-home"),
     path("audit/", views.audit_log, name="rsmq-audit"),
@@ -22,4 +27,8 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("c/<slug:conn>/<str:ns>/", include(place_patterns)),
+    path("metrics", metrics.metrics, name="rsmq-metrics"),
+    # The short form reads the first connection's first namespace.
+    path("api/", include(api_patterns)),
+    path("api/c/<slug:conn>/<str:ns>/", include(api_patterns)),
 ]

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
 from django.contrib.auth.models import Group, User
 from django.http import HttpResponse
 from django.test import Client
+from redis.connection import AbstractConnection
 
 from dashboard.models import AuditEntry
 from queues import RedisSMQ
@@ -136,3 +137,24 @@ def anon() -> Client:
 def as_role(request: pytest.FixtureRequest) -> Callable[[str], Client]:
     """``as_role("operator")``: that role's client, for tests parametrized by role."""
     return lambda role: request.getfixturevalue(role)
+
+
+class Wire:
+    """Redis round trips, counted on the wire: every write of a packed command (one
+    command, or a whole pipeline) to a Redis socket is one."""
+
+    def __init__(self) -> None:
+        self.sends = 0
+
+
+@pytest.fixture
+def wire(monkeypatch: pytest.MonkeyPatch) -> Iterator[Wire]:
+    wire = Wire()
+    send = AbstractConnection.send_packed_command
+
+    def counting(self, command, check_health=True):
+        wire.sends += 1
+        return send(self, command, check_health)
+
+    monkeypatch.setattr(AbstractConnection, "send_packed_command", counting)
+    yield wire

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 
 import pytest
 from django.test import Client
-from redis.connection import AbstractConnection
 
 from queues import RedisSMQ
 
@@ -16,25 +15,7 @@ pytest_plugins = ["console_fixtures"]
 pytestmark = pytest.mark.django_db
 
 
-class Wire:
-    def __init__(self) -> None:
-        self.sends = 0
-
-
-@pytest.fixture
-def wire(monkeypatch: pytest.MonkeyPatch) -> Iterator[Wire]:
-    wire = Wire()
-    send = AbstractConnection.send_packed_command
-
-    def counting(self, command, check_health=True):
-        wire.sends += 1
-        return send(self, command, check_health)
-
-    monkeypatch.setattr(AbstractConnection, "send_packed_command", counting)
-    yield wire
-
-
-def _trips(wire: Wire, client: Client, url: str) -> int:
+def _trips(wire, client: Client, url: str) -> int:
     assert client.get(url).status_code == 200  # warm: connected, scripts loaded
     wire.sends = 0
     assert client.get(url).status_code == 200
@@ -59,9 +40,7 @@ def thousand(redis_url: str, ns: str) -> Iterator[list[str]]:
             rsmq.delete_queue(name)
 
 
-def test_it_counts_a_pipeline_as_one_round_trip(
-    console, thousand, wire: Wire, rsmq: RedisSMQ
-) -> None:
+def test_it_counts_a_pipeline_as_one_round_trip(console, thousand, wire, rsmq: RedisSMQ) -> None:
     rsmq.queue_stats(thousand)  # warm: the script loaded
     wire.sends = 0
     rsmq.queue_stats(thousand)  # five stats scripts, one pipeline
@@ -69,25 +48,23 @@ def test_it_counts_a_pipeline_as_one_round_trip(
 
 
 def test_it_reads_the_overview_of_1000_queues_in_2_round_trips(
-    console, thousand, wire: Wire, viewer: Client
+    console, thousand, wire, viewer: Client
 ) -> None:
     assert _trips(wire, viewer, console.overview()) <= 2
 
 
 def test_it_sorts_1000_queues_by_a_counter_in_2_round_trips(
-    console, thousand, wire: Wire, viewer: Client
+    console, thousand, wire, viewer: Client
 ) -> None:
     assert _trips(wire, viewer, console.overview("?sort=-msgs")) <= 2
 
 
-def test_it_searches_1000_queues_in_2_round_trips(
-    console, thousand, wire: Wire, viewer: Client
-) -> None:
+def test_it_searches_1000_queues_in_2_round_trips(console, thousand, wire, viewer: Client) -> None:
     assert _trips(wire, viewer, console.overview("?q=q05&sort=visible")) <= 2
 
 
 def test_it_polls_the_overview_table_in_2_round_trips(
-    console, thousand, wire: Wire, viewer: Client
+    console, thousand, wire, viewer: Client
 ) -> None:
     headers = console.htmx(target="queue-table")
     viewer.get(console.overview(), **headers)
@@ -97,20 +74,20 @@ def test_it_polls_the_overview_table_in_2_round_trips(
 
 
 def test_it_reads_the_queue_page_in_3_round_trips(
-    console, thousand, wire: Wire, operator: Client
+    console, thousand, wire, operator: Client
 ) -> None:
     assert _trips(wire, operator, console.queue("q0500")) <= 3
 
 
 @pytest.mark.parametrize("query", ["?state=inflight", "?rc=1", "?search=x"])
 def test_it_reads_a_filtered_queue_page_in_3_round_trips(
-    console, thousand, wire: Wire, operator: Client, query: str
+    console, thousand, wire, operator: Client, query: str
 ) -> None:
     assert _trips(wire, operator, console.queue("q0500", query)) <= 3
 
 
 def test_it_goes_to_a_message_found_by_id_in_1_round_trip(
-    console, thousand, wire: Wire, operator: Client, rsmq: RedisSMQ
+    console, thousand, wire, operator: Client, rsmq: RedisSMQ
 ) -> None:
     mid = rsmq.list_messages("q0500").items[0].id
     url = console.queue("q0500", f"?id={mid}")
@@ -121,13 +98,13 @@ def test_it_goes_to_a_message_found_by_id_in_1_round_trip(
 
 
 def test_it_looks_up_a_missing_id_in_3_round_trips(
-    console, thousand, wire: Wire, operator: Client
+    console, thousand, wire, operator: Client
 ) -> None:
     assert _trips(wire, operator, console.queue("q0500", "?id=" + "z" * 32)) <= 3
 
 
 def test_it_reads_the_message_page_in_2_round_trips(
-    console, thousand, wire: Wire, operator: Client, rsmq: RedisSMQ
+    console, thousand, wire, operator: Client, rsmq: RedisSMQ
 ) -> None:
     mid = rsmq.list_messages("q0500").items[0].id
     assert _trips(wire, operator, console.message(mid, "q0500")) <= 2
