@@ -1,0 +1,128 @@
+"""The rollups job (pipeline/jobs.py) over a lake written by the console's own writer
+(dashboard/lake.py): exact rows, a rerun that changes nothing, late files, the day after
+a late snapshot, a run from scratch equal to the incremental ones, flags written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.dataset as ds
+import pytest
+from pipeline_rows import at, ms
+
+from dashboard import lake as lake_writer
+from pipeline import jobs
+from pipeline.anomalies import Rules
+
+pytest_plugins = ["pipeline_fixtures"]
+
+
+def row(time: str, sent: int, recv: int = 0, queue: str = "q1", **counts: object) -> dict:
+    """A snapshot row as the snapshot task hands it to the lake writer."""
+    return {
+        "connection": "c", "namespace": "n", "queue": queue, "taken_at": ms(time),
+        "msgs": 0, "hiddenmsgs": 0, "inflight": 0, "delayed": 0,
+        "totalsent": sent, "totalrecv": recv, "oldest_age": None, "created": 1, **counts,
+    }  # fmt: skip
+
+
+def rollup_rows(out: Path, grain: str = "minute") -> list[tuple]:
+    """(bucket start, sent, seconds, send rate) of each bucket written, in time order."""
+    data = ds.dataset(out / "rollups", format="parquet", partitioning="hive").to_table()
+    rows = [r for r in data.to_pylist() if r["grain"] == grain]
+    return sorted((r["bucket_start"], r["sent"], r["seconds"], r["send_rate"]) for r in rows)
+
+
+def files_of(out: Path) -> dict[str, float]:
+    return {str(p.relative_to(out)): p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
+
+
+@pytest.fixture
+def lake(tmp_path: Path) -> Path:
+    return tmp_path / "lake"
+
+
+@pytest.fixture
+def out(tmp_path: Path) -> Path:
+    return tmp_path / "out"
+
+
+def test_a_run_rolls_up_the_lake_and_a_rerun_changes_nothing(spark, lake, out):
+    lake_writer.append(lake, [row("10:00:00", 0), row("10:00:30", 30)])
+    lake_writer.append(lake, [row("10:01:00", 90)])
+    run = jobs.run_rollups(spark, lake, out)
+    assert run.as_dict() == {
+        "new_files": 2, "days": ["2026-11-21"], "rows": 3, "flags": 0, "open_flags": 0,
+        "watermark": ms("10:01:00"),
+    }  # fmt: skip
+    assert rollup_rows(out) == [
+        (at("10:00:00"), 30, 30.0, 1.0),
+        (at("10:01:00"), 60, 30.0, 2.0),
+    ]
+    assert rollup_rows(out, "hour") == [(at("10:00:00"), 90, 60.0, 1.5)]
+    before = files_of(out)
+
+    again = jobs.run_rollups(spark, lake, out)
+    assert (again.new_files, again.days, again.watermark) == (0, [], ms("10:01:00"))
+    assert files_of(out) == before
+
+
+def test_a_late_file_is_picked_up_and_gives_what_a_run_from_scratch_gives(
+    spark, lake, out, tmp_path
+):
+    lake_writer.append(lake, [row("10:00:00", 0), row("10:00:30", 30)])
+    lake_writer.append(lake, [row("10:02:30", 150)])
+    jobs.run_rollups(spark, lake, out)
+    # The minute after a missed one: 120 messages over the 120 s since the last snapshot.
+    assert rollup_rows(out)[-1] == (at("10:02:00"), 120, 120.0, 1.0)
+
+    lake_writer.append(lake, [row("10:01:30", 30)])  # late: the worker was slow to write it
+    run = jobs.run_rollups(spark, lake, out)
+    assert (run.new_files, run.days) == (1, [at("10:00:00").date()])
+    expected = [
+        (at("10:00:00"), 30, 30.0, 1.0),
+        (at("10:01:00"), 0, 60.0, 0.0),
+        (at("10:02:00"), 120, 60.0, 2.0),
+    ]
+    assert rollup_rows(out) == expected
+    scratch = tmp_path / "scratch"
+    jobs.run_rollups(spark, lake, scratch, full=True)
+    assert rollup_rows(scratch) == expected
+    assert rollup_rows(scratch, "hour") == rollup_rows(out, "hour")
+
+
+def test_a_late_snapshot_before_midnight_redoes_the_next_day(spark, lake, out):
+    lake_writer.append(lake, [row("2026-11-21 23:59:00", 0), row("2026-11-22 00:00:30", 90)])
+    jobs.run_rollups(spark, lake, out)
+    assert rollup_rows(out)[-1] == (at("2026-11-22 00:00:00"), 90, 90.0, 1.0)
+
+    lake_writer.append(lake, [row("2026-11-21 23:59:50", 0)])
+    run = jobs.run_rollups(spark, lake, out)
+    assert [d.isoformat() for d in run.days] == ["2026-11-21", "2026-11-22"]
+    # Its first interval now starts at 23:59:50: 90 messages over 40 s.
+    assert rollup_rows(out)[-1] == (at("2026-11-22 00:00:00"), 90, 40.0, 2.25)
+
+
+def test_the_job_writes_flags_and_its_state(spark, lake, out):
+    lake_writer.append(lake, [
+        row(f"10:0{i}:00", 0, msgs=3, oldest_age=400.0 + 60 * i) for i in range(3)
+    ])  # fmt: skip
+    run = jobs.run_rollups(spark, lake, out, rules=Rules(slos={"q1": 450}))
+    assert (run.flags, run.open_flags) == (1, 1)
+    (flag,) = ds.dataset(out / "flags", format="parquet").to_table().to_pylist()
+    assert (flag["kind"], flag["start"], flag["end"]) == ("oldest_age", at("10:01:00"), None)
+    assert json.loads(flag["figures"]) == {"oldest_age_max": 520.0, "slo": 450.0}
+    state = json.loads((out / "_state.json").read_text())
+    assert state["watermark"] == ms("10:02:00")
+    assert [len(names) for names in state["files"].values()] == [1]
+
+
+def test_files_being_written_are_left_for_the_next_run(spark, lake, out):
+    lake_writer.append(lake, [row("10:00:00", 0)])
+    (lake / "date=2026-11-21" / ".1763719200000-x.parquet.tmp").write_bytes(b"half")
+    assert jobs.run_rollups(spark, lake, out).new_files == 1
+
+
+def test_an_empty_lake_is_nothing_to_do(spark, lake, out):
+    assert jobs.run_rollups(spark, lake, out).as_dict()["new_files"] == 0
