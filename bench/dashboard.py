@@ -11,12 +11,8 @@ the overview with 1,000 queues, and the queue page + one message page on a
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -31,31 +27,13 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=30)
     args = ap.parse_args()
 
-    from queues.server import EmbeddedRedis
+    from bench.machine import console_env, pinned_redis
+    from bench.results import publish
 
-    tmp = Path(tempfile.mkdtemp(prefix="rsmq-bench-dash-"))
-    server = EmbeddedRedis(tmp / "redis").start()
-    try:
-        subprocess.run(
-            ["taskset", "-cp", "0", str(server.process.pid)], check=True, capture_output=True
-        )
-        os.sched_setaffinity(0, {1})
-        os.environ.update(
-            DJANGO_SETTINGS_MODULE="dashboard.settings",
-            DATABASE_URL=f"sqlite:///{tmp / 'db.sqlite3'}",
-            RSMQ_REDIS_URL=server.url,
-            RSMQ_NAMESPACE="bench",
-        )
+    with pinned_redis("rsmq-bench-dash-") as (server, tmp):
+        console_env(server.url, tmp)
         rows = run(server.url, args)
-    finally:
-        server.stop()
-    report = render(rows, args)
-    print(report)
-    if args.write:
-        from bench.results import record
-
-        heading, _, body = report.partition("\n")
-        record(heading.removeprefix("## "), body)
+    publish(render(rows, args), args.write)
 
 
 def run(url: str, args: argparse.Namespace) -> list[tuple[str, float, float, int, str]]:
@@ -157,21 +135,13 @@ def measure(client, sent: dict[str, int], label: str, path: str, budget: int | N
 
 
 def render(rows: list[tuple[str, float, float, int, str]], args: argparse.Namespace) -> str:
-    redis_version = subprocess.run(
-        [__import__("queues.server", fromlist=["x"]).redis_server_binary(), "--version"],
-        capture_output=True, text=True, check=False,
-    ).stdout.split()[2]  # fmt: skip
-    cpu = next(
-        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-         if line.startswith("model name")), platform.processor(),
-    )  # fmt: skip
+    from bench.machine import describe
+
     lines = [
         "## Dashboard pages (`bench/dashboard.py" + (" --quick" if args.quick else "") + "`)",
         "",
-        f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores ({cpu}), redis-server"
-        f" {redis_version}, Python {platform.python_version()}; redis-server on core 0, Django on"
-        " core 1; server time of the view (Django test client, logged-in admin), median and p90"
-        f" of {args.rounds} requests.",
+        f"{describe()}; redis-server on core 0, Django on core 1; server time of the view"
+        f" (Django test client, logged-in admin), median and p90 of {args.rounds} requests.",
         "",
         "| page | median | p90 | Redis round trips | budget |",
         "|---|---:|---:|---:|---|",

@@ -21,3 +21,11 @@ def record(heading: str, body: str) -> None:
         end = text.find("\n## ", start + 1)
         text = text[:start] + section + (text[end:] if end >= 0 else "")
     RESULTS.write_text(text)
+
+
+def publish(report: str, write: bool) -> None:
+    """Print a report (its first line a ``## heading``) and, with ``write``, record it."""
+    print(report)
+    if write:
+        heading, _, body = report.partition("\n")
+        record(heading.removeprefix("## "), body)

@@ -1,0 +1,201 @@
+"""Snapshot of 1,000 queues and a /metrics scrape: time and Redis round trips (SPEC §10).
+
+    python bench/snapshots.py [--rounds N] [--write]
+
+Starts its own redis-server pinned to core 0 and runs Django in this process pinned to
+core 1, on a fresh SQLite database and lake: one snapshot run as the Celery task does it
+(lock, read every queue, rows into the database and a Parquet file into the lake), one
+/metrics scrape (Django's test client, bearer token), and, with an hour of snapshots of
+every queue in the database, the pages that draw them. Round trips are counted where
+redis-py writes to the socket, apart for the queues' Redis and the broker's (the lock).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+N_QUEUES = 1000
+WHERE = {"queues": "to the queues' Redis", "broker": "to the broker's Redis (the lock)"}
+TOKEN = "bench-token"
+Row = tuple[str, float, float, str, str]  # what, median ms, p90 ms, round trips, budget
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--write", action="store_true", help="record the results in bench/RESULTS.md")
+    ap.add_argument("--rounds", type=int, default=30)
+    args = ap.parse_args()
+
+    from bench.machine import console_env, pinned_redis
+    from bench.results import publish
+
+    with pinned_redis("rsmq-bench-snap-") as (server, tmp):
+        console_env(
+            server.url,
+            tmp,
+            RSMQ_LAKE_DIR=str(tmp / "lake"),
+            RSMQ_METRICS_TOKEN=TOKEN,
+        )
+        rows = run(server.url, args)
+    publish(render(rows, args), args.write)
+
+
+def run(url: str, args: argparse.Namespace) -> list[Row]:
+    import django
+
+    django.setup()
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+    from django.test import Client
+    from django.test.utils import setup_test_environment
+    from redis.connection import AbstractConnection
+
+    from dashboard import snapshots
+    from dashboard.models import Snapshot
+    from queues import RedisSMQ
+
+    setup_test_environment()
+    call_command("migrate", verbosity=0)
+    rsmq = RedisSMQ(url=url, ns="bench")
+    print(f"creating {N_QUEUES} queues ...", flush=True)
+    for i in range(N_QUEUES):
+        name = f"queue-{i:04d}"
+        rsmq.create_queue(name)
+        rsmq.send_messages(name, [f"message {j}" for j in range(i % 7)])
+        if i % 3 == 0:
+            rsmq.receive_messages(name, 2, vt=3600)  # in flight
+        if i % 5 == 0:
+            rsmq.send_message(name, "later", delay=3600)  # delayed
+
+    trips: Counter[str] = Counter()
+    original = AbstractConnection.send_packed_command
+    queues_db = 0
+
+    def counting(self, command, check_health=True):  # noqa: ANN001
+        trips["queues" if self.db == queues_db else "broker"] += 1
+        return original(self, command, check_health)
+
+    AbstractConnection.send_packed_command = counting
+
+    def measure(label: str, call: Callable[[], object], budget: str) -> Row:
+        call()  # warm: connected, scripts loaded
+        times, seen = [], Counter()
+        for _ in range(args.rounds):
+            trips.clear()
+            t0 = time.perf_counter()
+            call()
+            times.append((time.perf_counter() - t0) * 1000)
+            seen = Counter(trips)
+        med, p90 = statistics.median(times), statistics.quantiles(times, n=10)[-1]
+        where = "; ".join(f"{n} {WHERE[k]}" for k, n in sorted(seen.items(), reverse=True))
+        print(f"{label:60s} {med:7.1f} ms  p90 {p90:7.1f} ms  {where}", flush=True)
+        return (label, med, p90, where, budget)
+
+    def snapshot() -> None:
+        run_ = snapshots.take()
+        assert run_.rows == N_QUEUES and not run_.skipped and not run_.locked, run_
+
+    client = Client()
+    bearer = {"HTTP_AUTHORIZATION": f"Bearer {TOKEN}"}
+
+    def scrape() -> None:
+        response = client.get("/metrics", **bearer)
+        assert (
+            response.status_code == 200
+            and response.content.count(b"\nrsmq_queue_messages{") == N_QUEUES
+        )
+
+    rows = [
+        measure(f"snapshot of {N_QUEUES:,} queues (rows + Parquet file)", snapshot, "≤ 1,000 ms"),
+        measure(f"/metrics scrape, {N_QUEUES:,} queues", scrape, "—"),
+    ]
+
+    # The pages that draw snapshots, with an hour of them for every queue (10 s apart),
+    # and a week of one queue.
+    Snapshot.objects.all().delete()
+    now = rsmq.queue_stats(["queue-0000"])[0].now
+    print(f"writing an hour of snapshots of {N_QUEUES} queues and a week of one ...", flush=True)
+    for step in range(360):
+        at = now - (360 - step) * 10_000
+        Snapshot.objects.bulk_create(
+            Snapshot(connection="default", namespace="bench", queue=f"queue-{i:04d}",
+                     taken_at=at, msgs=step % 50, hiddenmsgs=0, inflight=0, delayed=0,
+                     totalsent=step * 10, totalrecv=step * 9, created=1)
+            for i in range(N_QUEUES)
+        )  # fmt: skip
+    Snapshot.objects.bulk_create(
+        (
+            Snapshot(connection="default", namespace="bench", queue="queue-0001",
+                     taken_at=now - 3600_000 - step * 10_000, msgs=step % 100, hiddenmsgs=0,
+                     inflight=0, delayed=0, totalsent=0, totalrecv=0, created=1)
+            for step in range(1, 7 * 8640 - 360)
+        ),
+        batch_size=5000,
+    )  # fmt: skip
+    admin = User.objects.create_superuser("bench", "b@example.com", "bench")
+    client.force_login(admin)
+    total = Snapshot.objects.count()
+
+    def page(path: str) -> Callable[[], None]:
+        return lambda: _ok(client.get(path))
+
+    rows += [
+        measure(
+            f"overview, {N_QUEUES:,} queues, {total:,} snapshot rows (sparklines, rates)",
+            page("/c/default/bench/"), "≤ 150 ms",
+        ),
+        measure(
+            "queue page with its charts, last hour", page("/c/default/bench/q/queue-0001/"),
+            "≤ 100 ms",
+        ),
+        measure(
+            "queue page with its charts, last week (60,480 snapshots)",
+            page("/c/default/bench/q/queue-0001/?range=week"), "≤ 100 ms",
+        ),
+    ]  # fmt: skip
+    AbstractConnection.send_packed_command = original
+    return rows
+
+
+def _ok(response) -> None:  # noqa: ANN001
+    assert response.status_code == 200, response.status_code
+
+
+def render(rows: list[Row], args: argparse.Namespace) -> str:
+    from bench.machine import describe
+
+    load = os.getloadavg()
+    lines = [
+        "## Snapshots and /metrics (`bench/snapshots.py`)",
+        "",
+        f"{describe()}, SQLite; redis-server on core 0, Django on core 1; median and p90 of"
+        f" {args.rounds} runs; load average at the end {load[0]:.2f} {load[1]:.2f}"
+        f" {load[2]:.2f}. A snapshot run is what the Celery task"
+        " does: take the lock in the broker's Redis, read every queue of the namespace"
+        " (`queue_stats`: the queue list, then one pipeline of 5 stats scripts), write the"
+        " rows with one bulk insert and one Parquet file, release the lock.",
+        "",
+        "| what | median | p90 | Redis round trips | budget |",
+        "|---|---:|---:|---|---|",
+    ]
+    for label, med, p90, where, budget in rows:
+        verdict = budget
+        if budget.startswith("≤"):
+            limit = float(budget.split()[1].replace(",", ""))
+            verdict = f"{budget}: {'PASS' if med <= limit else 'FAIL'}"
+        lines.append(f"| {label} | {med:.1f} ms | {p90:.1f} ms | {where} | {verdict} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
