@@ -201,6 +201,33 @@ def test_sigterm_releases_a_handler_still_running_after_the_grace_period(
     assert records.ends() == []
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: _drain returns once runner.jobs is empty, but a receive still in flight "
+    "then registers messages that pool.submit refuses (pool shut down) and a handler pops "
+    "its job before deleting: the worker exits 0 leaving messages in flight (hidden for "
+    "vt, rc counted, handled ones run again)",
+)
+def test_sigterm_under_load_leaves_no_message_in_flight(rsmq: RedisSMQ, start: Start):
+    names = [f"q{i}" for i in range(8)]
+    for name in names:
+        rsmq.create_queue(name, vt=60)
+        rsmq.send_messages(name, ["{}"] * 3000)
+    workers = [start(f"{name}:noop=1:concurrency=16:batch=16") for name in names]
+    for worker in workers:
+        worker.wait_started()
+    time.sleep(0.2)
+
+    for worker in workers:  # each one at a slightly different moment of its work
+        worker.signal(signal.SIGTERM)
+        time.sleep(0.03)
+
+    assert [worker.wait(10) for worker in workers] == [0] * len(workers)
+    in_flight = {name: rsmq.list_messages(name, state="inflight").total for name in names}
+    assert in_flight == dict.fromkeys(names, 0)
+    assert all(rsmq.get_queue_attributes(name).msgs > 0 for name in names)  # were busy
+
+
 # -- heartbeat, concurrency, timeout, batches ------------------------------------------------
 
 

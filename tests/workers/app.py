@@ -4,7 +4,8 @@ Set up by environment variables, so that each test starts the processes it needs
 
 * ``WORKER_QUEUES``: the queues to handle, comma-separated, each ``name[:option=value]...``
   with the options of ``Worker.handler`` (concurrency, batch, vt, timeout, backoff,
-  max_backoff) and ``async=1`` for an ``async def`` handler;
+  max_backoff), ``async=1`` for an ``async def`` handler and ``noop=1`` for one that
+  does nothing at all (no record either);
 * ``WORKER_RESULTS``: the queue every handler attempt sends its record to;
 * ``WORKER_POLL``, ``WORKER_GRACE``, ``WORKER_REALTIME``: the Worker's poll_interval,
   grace and realtime.
@@ -93,8 +94,10 @@ def build(url: str | None = None, ns: str | None = None) -> Worker:
         if failed:
             raise Failed(f"{msg.id} rc {msg.rc}")
 
-    def register(queue: str, options: dict[str, Any], is_async: bool) -> None:
-        if is_async:
+    def register(queue: str, options: dict[str, Any], kind: str) -> None:
+        if kind == "noop":
+            worker.handler(queue, **options)(lambda msg: None)
+        elif kind == "async":
 
             async def handle_async(msg: Message) -> None:
                 start = time.time()
@@ -119,8 +122,10 @@ def build(url: str | None = None, ns: str | None = None) -> Worker:
 
     for item in filter(None, env.get("WORKER_QUEUES", "").split(",")):
         name, *opts = item.split(":")
-        options = {k: OPTIONS[k](v) for k, v in (o.split("=") for o in opts) if k != "async"}
-        register(name, options, "async=1" in opts)
+        flags = {"async=1": "async", "noop=1": "noop"}
+        kind = next((flags[o] for o in opts if o in flags), "sync")
+        options = {k: OPTIONS[k](v) for k, v in (o.split("=") for o in opts if o not in flags)}
+        register(name, options, kind)
     return worker
 
 
