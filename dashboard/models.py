@@ -78,10 +78,28 @@ class Snapshot(models.Model):
 
     class Meta:
         indexes = [
-            # A queue's history (charts, API) and a page of queues (overview).
+            # A queue's history (charts, API) and a page of queues (overview), read from
+            # the index alone: a queue's rows lie together there, while the table holds
+            # them in time order, one every (number of queues) rows. A week of one queue
+            # out of 8 reads 1.6x faster this way on SQLite, and the gap grows with the
+            # number of queues.
             models.Index(
-                fields=["connection", "namespace", "queue", "taken_at"], name="snapshot_queue_time"
-            ),
+                fields=[
+                    "connection",
+                    "namespace",
+                    "queue",
+                    "taken_at",
+                    "msgs",
+                    "hiddenmsgs",
+                    "inflight",
+                    "delayed",
+                    "oldest_age",
+                    "totalsent",
+                    "totalrecv",
+                    "created",
+                ],
+                name="snapshot_queue_history",
+            ),  # fmt: skip
             models.Index(fields=["taken_at"], name="snapshot_time"),  # retention
         ]
         get_latest_by = "taken_at"
