@@ -65,7 +65,7 @@ def _figures() -> dict[str, dict[str, Column]]:
 
 
 def flags(minutes: DataFrame, rules: Rules = Rules()) -> DataFrame:
-    """Every rule's episodes over minute rollups (``rollups.rollup(..., "minute")``).
+    """Every rule's episodes over minute rollups (``rollups.rollup(...)``).
 
     One pass: each minute becomes one row per rule (hit or not), runs are numbered per
     queue and rule (gaps and islands: a run starts at a hit whose minute before was no

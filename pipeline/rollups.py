@@ -17,7 +17,7 @@ oldest visible age) are those of the snapshots taken in the bucket.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -59,11 +59,18 @@ ROLLUP_COLUMNS = [
 
 def deduplicated(snapshots: DataFrame) -> DataFrame:
     """One snapshot per queue and instant (the file read twice, the same reading stored
-    twice): the one with the highest counters, so that the choice never depends on order."""
-    w = Window.partitionBy(*KEY, "taken_at").orderBy(
-        *(F.col(c).desc_nulls_last() for c in ("totalsent", "totalrecv", "created", "msgs"))
+    twice): the one with the highest counters, so that the choice never depends on order.
+    Partitioned by queue like ``intervals``' window, so both share one shuffle."""
+    w = Window.partitionBy(*KEY).orderBy(
+        "taken_at",
+        *(F.col(c).desc_nulls_last() for c in ("totalsent", "totalrecv", "created", "msgs")),
     )
-    return snapshots.withColumn("_n", F.row_number().over(w)).where("_n = 1").drop("_n")
+    before = F.lag("taken_at").over(w)
+    return (
+        snapshots.withColumn("_before", before)
+        .where(F.col("_before").isNull() | (F.col("_before") != F.col("taken_at")))
+        .drop("_before")
+    )
 
 
 def _growth(counter: str, reset: Column) -> Column:
@@ -95,68 +102,54 @@ def intervals(snapshots: DataFrame) -> DataFrame:
     )
 
 
-# What a bucket keeps of its snapshots and intervals so that buckets can be merged into
-# coarser ones (minutes into hours) without going back to the snapshots.
-_SUMS = {"msgs": "backlog", "visible": "visible", "hiddenmsgs": "hidden",
-         "inflight": "inflight", "delayed": "delayed"}  # fmt: skip
-
-
-def _kept() -> list[tuple[str, Column, Callable[[str], Column]]]:
-    """What a bucket keeps: (name, how its snapshots make it, how buckets merge it)."""
+def rollup(intervals: DataFrame, grains: Sequence[str] = ("minute",)) -> DataFrame:
+    """Buckets of each grain ("minute", "hour") per queue, from ``intervals(...)``, in one
+    aggregation: each snapshot counts once per grain (``grain`` tells the rows apart)."""
+    buckets = F.explode(
+        F.array(
+            *(
+                F.struct(
+                    F.lit(g).alias("grain"),
+                    (F.floor(F.col("at") / GRAINS[g]) * GRAINS[g]).alias("bucket"),
+                )
+                for g in grains
+            )
+        )
+    )
     ended = F.when(F.col("prev_at").isNotNull(), F.col("at"))
-    return [
-        ("snapshots", F.count("*"), F.sum),
-        ("sent", F.sum("sent"), F.sum),
-        ("received", F.sum("received"), F.sum),
-        ("first_start", F.min("prev_at"), F.min),  # the first interval's start
-        ("last_end", F.max(ended), F.max),  # the last interval's end
-        *((f"{name}_sum", F.sum(c), F.sum) for c, name in _SUMS.items()),
-        *((f"{name}_max", F.max(c), F.max) for c, name in _SUMS.items()),
-        ("visible_min", F.min("visible"), F.min),
-        ("last_at", F.max("at"), F.max),
-        ("backlog_last", F.max_by("msgs", "at"), lambda c: F.max_by(c, "last_at")),
-        ("oldest_age_max", F.max("oldest_age"), F.max),
-    ]
-
-
-def _partials(intervals: DataFrame, width: int) -> DataFrame:
-    return (
-        intervals.withColumn("bucket", F.floor(F.col("at") / width) * width)
-        .groupBy(*KEY, "bucket")
-        .agg(*(made.alias(name) for name, made, _ in _kept()))
+    seconds = (F.max(ended) - F.min("prev_at")) / 1000  # first interval's start to last end
+    out = (
+        intervals.withColumn("_b", buckets)
+        .select("*", "_b.grain", "_b.bucket")
+        .groupBy(*KEY, "grain", "bucket")
+        .agg(
+            F.count("*").alias("snapshots"),
+            F.sum("sent").alias("sent"),
+            F.sum("received").alias("received"),
+            seconds.alias("seconds"),
+            F.avg("msgs").alias("backlog_avg"),
+            F.max("msgs").alias("backlog_max"),
+            F.max_by("msgs", "at").alias("backlog_last"),
+            F.min("visible").alias("visible_min"),
+            F.avg("visible").alias("visible_avg"),
+            F.max("visible").alias("visible_max"),
+            F.avg("hiddenmsgs").alias("hidden_avg"),
+            F.max("hiddenmsgs").alias("hidden_max"),
+            F.avg("inflight").alias("inflight_avg"),
+            F.max("inflight").alias("inflight_max"),
+            F.avg("delayed").alias("delayed_avg"),
+            F.max("delayed").alias("delayed_max"),
+            F.max("oldest_age").alias("oldest_age_max"),
+        )
     )
-
-
-def _coarser(partials: DataFrame, width: int) -> DataFrame:
-    """Buckets merged into buckets ``width`` ms wide (a multiple of theirs)."""
-    return (
-        partials.withColumn("bucket", F.floor(F.col("bucket") / width) * width)
-        .groupBy(*KEY, "bucket")
-        .agg(*(merge(name).alias(name) for name, _, merge in _kept()))
-    )
-
-
-def _finished(partials: DataFrame, grain: str) -> DataFrame:
     start = F.timestamp_millis(F.col("bucket"))
-    seconds = (F.col("last_end") - F.col("first_start")) / 1000
-    averages = [
-        (F.col(f"{name}_sum") / F.col("snapshots")).alias(f"{name}_avg") for name in _SUMS.values()
-    ]
     return (
-        partials.select("*", *averages)
-        .withColumn("grain", F.lit(grain))
-        .withColumn("bucket_start", start)
-        .withColumn("seconds", seconds)
+        out.withColumn("bucket_start", start)
         .withColumn("send_rate", _per_second("sent"))
         .withColumn("receive_rate", _per_second("received"))
         .withColumn("date", F.to_date(start))
         .select(*ROLLUP_COLUMNS)
     )
-
-
-def rollup(intervals: DataFrame, grain: str) -> DataFrame:
-    """Buckets of ``grain`` ("minute" or "hour") per queue, from ``intervals(...)``."""
-    return _finished(_partials(intervals, GRAINS[grain]), grain)
 
 
 def _per_second(count: str) -> Column:
@@ -170,5 +163,4 @@ def schema(spark: SparkSession) -> StructType:
 
 def rollups(snapshots: DataFrame) -> DataFrame:
     """Minute and hour buckets of every queue, one DataFrame (``grain`` tells them apart)."""
-    minutes = _partials(intervals(snapshots), MINUTE)
-    return _finished(minutes, "minute").unionByName(_finished(_coarser(minutes, HOUR), "hour"))
+    return rollup(intervals(snapshots), tuple(GRAINS))

@@ -18,7 +18,7 @@ pytest_plugins = ["pipeline_fixtures"]
 @pytest.fixture(scope="module")
 def minute_schema(spark):
     empty = spark.createDataFrame([], SNAPSHOTS)
-    return rollups.rollup(rollups.intervals(empty), "minute").schema
+    return rollups.rollup(rollups.intervals(empty)).schema
 
 
 @pytest.fixture

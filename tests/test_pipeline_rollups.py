@@ -14,7 +14,7 @@ pytest_plugins = ["pipeline_fixtures"]
 
 def minutes(spark, rows: list[tuple], grain: str = "minute") -> list[dict]:
     df = spark.createDataFrame(rows, SNAPSHOTS)
-    out = rollups.rollup(rollups.intervals(df), grain)
+    out = rollups.rollup(rollups.intervals(df), (grain,))
     return [r.asDict() for r in out.orderBy(*rollups.KEY, "bucket_start").collect()]
 
 
