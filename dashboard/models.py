@@ -114,3 +114,138 @@ class Snapshot(models.Model):
     @property
     def visible(self) -> int:
         return self.msgs - self.hiddenmsgs
+
+
+class Rollup(models.Model):
+    """One queue over one hour (or minute), as the Spark pipeline rolled it up from the
+    snapshot lake (pipeline/rollups.py). Only the hours are loaded here: the minutes
+    stay in the pipeline's Parquet output."""
+
+    class Grain(models.TextChoices):
+        MINUTE = "minute"
+        HOUR = "hour"
+
+    connection = models.CharField(max_length=100)
+    namespace = models.CharField(max_length=200)
+    queue = models.CharField(max_length=160)
+    grain = models.CharField(max_length=6, choices=Grain.choices)
+    bucket_start = models.BigIntegerField()  # epoch ms
+    snapshots = models.IntegerField()
+    sent = models.BigIntegerField(null=True)  # None: no interval between snapshots ends here
+    received = models.BigIntegerField(null=True)
+    seconds = models.FloatField(null=True)  # the intervals' real elapsed time
+    send_rate = models.FloatField(null=True)  # per second
+    receive_rate = models.FloatField(null=True)
+    backlog_avg = models.FloatField()  # backlog: every message of the queue (msgs)
+    backlog_max = models.BigIntegerField()
+    backlog_last = models.BigIntegerField()
+    visible_min = models.BigIntegerField()
+    visible_avg = models.FloatField()
+    visible_max = models.BigIntegerField()
+    hidden_avg = models.FloatField()
+    hidden_max = models.BigIntegerField()
+    inflight_avg = models.FloatField()
+    inflight_max = models.BigIntegerField()
+    delayed_avg = models.FloatField()
+    delayed_max = models.BigIntegerField()
+    oldest_age_max = models.FloatField(null=True)  # s
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["connection", "namespace", "queue", "grain", "bucket_start"],
+                name="rollup_queue_bucket",
+            )
+        ]
+        indexes = [models.Index(fields=["grain", "bucket_start"], name="rollup_time")]
+
+    def __str__(self) -> str:
+        where = f"{self.connection}/{self.namespace}/{self.queue}"
+        return f"{where} {self.grain} {self.start:%Y-%m-%d %H:%M}"
+
+    @property
+    def start(self) -> dt.datetime:
+        return dt.datetime.fromtimestamp(self.bucket_start / 1000, tz=dt.UTC)
+
+
+class AnomalyFlag(models.Model):
+    """An anomaly the pipeline found (pipeline/anomalies.py): from ``start`` until ``end``,
+    or still going on (``end`` None), with the figures that triggered it."""
+
+    class Kind(models.TextChoices):
+        BACKLOG_GROWING = "backlog_growing", "backlog growing"
+        CONSUMERS_STALLED = "consumers_stalled", "consumers stalled"
+        OLDEST_AGE = "oldest_age", "oldest message over its SLO"
+        REDELIVERY_STORM = "redelivery_storm", "redelivery storm"
+
+    connection = models.CharField(max_length=100)
+    namespace = models.CharField(max_length=200)
+    queue = models.CharField(max_length=160)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    start = models.BigIntegerField()  # epoch ms
+    end = models.BigIntegerField(null=True, blank=True)  # epoch ms; None: still open
+    intervals = models.IntegerField()  # minutes
+    figures = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["-start", "queue"]
+        indexes = [
+            models.Index(fields=["connection", "namespace", "queue", "start"], name="flag_queue")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.connection}/{self.namespace}/{self.queue}: {self.get_kind_display()}"
+
+    @property
+    def open(self) -> bool:
+        return self.end is None
+
+    @property
+    def summary(self) -> str:
+        """What happened, in figures."""
+        f = self.figures
+        n = f"{self.intervals} minute{'' if self.intervals == 1 else 's'}"
+        if self.kind == self.Kind.BACKLOG_GROWING:
+            return f"{f['backlog_from']:.0f} → {f['backlog_to']:.0f} messages over {n}"
+        if self.kind == self.Kind.CONSUMERS_STALLED:
+            return f"up to {f['visible_max']:.0f} messages waiting, none received for {n}"
+        if self.kind == self.Kind.OLDEST_AGE:
+            return f"oldest visible message {f['oldest_age_max']:.0f} s old (SLO {f['slo']:.0f} s)"
+        if self.kind == self.Kind.REDELIVERY_STORM:
+            return (
+                f"{f['received']:.0f} receives for {f['sent']:.0f} sends over {n}"
+                f" (up to {f['receive_rate_max']:.1f}/s)"
+            )
+        return ""
+
+
+class CensusResult(models.Model):
+    """What one queue's messages looked like at the last census (pipeline/census.py)."""
+
+    connection = models.CharField(max_length=100)
+    namespace = models.CharField(max_length=200)
+    queue = models.CharField(max_length=160)
+    read_at = models.BigIntegerField()  # epoch ms, the Redis clock
+    messages = models.BigIntegerField()
+    visible = models.BigIntegerField()
+    inflight = models.BigIntegerField()
+    delayed = models.BigIntegerField()
+    rc_max = models.BigIntegerField()
+    bytes = models.BigIntegerField()
+    size_max = models.BigIntegerField()
+    age_max = models.FloatField()  # s
+    # {"rc" | "age" | "size": [[label, messages], ...]} in bin order, empty bins included
+    histograms = models.JSONField(default=dict)
+    # the top poison candidates: [{"id", "rc", "sent", "fr", "age", "size", "state"}, ...]
+    poison = models.JSONField(default=list)
+    min_rc = models.IntegerField()  # poison candidates: received at least this often
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["connection", "namespace", "queue"], name="census_queue"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.connection}/{self.namespace}/{self.queue}: {self.messages} messages"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,7 @@ from queues import validation as v
 from queues.models import LIST_STATES, MessageInfo, QueueStats
 
 from .access import Role, can, require
+from .analytics import open_flags, queue_analytics
 from .connections import Connection, connections, get_rsmq
 from .context_processors import refresh_seconds
 from .forms import (
@@ -231,6 +233,7 @@ def _render_overview(
         place.rsmq, search, sort, _int(params.get("page"), 1), settings.RSMQ_PAGE_SIZE
     )
     now = stats[0].now if stats else None
+    flags = open_flags(place.conn.name, place.ns)
     ctx = _context(
         request,
         place,
@@ -244,6 +247,9 @@ def _render_overview(
         now=now,
         create_form=create_form,
         params=params,
+        flags=flags,
+        flagged={f.queue for f in flags},
+        flags_now=now or round(time.time() * 1000),
     )
     return render(request, _template(request, "overview.html", "queue-table"), ctx, status=status)
 
@@ -391,6 +397,9 @@ def _render_queue(
         current=request.get_full_path() if request.method == "GET" else _back(request, ""),
         other_queues=_move_targets(request, place, qname),
         **_charts(request, place, qname, params.get("range", ""), stats.now),
+        analytics=SimpleLazyObject(
+            lambda: queue_analytics(place.conn.name, place.ns, qname, stats.now)
+        ),
         **browser,
         **forms_,
     )
