@@ -173,3 +173,29 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": 3600.0},
     },
 }
+
+# -- The Spark pipeline: rollups, anomaly flags, census ------------------------------------
+
+# Where its Parquet output and state go (rollups/, flags/, census/, _state.json).
+RSMQ_PIPELINE_DIR = Path(os.environ.get("RSMQ_PIPELINE_DIR", DATA_DIR / "pipeline"))
+# local[*] on this machine, or a cluster: spark://host:7077, yarn, k8s://…
+RSMQ_SPARK_MASTER = os.environ.get("RSMQ_SPARK_MASTER", "local[*]")
+# Seconds between two rollups runs started by beat (each its own process); 0: never.
+RSMQ_PIPELINE_INTERVAL = float(os.environ.get("RSMQ_PIPELINE_INTERVAL", "3600"))
+# Days of hourly rollups kept in the database (the Parquet output keeps everything).
+RSMQ_ROLLUP_RETENTION = float(os.environ.get("RSMQ_ROLLUP_RETENTION", "30"))
+# Anomaly flags: the oldest visible message's age SLO in seconds, and per queue
+# ('{"emails": 60, "prod/rsmq/reports": 3600}': a queue name, or connection/namespace/queue);
+# minutes in a row for "backlog growing" and "consumers stalled".
+RSMQ_OLDEST_AGE_SLO = float(os.environ.get("RSMQ_OLDEST_AGE_SLO", "300"))
+RSMQ_OLDEST_AGE_SLOS = json.loads(os.environ.get("RSMQ_OLDEST_AGE_SLOS", "{}"))
+RSMQ_FLAG_INTERVALS = int(os.environ.get("RSMQ_FLAG_INTERVALS", "5"))
+# The census's poison candidates: messages received at least this many times.
+RSMQ_POISON_RC = int(os.environ.get("RSMQ_POISON_RC", "5"))
+
+if RSMQ_PIPELINE_INTERVAL > 0:
+    CELERY_BEAT_SCHEDULE["pipeline-rollups"] = {
+        "task": "dashboard.tasks.pipeline_rollups",
+        "schedule": RSMQ_PIPELINE_INTERVAL,
+        "options": {"expires": RSMQ_PIPELINE_INTERVAL},
+    }

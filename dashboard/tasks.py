@@ -6,7 +6,7 @@ from typing import Any
 
 from celery import shared_task
 
-from . import snapshots
+from . import pipeline_runs, snapshots
 
 
 @shared_task(name="dashboard.tasks.snapshot", ignore_result=True)
@@ -22,3 +22,10 @@ def prune_snapshots() -> dict[str, Any]:
     """Retention: rows and lake days older than RSMQ_SNAPSHOT_RETENTION days."""
     rows, days = snapshots.prune()
     return {"rows": rows, "days": [d.isoformat() for d in days]}
+
+
+@shared_task(name="dashboard.tasks.pipeline_rollups", ignore_result=True)
+def pipeline_rollups() -> dict[str, Any]:
+    """The Spark rollups, every RSMQ_PIPELINE_INTERVAL seconds: started as a process of
+    its own (`manage.py pipeline rollups`), so this worker goes on with the snapshots."""
+    return pipeline_runs.start("rollups")
