@@ -17,6 +17,8 @@ from redis.exceptions import NoScriptError, ResponseError
 
 from .ops import Batch, Call, Op, Operations, T, error_for
 
+MAX_CONNECTIONS = 50
+
 
 class AsyncRedisSMQ(Operations):
     def __init__(
@@ -25,18 +27,32 @@ class AsyncRedisSMQ(Operations):
         ns: str = "rsmq",
         realtime: bool = False,
         client: aioredis.Redis | None = None,
+        host: str = "127.0.0.1",
+        port: int = 6379,
+        db: int = 0,
+        password: str | None = None,
         socket_timeout: float | None = None,
     ) -> None:
         self._setup(ns, realtime)
         if client is not None:
             self.redis = client
-        else:
-            self.redis = aioredis.Redis.from_url(
-                url or "redis://127.0.0.1:6379/0", socket_timeout=socket_timeout
+            return
+        # A blocking pool: more concurrent operations than connections wait for one to be
+        # free instead of failing (the default pool raises past max_connections).
+        if url:
+            pool = aioredis.BlockingConnectionPool.from_url(
+                url, max_connections=MAX_CONNECTIONS, timeout=None, socket_timeout=socket_timeout
             )
+        else:
+            pool = aioredis.BlockingConnectionPool(
+                host=host, port=port, db=db, password=password, socket_timeout=socket_timeout,
+                max_connections=MAX_CONNECTIONS, timeout=None,
+            )  # fmt: skip
+        self.redis = aioredis.Redis(connection_pool=pool)
 
     async def close(self) -> None:
         await self.redis.aclose()
+        await self.redis.connection_pool.disconnect()
 
     async def __aenter__(self) -> AsyncRedisSMQ:
         return self

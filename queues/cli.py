@@ -22,6 +22,9 @@ from .client import RedisSMQ
 from .errors import InvalidArgument, RsmqError
 from .models import LIST_STATES
 
+DEFAULT_URL = "redis://127.0.0.1:6379/0"
+DEFAULT_NS = "rsmq"
+
 EXIT_ERROR = 1  # an RSMQ error: bad input, missing queue, ...
 EXIT_USAGE = 2  # argparse's own code for bad command lines
 EXIT_REDIS = 3  # Redis unreachable or failing
@@ -172,16 +175,10 @@ def _message_redrive(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rsmq", description="RSMQ command line (rsmqctl's verbs).")
-    p.add_argument(
-        "--url",
-        default=os.environ.get("RSMQ_REDIS_URL", "redis://127.0.0.1:6379/0"),
-        help="Redis URL (env RSMQ_REDIS_URL; default %(default)s)",
-    )
-    p.add_argument(
-        "--ns",
-        default=os.environ.get("RSMQ_NAMESPACE", "rsmq"),
-        help="key namespace (env RSMQ_NAMESPACE; default %(default)s)",
-    )
+    # No argparse defaults: a worker keeps the URL and namespace it was made with unless
+    # these are given; every other command falls back to the environment, then DEFAULTS.
+    p.add_argument("--url", help=f"Redis URL (env RSMQ_REDIS_URL; default {DEFAULT_URL})")
+    p.add_argument("--ns", help=f"key namespace (env RSMQ_NAMESPACE; default {DEFAULT_NS})")
     groups = p.add_subparsers(dest="group", required=True, metavar="{queue,message}")
 
     def cmd(sub: Any, name: str, handler: Handler, help: str) -> argparse.ArgumentParser:
@@ -259,6 +256,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .worker_cli import run_workers
 
         return run_workers(args)
+    args.url = args.url or os.environ.get("RSMQ_REDIS_URL") or DEFAULT_URL
+    args.ns = args.ns or os.environ.get("RSMQ_NAMESPACE") or DEFAULT_NS
     try:
         rsmq = RedisSMQ(url=args.url, ns=args.ns, socket_timeout=10)
     except (ValueError, InvalidArgument) as e:

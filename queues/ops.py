@@ -169,8 +169,13 @@ def _epoch_ms(when: dt.datetime | float | int) -> int:
         if when.tzinfo is None:
             raise InvalidArgument("when", "when must be a timezone-aware datetime")
         return math.ceil(when.timestamp() * 1000)
-    if isinstance(when, bool) or not isinstance(when, (int, float)) or when < 0:
-        raise InvalidArgument("when", "when must be a datetime or epoch seconds")
+    if (
+        isinstance(when, bool)
+        or not isinstance(when, (int, float))
+        or not math.isfinite(when)
+        or when < 0
+    ):
+        raise InvalidArgument("when", "when must be a datetime or finite epoch seconds")
     return math.ceil(when * 1000)
 
 
@@ -303,6 +308,8 @@ class Operations:
         keys = self._queue_keys(dlq)
         if to is not None:
             self._queue_keys(v.qname(to, "to"))
+            if to == dlq:
+                raise InvalidArgument("to", "to must be a different queue from dlq")
         if limit is not None:
             v.integer("limit", limit, 1, 2**53)
         moved = skipped = 0
@@ -361,10 +368,11 @@ class Operations:
         ids = yield Call(S.SEND, keys, args, qname)
         return [_str(i) for i in ids]
 
-    def _receive(self, qname: str, n: int, vt: int | None) -> Op[list[Any]]:
+    def _receive(self, qname: str, n: int, vt: int | None, pop: bool = False) -> Op[list[Any]]:
         keys = self._queue_keys(qname)
         t = "" if vt is None else v.seconds("vt", vt)
-        return (yield Call(S.RECEIVE, keys, (n, t, self._prefix, qname), qname))
+        args = (n, t, self._prefix, qname, "pop" if pop else "")
+        return (yield Call(S.RECEIVE, keys, args, qname))
 
     @operation
     def receive_message(self, qname: str, vt: int | None = None) -> Op[Message | None]:
@@ -380,14 +388,14 @@ class Operations:
 
     @operation
     def pop_message(self, qname: str) -> Op[Message | None]:
-        r = yield Call(S.POP, self._queue_keys(qname), (1,), qname)
+        """Receive and delete in one step (the dead-letter policy applies, as to a receive)."""
+        r = yield from self._receive(qname, 1, None, pop=True)
         return _message(r, 0) if r else None
 
     @operation
     def pop_messages(self, qname: str, n: int) -> Op[list[Message]]:
-        keys = self._queue_keys(qname)
         v.integer("n", n, 1, v.MAX_BATCH)
-        r = yield Call(S.POP, keys, (n,), qname)
+        r = yield from self._receive(qname, n, None, pop=True)
         return [_message(r, i) for i in range(0, len(r), 4)]
 
     @operation

@@ -72,15 +72,22 @@ class Handler:
 
     def retry_delay(self, rc: int) -> int:
         """Seconds until a failed message is visible again: exponential in its rc."""
-        return min(math.ceil(self.backoff * 2 ** max(rc - 1, 0)), math.ceil(self.max_backoff))
+        # The exponent is capped: 2 ** 1024 overflows a float (a message received that
+        # often is rare, not impossible), and 2 ** 60 s is past any max_backoff.
+        delay = self.backoff * 2 ** min(max(rc - 1, 0), 60)
+        return min(math.ceil(delay), math.ceil(self.max_backoff), v.MAX_SECONDS)
 
 
-@dataclass
+@dataclass(eq=False)
 class _Job:
+    """One attempt at a message: a message that comes back while a timed-out attempt
+    still runs is a different job (jobs are keyed by attempt, not by message id)."""
+
     msg: Message
     started: float
     extended: float
-    given_up: bool = False
+    given_up: bool = False  # timed out or released: its handler's outcome is ignored
+    finishing: bool = False  # its handler returned: being deleted or released
 
 
 @dataclass
@@ -101,7 +108,7 @@ class _Runner:
     vt: int
     pool: ThreadPoolExecutor
     wake: threading.Event = field(default_factory=threading.Event)
-    jobs: dict[str, _Job] = field(default_factory=dict)
+    jobs: set[_Job] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
     busy: int = 0  # handler threads running, given-up ones included
     counts: Counts = field(default_factory=Counts)
@@ -137,9 +144,12 @@ class Worker:
         return self._rsmq
 
     def configure(self, url: str | None = None, ns: str | None = None) -> None:
-        """Point a worker made without a client at a Redis (the CLI's --url / --ns)."""
+        """Point a worker made without a client at a Redis (the CLI's --url / --ns);
+        what is not given stays as the worker was made."""
+        if url is None and ns is None:
+            return
         if self._rsmq is not None:
-            raise RuntimeError("configure() before the worker has connected")
+            raise RuntimeError("configure() must come before the worker has connected")
         self._url = url or self._url
         self._ns = ns or self._ns
 
@@ -230,58 +240,62 @@ class Worker:
                 runner.wake.clear()
                 continue
             now = time.monotonic()
+            jobs = [_Job(m, now, now) for m in msgs]
             with runner.lock:
-                runner.busy += len(msgs)
-                runner.counts.received += len(msgs)
-                for m in msgs:
-                    runner.jobs[m.id] = _Job(m, now, now)
-            for m in msgs:
-                runner.pool.submit(self._run_job, runner, m)
+                runner.busy += len(jobs)
+                runner.counts.received += len(jobs)
+                runner.jobs.update(jobs)
+            for job in jobs:
+                # The pool lives until _drain, which first waits for this loop to end.
+                runner.pool.submit(self._run_job, runner, job)
 
-    def _run_job(self, runner: _Runner, msg: Message) -> None:
-        h = runner.handler
+    def _run_job(self, runner: _Runner, job: _Job) -> None:
+        h, msg = runner.handler, job.msg
         extra = {"queue": h.queue, "msg_id": msg.id, "rc": msg.rc}
         t0 = time.monotonic()
+        error: BaseException | None = None
         try:
-            result = h.fn(msg)
-            if inspect.isawaitable(result):
-                result = asyncio.run(_awaited(result))
-        except Exception as e:
+            try:
+                result = h.fn(msg)
+                if inspect.isawaitable(result):
+                    asyncio.run(_awaited(result))
+            except BaseException as e:  # SystemExit too: a handler's end is never the worker's
+                error = e
             with runner.lock:
-                job = runner.jobs.pop(msg.id, None)
-            if job and not job.given_up:
+                if job.given_up:
+                    return
+                # Still registered while it is deleted or released, so that a drain
+                # waits for it and the heartbeat leaves it alone.
+                job.finishing = True
+            if error is not None:
                 delay = h.retry_delay(msg.rc)
                 runner.counts.failed += 1
                 log.warning(
                     "handler failed: %r; visible again in %d s",
-                    e,
+                    error,
                     delay,
                     extra={**extra, "event": "failed", "retry_in": delay},
                 )
                 self._set_visibility(runner, msg, delay)
-        else:
-            with runner.lock:
-                job = runner.jobs.pop(msg.id, None)
-            if job and not job.given_up:
-                try:
-                    if self.rsmq.delete_message(h.queue, msg.id):
-                        runner.counts.succeeded += 1
-                        log.debug(
-                            "done in %.3f s",
-                            time.monotonic() - t0,
-                            extra={**extra, "event": "done"},
-                        )
-                    else:
-                        runner.counts.lost += 1
-                        log.warning(
-                            "message left the queue while its handler ran",
-                            extra={**extra, "event": "lost"},
-                        )
-                except (redis.RedisError, RsmqError) as e:
-                    # Not deleted: it comes back after vt and runs again (at least once).
-                    log.error("delete failed: %s", e, extra={**extra, "event": "delete_error"})
+                return
+            try:
+                if self.rsmq.delete_message(h.queue, msg.id):
+                    runner.counts.succeeded += 1
+                    log.debug(
+                        "done in %.3f s", time.monotonic() - t0, extra={**extra, "event": "done"}
+                    )
+                else:
+                    runner.counts.lost += 1
+                    log.warning(
+                        "message left the queue while its handler ran",
+                        extra={**extra, "event": "lost"},
+                    )
+            except (redis.RedisError, RsmqError) as e:
+                # Not deleted: it comes back after vt and runs again (at least once).
+                log.error("delete failed: %s", e, extra={**extra, "event": "delete_error"})
         finally:
             with runner.lock:
+                runner.jobs.discard(job)
                 runner.busy -= 1
             runner.wake.set()
 
@@ -300,28 +314,40 @@ class Worker:
     def _heartbeat(self) -> None:
         """Extend running messages' vt before it runs out; give up on timed-out ones."""
         while not self._stopping.wait(0.2):
-            now = time.monotonic()
-            for runner in list(self._runners.values()):
-                h = runner.handler
-                with runner.lock:
-                    jobs = [j for j in runner.jobs.values() if not j.given_up]
-                for job in jobs:
+            try:
+                self._beat()
+            except Exception:
+                # Never let one bad beat end the heartbeat: every running message would
+                # then lose its vt extension.
+                log.exception("heartbeat failed", extra={"event": "heartbeat_error"})
+
+    def _beat(self) -> None:
+        now = time.monotonic()
+        for runner in list(self._runners.values()):
+            h = runner.handler
+            timed_out, due = [], []
+            with runner.lock:
+                for job in runner.jobs:
+                    if job.given_up or job.finishing:
+                        continue
                     if h.timeout is not None and now - job.started > h.timeout:
                         job.given_up = True
-                        with runner.lock:
-                            runner.jobs.pop(job.msg.id, None)
-                        runner.counts.timed_out += 1
-                        delay = h.retry_delay(job.msg.rc)
-                        log.warning(
-                            "handler timed out after %.1f s; visible again in %d s",
-                            h.timeout,
-                            delay,
-                            extra={"queue": h.queue, "msg_id": job.msg.id, "event": "timeout"},
-                        )
-                        self._set_visibility(runner, job.msg, delay)
+                        timed_out.append(job)
                     elif runner.vt and now - job.extended >= runner.vt / 3:
                         job.extended = now
-                        self._set_visibility(runner, job.msg, runner.vt)
+                        due.append(job)
+            for job in timed_out:
+                runner.counts.timed_out += 1
+                delay = h.retry_delay(job.msg.rc)
+                log.warning(
+                    "handler timed out after %.1f s; visible again in %d s",
+                    h.timeout,
+                    delay,
+                    extra={"queue": h.queue, "msg_id": job.msg.id, "event": "timeout"},
+                )
+                self._set_visibility(runner, job.msg, delay)
+            for job in due:
+                self._set_visibility(runner, job.msg, runner.vt)
 
     def _listen(self) -> None:
         """Wake a queue's receiver as soon as a realtime send announces a message."""
@@ -344,18 +370,25 @@ class Worker:
                 pubsub.close()
 
     def _drain(self) -> None:
-        """Let running handlers finish for up to `grace` s, then release the rest."""
+        """Stop receiving, let running handlers finish for up to `grace` s, release the rest."""
         deadline = time.monotonic() + self.grace
+        for t in self._threads:
+            if t.name.startswith("rsmq-recv-"):
+                # A receive already on its way registers its messages before the loop ends.
+                t.join(max(0.0, deadline - time.monotonic()))
         while time.monotonic() < deadline:
-            if all(not r.jobs for r in self._runners.values()):
+            with_jobs = False
+            for runner in self._runners.values():
+                with runner.lock:
+                    with_jobs = with_jobs or any(not j.given_up for j in runner.jobs)
+            if not with_jobs:
                 break
             time.sleep(0.05)
         for runner in self._runners.values():
             with runner.lock:
-                left = [j for j in runner.jobs.values() if not j.given_up]
+                left = [j for j in runner.jobs if not j.given_up and not j.finishing]
                 for j in left:
                     j.given_up = True
-                runner.jobs.clear()
             for job in left:
                 runner.counts.released += 1
                 self._set_visibility(runner, job.msg, 0)

@@ -39,11 +39,10 @@ def _logging(fmt: str, level: str) -> None:
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
 
 
-def _child(target: str, url: str, ns: str, fmt: str, level: str) -> None:
+def _child(target: str, url: str | None, ns: str | None, fmt: str, level: str) -> None:
     _logging(fmt, level)
     worker = load(target)
-    if worker._rsmq is None:
-        worker.configure(url, ns)
+    worker.configure(url, ns)
     worker.run()
     # Handlers given up on (timed out, or still running after the grace period) were
     # released: their messages are visible again. Don't wait for their threads.
@@ -68,8 +67,11 @@ def run_workers(args: argparse.Namespace) -> int:
 
     def forward(signum: int, _frame: Any) -> None:
         for child in children:
-            if child.pid:
-                os.kill(child.pid, signal.SIGTERM)
+            if child.is_alive():
+                try:
+                    os.kill(child.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass  # it ended between the check and the signal
 
     for child in children:
         child.start()
@@ -77,4 +79,12 @@ def run_workers(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, forward)
     for child in children:
         child.join()
-    return max((c.exitcode or 0) for c in children)
+    return exit_code([c.exitcode for c in children])
+
+
+def exit_code(codes: list[int | None]) -> int:
+    """0 if every child exited 0; else the first failure, a signal N as 128 + N (as shells do)."""
+    for code in codes:
+        if code:
+            return 128 - code if code < 0 else code
+    return 0

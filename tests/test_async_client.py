@@ -65,11 +65,6 @@ def test_every_public_method_of_redis_smq_is_on_async_redis_smq_with_the_same_si
         assert inspect.signature(aio[name]) == inspect.signature(method), name
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: AsyncRedisSMQ() takes no host/port/db/password: RedisSMQ(host=..., "
-    "port=...) code can't switch to the async client",
-)
 def test_the_constructors_take_the_same_connection_arguments():
     sync = inspect.signature(RedisSMQ.__init__).parameters
     aio = inspect.signature(AsyncRedisSMQ.__init__).parameters
@@ -195,11 +190,6 @@ def test_concurrent_coroutines_on_one_client_never_receive_a_message_twice(arun:
     arun(fn)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the default redis.asyncio pool holds at most 100 connections and raises "
-    "MaxConnectionsError past that instead of waiting for a free one",
-)
 def test_more_concurrent_operations_than_pooled_connections_wait_for_a_connection(
     arun: Run, queue: str
 ):

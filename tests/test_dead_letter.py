@@ -193,11 +193,6 @@ def test_a_dlq_deleted_after_the_policy_was_set_never_drops_a_message(rsmq: Redi
     assert rsmq.get_dead_letter_policy(jobs) == DeadLetterPolicy("dlq", 2, deadlettered=0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: pop_message counts a receive (rc, totalrecv) but ignores the policy: it "
-    "hands out (and deletes) a message the policy says must go to the DLQ",
-)
 def test_pop_after_maxrc_receives_moves_the_message_to_the_dlq_instead(rsmq: RedisSMQ, jobs: str):
     mid = rsmq.send_message(jobs, "poison")
     receive_n_times(rsmq, jobs, 2)
@@ -542,11 +537,6 @@ def test_redrive_rejects_missing_queues_and_invalid_arguments(
     assert rsmq.get_queue_attributes("dlq").msgs == 4
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: redrive(dlq, to=dlq) is accepted; with >= 1000 messages it never returns "
-    "(each batch moves the same messages to the end of the same queue)",
-)
 def test_redrive_to_the_dlq_itself_is_rejected(rsmq: RedisSMQ, two_sources):
     with pytest.raises(InvalidArgument) as caught:
         rsmq.redrive("dlq", to="dlq")

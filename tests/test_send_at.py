@@ -120,11 +120,6 @@ def test_an_invalid_when_is_rejected_naming_when_and_writing_nothing(
     assert ns_state() == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: send_at(when=inf / nan) raises OverflowError / ValueError from math.ceil, "
-    "not InvalidArgument (and `rsmq message send --at inf` dies with a traceback)",
-)
 @pytest.mark.parametrize("when", [math.inf, math.nan])
 def test_an_infinite_or_nan_when_is_rejected_naming_when(rsmq: RedisSMQ, queue: str, when):
     with pytest.raises(InvalidArgument) as caught:
@@ -212,11 +207,6 @@ def test_cli_send_at_errors_are_one_line_with_exit_code_1(
     assert rsmq.get_queue_attributes(queue).totalsent == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: `--at inf` / `--at nan` parse as floats and end in a traceback "
-    "(OverflowError / ValueError from send_at), not a one-line error",
-)
 @pytest.mark.parametrize("text", ["inf", "nan"])
 def test_cli_send_at_inf_or_nan_is_a_one_line_error(cli, queue: str, text: str):
     code, out, err = cli("message", "send", "-n", queue, "-m", "x", "--at", text)

@@ -201,13 +201,6 @@ def test_sigterm_releases_a_handler_still_running_after_the_grace_period(
     assert records.ends() == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: _drain returns once runner.jobs is empty, but a receive still in flight "
-    "then registers messages that pool.submit refuses (pool shut down) and a handler pops "
-    "its job before deleting: the worker exits 0 leaving messages in flight (hidden for "
-    "vt, rc counted, handled ones run again)",
-)
 def test_sigterm_under_load_leaves_no_message_in_flight(rsmq: RedisSMQ, start: Start):
     names = [f"q{i}" for i in range(8)]
     for name in names:
@@ -306,12 +299,6 @@ def test_a_handler_past_its_timeout_is_given_up_on_and_its_message_released(
     assert mid == end["id"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: running jobs are keyed by message id: a timed-out handler that returns "
-    "while its message's next attempt runs in the same worker acts on that attempt "
-    "(releases or deletes its message), so a third attempt runs alongside the second",
-)
 def test_a_timed_out_handler_that_returns_late_does_not_touch_the_next_attempt(
     rsmq: RedisSMQ, records: Records, start: Start, tmp_path: Path
 ):
@@ -428,11 +415,6 @@ def test_async_def_handlers_run_concurrently_and_are_retried(
 # -- bugs -----------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: `rsmq worker` always calls configure() with the --url / --ns defaults, "
-    "so a Worker(url=..., ns=...) made in code is pointed at 127.0.0.1:6379 / rsmq",
-)
 def test_a_worker_made_with_its_own_url_and_ns_keeps_them_without_url_and_ns_options(
     redis_url: str, ns: str, rsmq: RedisSMQ, records: Records, start: Start
 ):
@@ -455,12 +437,6 @@ def two_processes_one_killed(rsmq: RedisSMQ, start: Start, which: int) -> Worker
     return worker
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: once the first child of `rsmq worker --processes N` has died, SIGTERM to "
-    "the parent never reaches the others: forward() raises ProcessLookupError on the "
-    "reaped pid, and the parent then waits for them forever (multiprocessing's atexit join)",
-)
 def test_sigterm_stops_the_other_processes_after_the_first_one_died(rsmq: RedisSMQ, start: Start):
     worker = two_processes_one_killed(rsmq, start, 0)
 
@@ -470,11 +446,6 @@ def test_sigterm_stops_the_other_processes_after_the_first_one_died(rsmq: RedisS
     assert worker.wait(3) != 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: `rsmq worker --processes N` exits 0 when a child was killed by a signal: "
-    "max() of the exit codes, where -9 < 0",
-)
 def test_processes_exit_non_zero_when_a_child_was_killed(rsmq: RedisSMQ, start: Start):
     worker = two_processes_one_killed(rsmq, start, 1)
 
@@ -483,12 +454,6 @@ def test_processes_exit_non_zero_when_a_child_was_killed(rsmq: RedisSMQ, start: 
     assert worker.wait(5) != 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: Handler.retry_delay overflows (OverflowError: int too large to convert "
-    "to float) from rc 1025 on; on a timeout that kills the heartbeat thread, so no "
-    "running message's vt is extended any more",
-)
 def test_a_timeout_of_a_message_received_1025_times_leaves_the_heartbeat_running(
     rsmq: RedisSMQ, records: Records, start: Start
 ):
@@ -510,11 +475,6 @@ def test_a_timeout_of_a_message_received_1025_times_leaves_the_heartbeat_running
     assert rsmq.get_message("poison", poison).rc == 1026
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a handler raising SystemExit (not an Exception) leaves its job registered: "
-    "the heartbeat extends the message's vt for as long as the worker lives",
-)
 def test_a_handler_raising_system_exit_has_its_message_retried(
     rsmq: RedisSMQ, records: Records, start: Start
 ):

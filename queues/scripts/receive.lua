@@ -1,4 +1,6 @@
--- KEYS: zset, queue hash. ARGV: n, vt ("" = the queue's), key prefix ("{ns}:"), qname
+-- KEYS: zset, queue hash. ARGV: n, vt ("" = the queue's), key prefix ("{ns}:"), qname,
+-- "pop" to delete each message as it is received (the original popMessage: it still
+-- counts as a receive in rc and totalrecv)
 -- Returns id, body, rc, fr for each message received (FIFO by score), flat.
 -- Dead-letter policy (x:maxrc, x:dlq): a message that would be handed out for the
 -- (maxrc+1)-th time goes to the dead-letter queue instead, in this same script; the
@@ -21,6 +23,7 @@ else
   maxrc = nil
 end
 local n = tonumber(ARGV[1])
+local pop = ARGV[5] == "pop"
 local _, ms = now()
 local score = int(ms + vt * 1000)
 local out = {}
@@ -36,12 +39,10 @@ while received < n and dead < 1000 do
       transfer(KEYS[1], KEYS[2], dlq_z, dlq_q, id, int(ms), true, ARGV[4])
       dead = dead + 1
     else
-      redis.call("ZADD", KEYS[1], score, id)
       local rc = redis.call("HINCRBY", KEYS[2], id .. ":rc", 1)
       local fr
       if rc == 1 then
         fr = int(ms)
-        redis.call("HSET", KEYS[2], id .. ":fr", fr)
       else
         fr = redis.call("HGET", KEYS[2], id .. ":fr")
       end
@@ -49,6 +50,15 @@ while received < n and dead < 1000 do
       out[#out + 1] = redis.call("HGET", KEYS[2], id)
       out[#out + 1] = rc
       out[#out + 1] = fr
+      if pop then
+        redis.call("ZREM", KEYS[1], id)
+        redis.call("HDEL", KEYS[2], id, id .. ":rc", id .. ":fr", "x:src:" .. id)
+      else
+        redis.call("ZADD", KEYS[1], score, id)
+        if rc == 1 then
+          redis.call("HSET", KEYS[2], id .. ":fr", fr)
+        end
+      end
       received = received + 1
     end
   end
