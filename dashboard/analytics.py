@@ -32,6 +32,10 @@ class QueueAnalytics:
     census: CensusResult | None
 
     @property
+    def open_flags(self) -> list[AnomalyFlag]:
+        return [f for f in self.flags if f.open]
+
+    @property
     def ran(self) -> bool:
         """Has the pipeline said anything about this queue yet?"""
         return bool(self.flags or self.hours or self.census)
