@@ -49,6 +49,7 @@ MESSAGES = StructType(
 )
 DEFAULT_PARTITION_SIZE = 50_000
 DEFAULT_BATCH_SIZE = 2_000
+TIMEOUT = 60.0  # s a Redis call may take before the task fails (and Spark retries it)
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ class RsmqReader(DataSourceReader):
         from queues.census import queue_sizes
 
         o = self.options
-        with RedisSMQ(url=o.url, ns=o.namespace) as rsmq:
+        with RedisSMQ(url=o.url, ns=o.namespace, socket_timeout=TIMEOUT) as rsmq:
             sizes = queue_sizes(rsmq, o.queues)
         return plan(sizes, o.partition_size) or [InputPartition(None)]
 
@@ -128,7 +129,7 @@ class RsmqReader(DataSourceReader):
         o = self.options
         schema = _arrow_schema()
         rank = partition.first
-        with RedisSMQ(url=o.url, ns=o.namespace) as rsmq:
+        with RedisSMQ(url=o.url, ns=o.namespace, socket_timeout=TIMEOUT) as rsmq:
             while partition.last is None or rank <= partition.last:
                 want = o.batch_size
                 if partition.last is not None:
