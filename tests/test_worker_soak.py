@@ -132,7 +132,9 @@ def test_soak_no_message_lost_none_processed_twice_at_once_counts_reconcile(
         f"totalrecv {attrs.totalrecv:,}"
     )
 
-    assert codes == [0] * PROCESSES
+    # 0, or killed by the SIGTERM itself: a worker started after a kill may still have
+    # been importing (no handler for SIGTERM yet, nothing received yet)
+    assert set(codes) <= {0, -signal.SIGTERM}, codes
     assert queued == {}, "not drained within the time bound"
     # nothing lost: every message sent is deleted, dead-lettered or queued, and only one
     assert sent >= queued.keys() | dead.keys()
