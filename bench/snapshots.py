@@ -36,6 +36,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=30)
     args = ap.parse_args()
 
+    from bench.core import CpuMeter
     from bench.machine import console_env, pinned_redis
     from bench.results import publish
 
@@ -46,8 +47,10 @@ def main() -> None:
             RSMQ_LAKE_DIR=str(tmp / "lake"),
             RSMQ_METRICS_TOKEN=TOKEN,
         )
+        meter = CpuMeter([os.getpid(), server.process.pid])
         rows = run(server.url, args)
-    publish(render(rows, args), args.write)
+        others = meter.others()
+    publish(render(rows, args, others), args.write)
 
 
 def run(url: str, args: argparse.Namespace) -> list[Row]:
@@ -171,7 +174,7 @@ def _ok(response) -> None:  # noqa: ANN001
     assert response.status_code == 200, response.status_code
 
 
-def render(rows: list[Row], args: argparse.Namespace) -> str:
+def render(rows: list[Row], args: argparse.Namespace, others: str) -> str:
     from bench.machine import describe
 
     load = os.getloadavg()
@@ -179,11 +182,12 @@ def render(rows: list[Row], args: argparse.Namespace) -> str:
         "## Snapshots and /metrics (`bench/snapshots.py`)",
         "",
         f"{describe()}, SQLite; redis-server on core 0, Django on core 1; median and p90 of"
-        f" {args.rounds} runs; load average at the end {load[0]:.2f} {load[1]:.2f}"
-        f" {load[2]:.2f}. A snapshot run is what the Celery task"
-        " does: take the lock in the broker's Redis, read every queue of the namespace"
-        " (`queue_stats`: the queue list, then one pipeline of 5 stats scripts), write the"
-        " rows with one bulk insert and one Parquet file, release the lock.",
+        f" {args.rounds} runs; CPU used by other processes during the run: {others}, load"
+        f" average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}. A snapshot run is"
+        " what the Celery task does: take the lock in the broker's Redis, read every queue of"
+        " the namespace (`queue_stats`: the queue list, then one pipeline of 5 stats"
+        " scripts), write the rows with one bulk insert and one Parquet file, release the"
+        " lock.",
         "",
         "| what | median | p90 | Redis round trips | budget |",
         "|---|---:|---:|---|---|",
