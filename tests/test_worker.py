@@ -427,6 +427,26 @@ def test_a_worker_made_with_its_own_url_and_ns_keeps_them_without_url_and_ns_opt
     assert len(records.ends()) == 1, worker.output()
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: `rsmq worker --url ...` on a Worker made with its own RedisSMQ client "
+    "ends in a RuntimeError traceback from configure() (SPEC §5: one line on stderr)",
+)
+def test_url_given_for_a_worker_made_with_its_own_client_is_no_traceback(
+    redis_url: str, ns: str, rsmq: RedisSMQ, records: Records, start: Start
+):
+    rsmq.create_queue("jobs")
+    env = {"WORKER_URL": redis_url, "WORKER_NS": ns}
+    worker = start("jobs", target="workers.app:with_client", env=env)
+    send(rsmq, "jobs")
+
+    wait_for(lambda: records.ends() or worker.proc.poll() is not None, 10, "a record or exit")
+    assert "Traceback" not in worker.output()
+    if worker.proc.poll() is not None:  # refused: one line saying why
+        assert worker.proc.returncode != 0
+        assert worker.output().strip().count("\n") == 0
+
+
 def two_processes_one_killed(rsmq: RedisSMQ, start: Start, which: int) -> WorkerProcess:
     """`rsmq worker --processes 2` whose first (0) or second (1) child was SIGKILLed."""
     rsmq.create_queue("jobs")

@@ -33,6 +33,7 @@ import os
 import time
 from typing import Any
 
+from queues import RedisSMQ
 from queues.models import Message
 from queues.worker import Worker
 
@@ -56,9 +57,10 @@ def per_rc(value: Any, rc: int) -> Any:
     return value
 
 
-def build(url: str | None = None, ns: str | None = None) -> Worker:
+def build(url: str | None = None, ns: str | None = None, client: bool = False) -> Worker:
     env = os.environ
     worker = Worker(
+        RedisSMQ(url=url, ns=ns or "rsmq") if client else None,
         url=url,
         ns=ns,
         poll_interval=float(env.get("WORKER_POLL", "0.1")),
@@ -132,3 +134,5 @@ def build(url: str | None = None, ns: str | None = None) -> Worker:
 worker = build()
 # Made with its own url and ns, for running `rsmq worker` without --url / --ns.
 configured = build(os.environ.get("WORKER_URL"), os.environ.get("WORKER_NS"))
+# Made with a RedisSMQ client of its own.
+with_client = build(os.environ.get("WORKER_URL"), os.environ.get("WORKER_NS"), client=True)
