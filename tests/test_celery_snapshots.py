@@ -18,6 +18,7 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pytest
 from celery.contrib.testing.worker import start_worker
+from django.db import OperationalError
 
 from dashboard import lake as lake_files
 from dashboard.celery import app
@@ -64,7 +65,17 @@ def beat(worker, broker_url: str, tmp_path: Path) -> Iterator[subprocess.Popen[b
 
 
 def _snapshots(queue: str) -> list[Snapshot]:
-    return list(Snapshot.objects.filter(queue=queue).order_by("taken_at"))
+    # The test database is SQLite in memory, shared with the worker's thread through
+    # SQLite's shared cache, where a read that meets the worker's write fails at once
+    # ("database table is locked") instead of waiting for it: read again.
+    for _ in range(100):
+        try:
+            return list(Snapshot.objects.filter(queue=queue).order_by("taken_at"))
+        except OperationalError as e:
+            if "locked" not in str(e):
+                raise
+            time.sleep(0.02)
+    raise AssertionError("the snapshot table stayed locked for 2 s")
 
 
 def snapshot_after(queue: str, after: int, timeout: float = 15) -> Snapshot:
