@@ -134,7 +134,9 @@ def test_it_serves_the_charts_alone_to_htmx(console, history, viewer: Client) ->
     assert 'href="?state=inflight&amp;range=week"' in page
 
 
-def test_it_sends_a_plain_request_for_the_charts_to_the_page(console, queue, viewer: Client) -> None:
+def test_it_sends_a_plain_request_for_the_charts_to_the_page(
+    console, queue, viewer: Client
+) -> None:
     response = viewer.get(console.queue("q1", "charts/?range=week"))
     assert response.status_code == 302
     assert response["Location"] == console.queue("q1", "?range=week")
