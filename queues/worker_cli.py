@@ -42,7 +42,12 @@ def _logging(fmt: str, level: str) -> None:
 def _child(target: str, url: str | None, ns: str | None, fmt: str, level: str) -> None:
     _logging(fmt, level)
     worker = load(target)
-    worker.configure(url, ns)
+    try:
+        worker.configure(url, ns)
+    except RuntimeError:
+        raise SystemExit(
+            f"rsmq: error: {target} was made with its own RSMQ client: drop --url / --ns"
+        ) from None
     worker.run()
     # Handlers given up on (timed out, or still running after the grace period) were
     # released: their messages are visible again. Don't wait for their threads.
@@ -54,7 +59,13 @@ def run_workers(args: argparse.Namespace) -> int:
     if args.processes < 1:
         print("rsmq: error: --processes must be at least 1", file=sys.stderr)
         return 1
-    load(args.target)  # fail fast, in the parent, on a bad target
+    worker = load(args.target)  # fail fast, in the parent, on a bad target
+    if worker._rsmq is not None and (args.url or args.ns):
+        print(
+            f"rsmq: error: {args.target} was made with its own RSMQ client: drop --url / --ns",
+            file=sys.stderr,
+        )
+        return 1
     spec = (args.target, args.url, args.ns, args.log_format, args.log_level)
     if args.processes == 1:
         _child(*spec)

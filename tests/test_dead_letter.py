@@ -201,11 +201,6 @@ def test_pop_after_maxrc_receives_moves_the_message_to_the_dlq_instead(rsmq: Red
     assert ids_in(rsmq, "dlq") == [mid]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: receive.lua's loop (which goes on past dead-lettered messages) fetches "
-    "again what it just received when vt is 0: one message comes back n times, rc 1..n",
-)
 def test_a_batch_receive_with_vt_0_hands_each_message_out_once(rsmq: RedisSMQ, queue: str):
     mid = rsmq.send_message(queue, "only")
 
@@ -215,11 +210,6 @@ def test_a_batch_receive_with_vt_0_hands_each_message_out_once(rsmq: RedisSMQ, q
     assert rsmq.get_queue_attributes(queue).totalrecv == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: with vt 0, the receive that dead-letters one message fetches again the "
-    "message it just handed out and, its rc now at maxrc, dead-letters it too",
-)
 def test_a_message_handed_out_is_not_dead_lettered_by_the_same_receive(rsmq: RedisSMQ, jobs: str):
     rsmq.set_dead_letter_policy(jobs, "dlq", 1)
     poison = rsmq.send_message(jobs, "poison")

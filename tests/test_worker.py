@@ -427,11 +427,6 @@ def test_a_worker_made_with_its_own_url_and_ns_keeps_them_without_url_and_ns_opt
     assert len(records.ends()) == 1, worker.output()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: `rsmq worker --url ...` on a Worker made with its own RedisSMQ client "
-    "ends in a RuntimeError traceback from configure() (SPEC §5: one line on stderr)",
-)
 def test_url_given_for_a_worker_made_with_its_own_client_is_no_traceback(
     redis_url: str, ns: str, rsmq: RedisSMQ, records: Records, start: Start
 ):

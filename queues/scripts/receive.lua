@@ -28,39 +28,52 @@ local _, ms = now()
 local score = int(ms + vt * 1000)
 local out = {}
 local received, dead = 0, 0
+-- The loop goes on past dead-lettered messages to fill the batch. A message handed out
+-- in this call is never looked at again by it: with vt 0 it is still visible.
+local seen = {}
+local again = (vt == 0 and not pop)
 -- Bounded: at most 1,000 dead-letter moves per call, however many poison messages wait.
 while received < n and dead < 1000 do
-  local ids = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", ms, "LIMIT", 0, n - received)
-  if #ids == 0 then
-    break
-  end
+  local want = n - received + (again and received or 0)
+  local ids = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", ms, "LIMIT", 0, want)
+  local progress = false
   for _, id in ipairs(ids) do
-    if maxrc and tonumber(redis.call("HGET", KEYS[2], id .. ":rc") or 0) >= maxrc then
-      transfer(KEYS[1], KEYS[2], dlq_z, dlq_q, id, int(ms), true, ARGV[4])
-      dead = dead + 1
-    else
-      local rc = redis.call("HINCRBY", KEYS[2], id .. ":rc", 1)
-      local fr
-      if rc == 1 then
-        fr = int(ms)
-      else
-        fr = redis.call("HGET", KEYS[2], id .. ":fr")
-      end
-      out[#out + 1] = id
-      out[#out + 1] = redis.call("HGET", KEYS[2], id)
-      out[#out + 1] = rc
-      out[#out + 1] = fr
-      if pop then
-        redis.call("ZREM", KEYS[1], id)
-        redis.call("HDEL", KEYS[2], id, id .. ":rc", id .. ":fr", "x:src:" .. id)
-      else
-        redis.call("ZADD", KEYS[1], score, id)
-        if rc == 1 then
-          redis.call("HSET", KEYS[2], id .. ":fr", fr)
-        end
-      end
-      received = received + 1
+    if received >= n then
+      break
     end
+    if not seen[id] then
+      seen[id] = true
+      progress = true
+      if maxrc and tonumber(redis.call("HGET", KEYS[2], id .. ":rc") or 0) >= maxrc then
+        transfer(KEYS[1], KEYS[2], dlq_z, dlq_q, id, int(ms), true, ARGV[4])
+        dead = dead + 1
+      else
+        local rc = redis.call("HINCRBY", KEYS[2], id .. ":rc", 1)
+        local fr
+        if rc == 1 then
+          fr = int(ms)
+        else
+          fr = redis.call("HGET", KEYS[2], id .. ":fr")
+        end
+        out[#out + 1] = id
+        out[#out + 1] = redis.call("HGET", KEYS[2], id)
+        out[#out + 1] = rc
+        out[#out + 1] = fr
+        if pop then
+          redis.call("ZREM", KEYS[1], id)
+          redis.call("HDEL", KEYS[2], id, id .. ":rc", id .. ":fr", "x:src:" .. id)
+        else
+          redis.call("ZADD", KEYS[1], score, id)
+          if rc == 1 then
+            redis.call("HSET", KEYS[2], id .. ":fr", fr)
+          end
+        end
+        received = received + 1
+      end
+    end
+  end
+  if not progress or #ids < want then
+    break
   end
 end
 if received > 0 then
