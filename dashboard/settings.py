@@ -116,6 +116,9 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    # Django's own "django" logger has a console handler of its own under DEBUG: without
+    # this, every 4xx/5xx line would be printed twice (once more through the root).
+    "loggers": {"django": {"handlers": ["console"], "level": "INFO", "propagate": False}},
 }
 
 # Every action off: the console only shows.
