@@ -51,7 +51,7 @@ import redis
 
 from . import validation as v
 from .client import RedisSMQ
-from .errors import RsmqError
+from .errors import InvalidArgument, RsmqError
 from .models import Message
 
 log = logging.getLogger("queues.worker")
@@ -88,6 +88,9 @@ class _Job:
     extended: float
     given_up: bool = False  # timed out or released: its handler's outcome is ignored
     finishing: bool = False  # its handler returned: being deleted or released
+    # Held while the heartbeat extends this attempt's vt and while its handler's end is
+    # recorded: an extension can't land after the handler's retry delay or delete.
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 @dataclass
@@ -169,7 +172,18 @@ class Worker:
         v.integer("concurrency", concurrency, 1, 1000)
         v.integer("batch", batch, 1, v.MAX_BATCH)
         if vt is not None:
-            v.seconds("vt", vt)
+            v.integer("vt", vt, 1, v.MAX_SECONDS)  # 0 would leave nothing to extend
+        for name, value in (
+            ("timeout", timeout),
+            ("backoff", backoff),
+            ("max_backoff", max_backoff),
+        ):
+            if value is not None and (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not 0 <= value < math.inf
+            ):
+                raise InvalidArgument(name, f"{name} must be a finite number of seconds, 0 or more")
         if queue in self.handlers:
             raise ValueError(f"a handler for queue {queue!r} is already registered")
 
@@ -193,6 +207,11 @@ class Worker:
         self._stopping.clear()
         for h in self.handlers.values():
             vt = h.vt if h.vt is not None else self.rsmq.get_queue_attributes(h.queue).vt
+            if vt == 0:
+                # Nothing would keep a running message from other workers.
+                raise InvalidArgument(
+                    "vt", f"queue {h.queue} has vt 0: give its handler a vt of 1 s or more"
+                )
             pool = ThreadPoolExecutor(h.concurrency, thread_name_prefix=f"rsmq-{h.queue}")
             self._runners[h.queue] = _Runner(h, vt, pool)
         self._start(self._heartbeat, "rsmq-heartbeat")
@@ -261,7 +280,7 @@ class Worker:
                     asyncio.run(_awaited(result))
             except BaseException as e:  # SystemExit too: a handler's end is never the worker's
                 error = e
-            with runner.lock:
+            with job.lock, runner.lock:
                 if job.given_up:
                     return
                 # Still registered while it is deleted or released, so that a drain
@@ -347,7 +366,9 @@ class Worker:
                 )
                 self._set_visibility(runner, job.msg, delay)
             for job in due:
-                self._set_visibility(runner, job.msg, runner.vt)
+                with job.lock:
+                    if not (job.given_up or job.finishing):
+                        self._set_visibility(runner, job.msg, runner.vt)
 
     def _listen(self) -> None:
         """Wake a queue's receiver as soon as a realtime send announces a message."""
@@ -398,6 +419,19 @@ class Worker:
 
 async def _awaited(awaitable: Any) -> Any:
     return await awaitable
+
+
+class TextFormatter(logging.Formatter):
+    """The usual text line, then the structured fields as key=value."""
+
+    FIELDS = ("event", "queue", "msg_id", "rc", "retry_in")
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        fields = " ".join(
+            f"{name}={getattr(record, name)}" for name in self.FIELDS if hasattr(record, name)
+        )
+        return f"{line} [{fields}]" if fields else line
 
 
 class JsonFormatter(logging.Formatter):

@@ -11,7 +11,7 @@ import signal
 import sys
 from typing import Any
 
-from .worker import JsonFormatter, Worker
+from .worker import JsonFormatter, TextFormatter, Worker
 
 
 def load(target: str) -> Worker:
@@ -34,7 +34,7 @@ def _logging(fmt: str, level: str) -> None:
         handler.setFormatter(JsonFormatter())
     else:
         handler.setFormatter(
-            logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
+            TextFormatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
         )
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
 
