@@ -6,7 +6,8 @@
     rsmq_queue_sent_total / rsmq_queue_received_total     counters (totalsent / totalrecv)
     rsmq_up{connection,namespace}                         1: read, 0: Redis failed
 
-A scrape reads each namespace once (``queue_stats``: its queue list, then one pipeline).
+A scrape reads each namespace once (``queue_stats``: its queue list and counters in one
+pipeline; one more round trip only for queues created since the last read).
 """
 
 from __future__ import annotations

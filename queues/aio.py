@@ -15,7 +15,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import NoScriptError, ResponseError
 
-from .ops import Batch, Call, Op, Operations, T, error_for
+from .ops import Batch, Call, Op, Operations, T, batch_result, error_for
 
 MAX_CONNECTIONS = 50
 
@@ -91,9 +91,11 @@ class AsyncRedisSMQ(Operations):
         except ResponseError as e:
             raise error_for(e, call.names) from None
 
-    async def _batch(self, batch: Batch) -> list[Any]:
+    async def _batch(self, batch: Batch) -> Any:
         async def run() -> list[Any]:
             pipe = self.redis.pipeline(transaction=False)
+            if batch.command:
+                pipe.execute_command(*batch.command)
             for c in batch.calls:
                 pipe.execute_command("EVALSHA", c.script.sha, len(c.keys), *c.keys, *c.args)
             return await pipe.execute(raise_on_error=False)
@@ -103,7 +105,4 @@ class AsyncRedisSMQ(Operations):
             for script in {c.script for c in batch.calls}:
                 await self.redis.execute_command("SCRIPT", "LOAD", script.source)
             replies = await run()
-        for reply, call in zip(replies, batch.calls, strict=True):
-            if isinstance(reply, ResponseError):
-                raise error_for(reply, call.names)
-        return replies
+        return batch_result(batch, replies)

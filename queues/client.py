@@ -17,7 +17,7 @@ import redis
 from redis.exceptions import ConnectionError, NoScriptError, ResponseError
 
 from .errors import RsmqError
-from .ops import Batch, Call, Op, Operations, T, error_for
+from .ops import Batch, Call, Op, Operations, T, batch_result, error_for
 
 
 class RedisSMQ(Operations):
@@ -151,18 +151,17 @@ class RedisSMQ(Operations):
             raise error_for(reply, call.names)
         return reply
 
-    def _batch(self, batch: Batch) -> list[Any]:
-        """Read-only script calls in one pipelined round trip (safe to rerun)."""
+    def _batch(self, batch: Batch) -> Any:
+        """Read-only commands in one pipelined round trip (safe to rerun)."""
         commands = [("EVALSHA", c.script.sha, len(c.keys), *c.keys, *c.args) for c in batch.calls]
+        if batch.command:
+            commands.insert(0, batch.command)
         replies = self._roundtrip(commands)
         if any(isinstance(r, NoScriptError) for r in replies):
             for script in {c.script for c in batch.calls}:
                 self._command("SCRIPT", "LOAD", script.source)
             replies = self._roundtrip(commands)
-        for reply, call in zip(replies, batch.calls, strict=True):
-            if isinstance(reply, ResponseError):
-                raise error_for(reply, call.names)
-        return replies
+        return batch_result(batch, replies)
 
 
 __all__ = ["RedisSMQ", "RsmqError"]

@@ -65,9 +65,11 @@ class Call:
 
 @dataclass(frozen=True, slots=True)
 class Batch:
-    """Read-only script calls in one pipelined round trip (safe to rerun after NOSCRIPT)."""
+    """Read-only script calls in one pipelined round trip (safe to rerun after NOSCRIPT),
+    after one read-only ``command`` if given: the reply is then (its reply, the calls')."""
 
     calls: list[Call]
+    command: tuple[Any, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +111,17 @@ def error_for(e: ResponseError, names: str | tuple[str, str]) -> Exception:
             "when", f"when must be at most {v.MAX_SECONDS} seconds from now (the Redis clock)"
         )
     return e
+
+
+def batch_result(batch: Batch, replies: list[Any]) -> Any:
+    """A Batch's replies as its step returns them; an error reply is raised."""
+    calls = replies[1:] if batch.command else replies
+    if batch.command and isinstance(replies[0], ResponseError):
+        raise replies[0]
+    for reply, call in zip(calls, batch.calls, strict=True):
+        if isinstance(reply, ResponseError):
+            raise error_for(reply, call.names)
+    return (replies[0], calls) if batch.command else calls
 
 
 def _str(value: bytes | str) -> str:
@@ -192,6 +205,9 @@ class Operations:
         self.realtime = realtime
         self._prefix = ns + ":"
         self._keys: dict[str, tuple[str, str]] = {}
+        # The namespace's queue names as the last queue_stats() of all saw them: the
+        # next one reads them and their counters in the same round trip.
+        self._known_names: list[str] = []
 
     def _drive(self, op: Op[T]) -> Any:
         raise NotImplementedError
@@ -424,27 +440,45 @@ class Operations:
     ) -> Op[list[QueueStats]]:
         """Counters of the given queues (default: all), in one pipelined round trip
         (all queues: one more, for their names). Queues that don't exist are left out."""
-        if qnames is None:
-            names = sorted(_str(m) for m in (yield Command(("SMEMBERS", self.queues_key))))
-        else:
-            names = [v.qname(q) for q in qnames]
-        return (yield from self._stats_of(names, sample))
+        if qnames is not None:
+            return (yield from self._stats_of([v.qname(q) for q in qnames], sample))
+        v.integer("sample", sample, 1, 100_000)
+        # One round trip: the queue set and the counters of the queues it held last time.
+        # Queues created since cost one more; deleted ones come back absent and drop out.
+        known = self._known_names
+        members, results = yield Batch(
+            self._stats_calls(known, sample), ("SMEMBERS", self.queues_key)
+        )
+        names = sorted(_str(m) for m in members)
+        current = set(names)
+        stats = [s for s in self._parse_stats(known, results) if s.qname in current]
+        seen = set(known)
+        new = [n for n in names if n not in seen]
+        if new:
+            stats += yield from self._stats_of(new, sample)
+            stats.sort(key=lambda s: s.qname)
+        self._known_names = names
+        return stats
 
     def _stats_of(self, names: list[str], sample: int = DEFAULT_SAMPLE) -> Op[list[QueueStats]]:
         v.integer("sample", sample, 1, 100_000)
         if not names:
             return []
-        chunks = [names[k : k + STATS_CHUNK] for k in range(0, len(names), STATS_CHUNK)]
-        calls = [
-            Call(S.STATS, [key for q in chunk for key in self._queue_keys(q)],
+        return self._parse_stats(names, (yield Batch(self._stats_calls(names, sample))))
+
+    def _stats_calls(self, names: list[str], sample: int) -> list[Call]:
+        return [
+            Call(S.STATS, [key for q in names[k : k + STATS_CHUNK] for key in self._queue_keys(q)],
                  (sample, random.random()))
-            for chunk in chunks
+            for k in range(0, len(names), STATS_CHUNK)
         ]  # fmt: skip
-        results = yield Batch(calls)
+
+    @staticmethod
+    def _parse_stats(names: list[str], results: list[Any]) -> list[QueueStats]:
         stats: list[QueueStats] = []
-        for chunk, r in zip(chunks, results, strict=True):
+        for k, r in zip(range(0, len(names), STATS_CHUNK), results, strict=True):
             now = r[0]
-            for j, q in enumerate(chunk):
+            for j, q in enumerate(names[k : k + STATS_CHUNK]):
                 row = r[1 + STATS_ROW * j : 1 + STATS_ROW * (j + 1)]
                 if row[0] == 1:
                     stats.append(_stats(q, row, now))

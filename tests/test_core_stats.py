@@ -220,3 +220,49 @@ def test_queue_stats_of_every_queue_is_at_most_two_round_trips(counted: RoundTri
 
     assert counted.count <= 2
     assert [s.qname for s in stats] == ["a", "b", "c"]
+
+
+# -- every queue of a namespace in one round trip, once the names are known --------------
+
+
+def test_queue_stats_of_all_queues_is_one_round_trip_from_the_second_call_on(counted: RoundTrips):
+    client = counted.rsmq
+    for i in range(450):  # three stats scripts in the pipeline
+        client.create_queue(f"q{i:03d}")
+    client.queue_stats()
+    counted.count = 0
+
+    stats = client.queue_stats()
+
+    assert counted.count == 1
+    assert [s.qname for s in stats] == [f"q{i:03d}" for i in range(450)]
+
+
+def test_queue_stats_of_all_queues_sees_a_queue_created_meanwhile(
+    counted: RoundTrips, rsmq: RedisSMQ
+):
+    client = counted.rsmq
+    client.create_queue("a")
+    client.queue_stats()
+    rsmq.create_queue("b")  # by another client
+    rsmq.send_message("b", "x")
+    counted.count = 0
+
+    stats = client.queue_stats()
+
+    assert [(s.qname, s.msgs) for s in stats] == [("a", 0), ("b", 1)]
+    assert counted.count == 2  # the new queue's counters: one more round trip
+
+
+def test_queue_stats_of_all_queues_drops_a_queue_deleted_meanwhile(
+    counted: RoundTrips, rsmq: RedisSMQ
+):
+    client = counted.rsmq
+    client.create_queue("a")
+    client.create_queue("b")
+    client.queue_stats()
+    rsmq.delete_queue("b")
+    counted.count = 0
+
+    assert [s.qname for s in client.queue_stats()] == ["a"]
+    assert counted.count == 1
