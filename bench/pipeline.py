@@ -1,0 +1,334 @@
+"""The Spark pipeline (SPEC §10): rollups over 1M and 10M snapshot rows with local[1] and
+local[2] (the scaling curve), and the census's read of a 1,000,000-message namespace
+against a plain single-threaded redis-py read of the same messages.
+
+    python bench/pipeline.py [--quick] [--rounds N] [--write]
+
+Rollups: a synthetic lake written with pyarrow — 1,000 queues, one snapshot of each every
+10 s (1M rows: 2.8 hours; 10M: 28 hours, over two days), counters that grow at a queue's
+own rate and reset every 3,000 snapshots for one queue in ten (a new ``created``), in
+files of 100,000 rows — rolled up from scratch (``run_rollups(full=True)``: minutes,
+hours, flags, Parquet written) in a warm Spark session; the JVM runs on both cores.
+
+Census: its own redis-server on core 0; the redis-py read and this process on core 1;
+Spark local[1] pinned to core 1, local[2] on both cores (so sharing core 0 with Redis).
+``--quick``: 100k / 1M rows and a 100,000-message namespace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+QUEUES = 1000
+INTERVAL_MS = 10_000
+FILE_ROWS = 100_000
+START = dt.datetime(2026, 11, 21, 0, 0, tzinfo=dt.UTC)
+CENSUS_QUEUES = 10
+MASTERS = ("local[1]", "local[2]")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="10x smaller")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--write", action="store_true", help="record the results in bench/RESULTS.md")
+    args = ap.parse_args()
+
+    from bench.results import publish
+    from pipeline.spark import java_problem
+
+    if problem := java_problem():
+        raise SystemExit(problem)
+    sizes = (100_000, 1_000_000) if args.quick else (1_000_000, 10_000_000)
+    messages = 100_000 if args.quick else 1_000_000
+    tmp = Path(tempfile.mkdtemp(prefix="rsmq-bench-pipeline-"))
+    rollup_rows = rollups(tmp, sizes, args.rounds)
+    census_rows = census(tmp, messages, args.rounds)
+    publish(render(rollup_rows, census_rows, sizes, messages, args), args.write)
+
+
+# -- rollups -----------------------------------------------------------------------------
+
+
+def write_lake(lake: Path, rows: int) -> None:
+    """``rows`` snapshot rows: QUEUES queues, one snapshot each every 10 s."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from dashboard import lake as lake_schema
+
+    names = pa.array([f"queue-{i:04d}" for i in range(QUEUES)])
+    t0 = int(START.timestamp() * 1000)
+
+    def mod(a, n):
+        return pc.subtract(a, pc.multiply(pc.divide(a, n), n))
+
+    for first in range(0, rows, FILE_ROWS):
+        i = pa.array(range(first, min(first + FILE_ROWS, rows)), pa.int64())
+        q = mod(i, QUEUES)
+        k = pc.divide(i, QUEUES)  # the snapshot's number
+        at = pc.add(t0, pc.add(pc.multiply(k, INTERVAL_MS), pc.multiply(q, 7)))
+        resets = pc.equal(mod(q, 10), 0)
+        since = pc.if_else(resets, mod(k, 3000), k)  # snapshots since the counters started
+        rate = pc.add(mod(q, 7), 1)  # messages per snapshot
+        sent = pc.multiply(since, rate)
+        recv = pc.subtract(sent, mod(pc.add(k, q), 50))
+        recv = pc.if_else(pc.less(recv, 0), 0, recv)
+        msgs = pc.subtract(sent, recv)
+        hidden = pc.divide(msgs, 3)
+        table = pa.table(
+            {
+                "connection": pa.array(["default"] * len(i)),
+                "namespace": pa.array(["bench"] * len(i)),
+                "queue": pa.DictionaryArray.from_arrays(q.cast(pa.int32()), names).cast(
+                    pa.string()
+                ),
+                "taken_at": at.cast(pa.timestamp("ms", tz="UTC")),
+                "msgs": msgs,
+                "hiddenmsgs": hidden,
+                "inflight": hidden,
+                "delayed": pa.array([0] * len(i), pa.int64()),
+                "totalsent": sent,
+                "totalrecv": recv,
+                "oldest_age": pc.multiply(mod(k, 400), 1.5),
+                "created": pc.add(1_700_000_000, pc.if_else(resets, pc.divide(k, 3000), 0)),
+            },
+            schema=lake_schema.SCHEMA,
+        )
+        day = dt.datetime.fromtimestamp(pc.min(at).as_py() / 1000, dt.UTC).date()
+        # A file never spans two days in the real lake: split at midnight.
+        midnight = int(
+            dt.datetime.combine(day + dt.timedelta(days=1), dt.time(), dt.UTC).timestamp() * 1000
+        )
+        before = pc.less(at, midnight)
+        for part, when in (
+            (table.filter(before), day),
+            (table.filter(pc.invert(before)), day + dt.timedelta(days=1)),
+        ):
+            if part.num_rows:
+                folder = lake / f"date={when.isoformat()}"
+                folder.mkdir(parents=True, exist_ok=True)
+                pq.write_table(part, folder / f"{first:012d}.parquet", compression="zstd")
+
+
+def rollups(tmp: Path, sizes: tuple[int, ...], rounds: int) -> list[tuple[str, int, list[float]]]:
+    from pipeline import jobs
+    from pipeline.spark import session
+
+    lakes = {}
+    for n in sizes:
+        lakes[n] = tmp / f"lake-{n}"
+        t0 = time.perf_counter()
+        write_lake(lakes[n], n)
+        print(f"lake of {n:,} rows written in {time.perf_counter() - t0:.1f} s", flush=True)
+    out: list[tuple[str, int, list[float]]] = []
+    for master in MASTERS:
+        spark = session(master, conf={"spark.driver.memory": "6g"})
+        jobs.run_rollups(spark, lakes[sizes[0]], tmp / "warmup", full=True)  # JIT, caches
+        for n in sizes:
+            times = []
+            for _ in range(rounds):
+                t0 = time.perf_counter()
+                run = jobs.run_rollups(spark, lakes[n], tmp / f"out-{n}", full=True)
+                times.append(time.perf_counter() - t0)
+                print(f"rollups {master} {n:,} rows: {times[-1]:.1f} s ({run.rows:,} rollup rows,"
+                      f" {run.flags} flags)", flush=True)  # fmt: skip
+            out.append((master, n, times))
+        spark.stop()
+    return out
+
+
+# -- census ------------------------------------------------------------------------------
+
+
+def census(tmp: Path, messages: int, rounds: int) -> list[tuple[str, list[float]]]:
+    from bench.machine import pinned_redis
+    from queues import RedisSMQ
+
+    with pinned_redis("rsmq-bench-census-") as (server, _):
+        rsmq = RedisSMQ(url=server.url, ns="bench")
+        fill(rsmq, messages)
+        readers: list[tuple[str, Callable[[], int]]] = [
+            (
+                "redis-py, one thread: ZRANGE + pipelined HMGET/HSTRLEN",
+                lambda: redis_py(server.url),
+            ),
+            (
+                "queues.census.read_range, one thread (the source's script)",
+                lambda: one_thread(rsmq),
+            ),
+        ]
+        results = {name: [] for name, _ in readers}
+        spark_results: dict[str, list[float]] = {}
+        for _ in range(rounds):
+            for name, read in readers:
+                t0 = time.perf_counter()
+                n = read()
+                results[name].append(time.perf_counter() - t0)
+                assert n == messages, (name, n)
+        for master in MASTERS:
+            for name, seconds in spark_census(server.url, tmp, master, messages, rounds).items():
+                spark_results[name] = seconds
+        for name, seconds in results.items():
+            print(f"{name}: {messages / statistics.median(seconds):,.0f} messages/s", flush=True)
+    return list(results.items()) + list(spark_results.items())
+
+
+def fill(rsmq, messages: int) -> None:
+    per_queue = messages // CENSUS_QUEUES
+    body = '{"order": 123456, "customer": "someone@example.com", "items": [1, 2, 3], "note": "x"}'
+    t0 = time.perf_counter()
+    for q in range(CENSUS_QUEUES):
+        name = f"queue-{q:02d}"
+        rsmq.create_queue(name, vt=3600)
+        for _ in range(0, per_queue, 1000):
+            rsmq.send_messages(name, [body] * 1000)
+        rsmq.receive_messages(name, 1000, vt=3600)  # some in flight, rc 1
+    print(f"{messages:,} messages sent in {time.perf_counter() - t0:.1f} s", flush=True)
+
+
+def redis_py(url: str) -> int:
+    """Every message's score, rc, fr and body size: what the census reads, the plain way."""
+    import redis
+
+    r = redis.Redis.from_url(url)
+    n = 0
+    for q in sorted(m.decode() for m in r.smembers("bench:QUEUES")):
+        zkey, hkey = f"bench:{q}", f"bench:{q}:Q"
+        first = 0
+        while True:
+            page = r.zrange(zkey, first, first + 1999, withscores=True)
+            if not page:
+                break
+            pipe = r.pipeline(transaction=False)
+            for member, _ in page:
+                mid = member.decode()
+                pipe.hmget(hkey, f"{mid}:rc", f"{mid}:fr")
+                pipe.hstrlen(hkey, mid)
+            pipe.execute()
+            n += len(page)
+            first += len(page)
+    r.close()
+    return n
+
+
+def one_thread(rsmq) -> int:
+    from queues.census import queue_sizes, read_range
+
+    n = 0
+    for q in queue_sizes(rsmq):
+        first = 0
+        while got := read_range(rsmq, q, first, 2000):
+            n += len(got)
+            first += len(got)
+    return n
+
+
+def spark_census(
+    url: str, tmp: Path, master: str, messages: int, rounds: int
+) -> dict[str, list[float]]:
+    from pipeline import jobs
+    from pipeline.source import NAME, register
+    from pipeline.spark import session
+
+    spark = session(master)
+    pin_tree(spark, {1} if master == "local[1]" else {0, 1})
+    spark.stop()  # restart the context so that its Python workers inherit the pinning
+    spark = session(master)
+    register(spark)
+    target = [jobs.Target("default", url, "bench")]
+    read = f'Spark {master}: spark.read.format("rsmq").load().count()'
+    job = f"Spark {master}: the census job (histograms, poison, Parquet written)"
+    out: dict[str, list[float]] = {read: [], job: []}
+    # Warm: the first run of each pays for code generation and the Python workers' start.
+    spark.read.format(NAME).option("url", url).option("namespace", "bench").load().count()
+    jobs.run_census(spark, target, tmp / "census")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        n = spark.read.format(NAME).option("url", url).option("namespace", "bench").load().count()
+        out[read].append(time.perf_counter() - t0)
+        assert n == messages
+        t0 = time.perf_counter()
+        run = jobs.run_census(spark, target, tmp / "census")
+        out[job].append(time.perf_counter() - t0)
+        assert run.messages == messages
+        for name in out:
+            print(f"{name}: {messages / out[name][-1]:,.0f} messages/s", flush=True)
+    spark.stop()
+    return out
+
+
+def pin_tree(spark, cores: set[int]) -> None:
+    """Pin the JVM (every thread) and the processes it started to ``cores``."""
+    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    cpus = ",".join(map(str, sorted(cores)))
+    todo = [int(pid)]
+    while todo:
+        p = todo.pop()
+        subprocess.run(["taskset", "-a", "-cp", cpus, str(p)], check=False, capture_output=True)
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == p:
+                    todo.append(int(stat.parent.name))
+            except (OSError, ValueError, IndexError):
+                continue
+
+
+# -- report ------------------------------------------------------------------------------
+
+
+def render(rollup_rows, census_rows, sizes, messages: int, args) -> str:
+    from bench.machine import describe
+
+    med = {(m, n): statistics.median(t) for m, n, t in rollup_rows}
+    lines = [
+        "## Spark pipeline (`bench/pipeline.py" + (" --quick" if args.quick else "") + "`)",
+        "",
+        f"{describe()}; Spark 4.3 (pyspark), Java {java_version()}; median of {args.rounds} runs.",
+        "",
+        f"**Rollups** from scratch (`run_rollups(full=True)`: minute and hour rollups,"
+        f" anomaly flags, Parquet written) over a synthetic lake of {QUEUES:,} queues snapshotted"
+        " every 10 s, in a warm session:",
+        "",
+        "| snapshot rows | " + " | ".join(MASTERS) + " | local[2] speed-up | rows/s, local[2] |",
+        "|---:|" + "---:|" * len(MASTERS) + "---:|---:|",
+    ]
+    for n in sizes:
+        one, two = med[("local[1]", n)], med[("local[2]", n)]
+        lines.append(f"| {n:,} | {one:.1f} s | {two:.1f} s | {one / two:.2f}× | {n / two:,.0f} |")
+    lines += [
+        "",
+        f"**Census**: every message of a {messages:,}-message namespace ({CENSUS_QUEUES} queues),"
+        " score, rc, fr and body size, read without changing anything (Redis on core 0):",
+        "",
+        "| reader | time | messages/s | vs redis-py |",
+        "|---|---:|---:|---:|",
+    ]
+    base = statistics.median(census_rows[0][1])
+    for name, seconds in census_rows:
+        t = statistics.median(seconds)
+        lines.append(f"| {name} | {t:.2f} s | {messages / t:,.0f} | {base / t:.2f}× |")
+    return "\n".join(lines) + "\n"
+
+
+def java_version() -> str:
+    out = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
+    return out.split('"')[1] if '"' in out else "?"
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+    main()
