@@ -184,5 +184,8 @@ def _arrow_schema() -> Any:
 
 
 def register(spark: SparkSession) -> None:
-    """Make ``spark.read.format("rsmq")`` available in this session."""
-    spark.dataSource.register(RsmqDataSource)
+    """Make ``spark.read.format("rsmq")`` available in this session (once: registering
+    it again makes Spark warn that it replaced it)."""
+    if not getattr(spark, "_rsmq_registered", False):
+        spark.dataSource.register(RsmqDataSource)
+        spark._rsmq_registered = True  # type: ignore[attr-defined]
