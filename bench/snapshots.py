@@ -185,9 +185,9 @@ def render(rows: list[Row], args: argparse.Namespace, others: str) -> str:
         f" {args.rounds} runs; CPU used by other processes during the run: {others}, load"
         f" average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}. A snapshot run is"
         " what the Celery task does: take the lock in the broker's Redis, read every queue of"
-        " the namespace (`queue_stats`: the queue list, then one pipeline of 5 stats"
-        " scripts), write the rows with one bulk insert and one Parquet file, release the"
-        " lock.",
+        " the namespace (`queue_stats`: the queue list and the 5 stats scripts of the queues"
+        " it held last time, in one pipeline), write the rows with one bulk insert and one"
+        " Parquet file, release the lock.",
         "",
         "| what | median | p90 | Redis round trips | budget |",
         "|---|---:|---:|---|---|",
