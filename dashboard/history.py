@@ -115,12 +115,17 @@ class Trend:
     rate: Interval | None  # over the last rate_window(); None: too few recent snapshots
 
 
+def sparkline_bucket_ms() -> int:
+    """A sparkline point stands for this long: a minute, or a snapshot interval if longer."""
+    return max(SPARKLINE_SECONDS * 1000 // SPARKLINE_POINTS, interval_ms())
+
+
 def trends(conn: str, ns: str, names: Iterable[str], now_ms: int) -> dict[str, Trend]:
     """The Trend of each named queue that has snapshots: two queries for a whole page."""
     names = list(names)
     start = now_ms - SPARKLINE_SECONDS * 1000
     rows = Snapshot.objects.filter(connection=conn, namespace=ns, queue__in=names)
-    width = max(SPARKLINE_SECONDS * 1000 // SPARKLINE_POINTS, interval_ms())
+    width = sparkline_bucket_ms()
     peaks = (
         rows.filter(taken_at__gte=start)
         .annotate(bucket=F("taken_at") / width)

@@ -804,6 +804,34 @@ def seed_realistic(rsmq: RedisSMQ) -> dict[str, str]:
 @pytest.mark.skipif(
     os.environ.get("RSMQ_SCREENSHOTS") != "1", reason="set RSMQ_SCREENSHOTS=1 to rewrite them"
 )
+def seed_history(rsmq: RedisSMQ, conn: str, ns: str) -> None:
+    """An hour of snapshots every 10 s, so the screenshots show charts and sparklines:
+    a steady stream with a backlog that builds up and drains."""
+    import math as _math
+
+    from dashboard.models import Snapshot
+
+    Snapshot.objects.filter(connection=conn, namespace=ns).delete()
+    now = rsmq.queue_stats()[0].now
+    rows = []
+    for s in rsmq.queue_stats():
+        sent = recv = 0
+        for i in range(360):
+            at = now - (360 - i) * 10_000
+            rate = 20 + 15 * _math.sin(i / 40) + (s.vt % 7)
+            sent += int(rate * 10)
+            recv += int((rate - 2 * _math.cos(i / 25)) * 10)
+            backlog = int(120 + 100 * _math.sin(i / 30 + s.vt)) + s.msgs
+            rows.append(
+                Snapshot(
+                    connection=conn, namespace=ns, queue=s.qname, taken_at=at, msgs=backlog,
+                    hiddenmsgs=backlog // 4, inflight=backlog // 6, delayed=backlog // 12,
+                    totalsent=sent, totalrecv=recv, oldest_age=30.0, created=s.created,
+                )
+            )  # fmt: skip
+    Snapshot.objects.bulk_create(rows)
+
+
 def test_readme_screenshots(settings, redis_url: str, make_user, page_as) -> None:
     ns = "shop"  # a readable namespace in the header; emptied first, it is this test's own
     settings.RSMQ_CONNECTIONS = [
@@ -813,6 +841,7 @@ def test_readme_screenshots(settings, redis_url: str, make_user, page_as) -> Non
         for q in rsmq.list_queues():
             rsmq.delete_queue(q)
         inflight = seed_realistic(rsmq)
+        seed_history(rsmq, "local", ns)
         out = ROOT / "docs" / "screenshots"
         out.mkdir(parents=True, exist_ok=True)
         page = page_as(make_user("admin", "ana"), viewport={"width": 1440, "height": 900})

@@ -217,6 +217,19 @@ def test_the_overview_sparkline_spans_the_last_hour(
     assert y0 > y1  # 0 at the bottom, 10 at the top
 
 
+def test_the_overview_sparkline_draws_snapshots_taken_every_10_s(
+    console, settings, queue, add_snapshot, redis_now, viewer: Client
+) -> None:
+    settings.RSMQ_SNAPSHOT_INTERVAL = 10  # the default: points are per-minute peaks
+    now = redis_now()
+    for i in range(30):  # the last five minutes
+        add_snapshot("q1", now - (30 - i) * 10_000, msgs=i)
+    page = viewer.get(console.overview()).content.decode()
+    spark = re.search(r'<svg class="spark".*?</svg>', _cells(page, "q1"), re.S)[0]
+    [points] = re.findall(r'points="([^"]+)"', spark)
+    assert len(points.split()) >= 5  # one joined line, a point a minute
+
+
 def test_the_overview_reads_the_snapshots_of_its_page_only(
     console, settings, rsmq: RedisSMQ, add_snapshot, redis_now, viewer: Client
 ) -> None:

@@ -9,7 +9,7 @@ from django import template
 from django.utils.safestring import SafeString
 
 from dashboard import charts
-from dashboard.history import History, Trend, interval_ms
+from dashboard.history import History, Trend, sparkline_bucket_ms
 from dashboard.templatetags.console import duration
 
 register = template.Library()
@@ -27,7 +27,9 @@ def rate_chart(history: History) -> SafeString:
 
 @register.simple_tag
 def sparkline(trend: Trend | None) -> SafeString:
-    return charts.sparkline(trend, 3 * interval_ms())
+    # Points are per-minute peaks: neighbours are a bucket apart, not a snapshot interval
+    # (with 3 × the interval as the gap, no two points ever joined and nothing was drawn).
+    return charts.sparkline(trend, 3 * sparkline_bucket_ms())
 
 
 @register.filter
