@@ -801,9 +801,6 @@ def seed_realistic(rsmq: RedisSMQ) -> dict[str, str]:
     return inflight
 
 
-@pytest.mark.skipif(
-    os.environ.get("RSMQ_SCREENSHOTS") != "1", reason="set RSMQ_SCREENSHOTS=1 to rewrite them"
-)
 def seed_history(rsmq: RedisSMQ, conn: str, ns: str) -> None:
     """An hour of snapshots every 10 s, so the screenshots show charts and sparklines:
     a steady stream with a backlog that builds up and drains."""
@@ -832,6 +829,9 @@ def seed_history(rsmq: RedisSMQ, conn: str, ns: str) -> None:
     Snapshot.objects.bulk_create(rows)
 
 
+@pytest.mark.skipif(
+    os.environ.get("RSMQ_SCREENSHOTS") != "1", reason="set RSMQ_SCREENSHOTS=1 to rewrite them"
+)
 def test_readme_screenshots(settings, redis_url: str, make_user, page_as) -> None:
     ns = "shop"  # a readable namespace in the header; emptied first, it is this test's own
     settings.RSMQ_CONNECTIONS = [
