@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
+from node_rsmq import NodeRsmq, install
 
 from queues import RedisSMQ
 from queues.server import EmbeddedRedis
@@ -81,3 +83,15 @@ class NamespaceState:
 def ns_state(r: redis.Redis, ns: str) -> NamespaceState:
     """``ns_state()`` is everything this test's namespace holds in Redis right now."""
     return NamespaceState(r, ns)
+
+
+@pytest.fixture(scope="session")
+def node_driver() -> Path:
+    """The original Node rsmq 0.12.4's driver (installed by npm on first use)."""
+    return install()
+
+
+@pytest.fixture
+def node(node_driver: Path, redis_server: EmbeddedRedis, ns: str) -> NodeRsmq:
+    """Node rsmq 0.12.4 on this test's namespace."""
+    return NodeRsmq(node_driver, redis_server.port, ns)

@@ -9,8 +9,7 @@ from __future__ import annotations
 import pytest
 import redis
 import test_cli
-import test_interop
-from test_interop import NodeRsmq
+from node_rsmq import NodeRsmq
 
 from queues import (
     DeadLetterPolicy,
@@ -20,9 +19,6 @@ from queues import (
 )
 from queues.cli import EXIT_ERROR
 
-# The Node rsmq 0.12.4 fixtures of the interop tests (installed by npm on first use).
-node_driver = test_interop.node_driver
-node = test_interop.node
 # ``cli(*argv)``: queues.cli.main run in-process -> (exit code, JSON out, stderr)
 cli = test_cli.run
 

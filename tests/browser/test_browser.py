@@ -41,7 +41,7 @@ from playwright.sync_api import (  # noqa: E402  (after the skip: no chromium, n
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 pytest_plugins = ["snapshot_fixtures"]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHOTS = os.environ.get("RSMQ_BROWSER_SHOTS", "")
 ROLES = {
     "viewer": ["view_console"],

@@ -12,7 +12,7 @@ import pytest
 
 from pipeline.spark import java_major, java_problem
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def fake_java(tmp_path: Path, version_line: str) -> Path:

@@ -29,7 +29,7 @@ from queues import RedisSMQ
 pytest_plugins = ["console_fixtures", "snapshot_fixtures"]
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
