@@ -20,8 +20,8 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 
 from queues import QueueNotFound, RsmqError
-from queues.cli import redacted
 from queues.models import QueueStats
+from queues.urls import redacted
 
 from .access import token_or_viewer
 from .connections import connections

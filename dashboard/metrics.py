@@ -22,7 +22,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from queues import RsmqError
-from queues.cli import redacted
+from queues.urls import redacted
 
 from .access import token_or_viewer
 from .connections import Connection, connections, get_rsmq

@@ -17,7 +17,7 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 
 from queues import InvalidArgument, QueueNotFound
-from queues.cli import redacted
+from queues.urls import redacted
 
 from .connections import get_connection
 

@@ -16,9 +16,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from queues import RsmqError
-from queues.cli import redacted
 from queues.locks import job_lock
 from queues.models import QueueStats
+from queues.urls import redacted
 
 from . import lake
 from .connections import Connection, connections, get_rsmq

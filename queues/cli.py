@@ -11,7 +11,6 @@ import dataclasses
 import datetime as dt
 import json
 import os
-import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -21,6 +20,7 @@ import redis
 from .client import RedisSMQ
 from .errors import InvalidArgument, RsmqError
 from .models import LIST_STATES
+from .urls import redacted
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_NS = "rsmq"
@@ -30,11 +30,6 @@ EXIT_USAGE = 2  # argparse's own code for bad command lines
 EXIT_REDIS = 3  # Redis unreachable or failing
 
 Handler = Callable[[RedisSMQ, argparse.Namespace], Any]
-
-
-def redacted(url: str) -> str:
-    """The URL without its password, fit for a log line or an error message."""
-    return re.sub(r"(//[^:/@]*:)[^@/]*@", r"\1***@", url)
 
 
 def _queue_list(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 State = Literal["visible", "inflight", "delayed"]
 ListState = Literal["all", "visible", "hidden", "inflight", "delayed"]
@@ -118,3 +118,16 @@ class QueueStats:
         if self.oldest_sent is None:
             return None
         return max(0.0, (self.now - self.oldest_sent) / 1000)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The one plain projection of a queue's stats, for the API, the CLI, ``/metrics``
+        and snapshots alike: every field under its own name, plus ``oldest_age`` (s)."""
+        return {
+            "name": self.qname, "vt": self.vt, "delay": self.delay, "maxsize": self.maxsize,
+            "created": self.created, "modified": self.modified, "msgs": self.msgs,
+            "visible": self.visible, "hidden": self.hidden, "inflight": self.inflight,
+            "delayed": self.delayed, "exact": self.exact, "totalsent": self.totalsent,
+            "totalrecv": self.totalrecv, "oldest_sent": self.oldest_sent,
+            "oldest_age": self.oldest_age, "dlq": self.dlq, "maxrc": self.maxrc,
+            "deadlettered": self.deadlettered, "now": self.now,
+        }  # fmt: skip
