@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 State = Literal["visible", "inflight", "delayed"]
-ListState = Literal["all", "visible", "hidden", "inflight", "delayed"]
 LIST_STATES: tuple[str, ...] = ("all", "visible", "hidden", "inflight", "delayed")
 
 
@@ -75,10 +74,6 @@ class SearchResult:
     scanned: int
     next_cursor: int | None  # None: the whole state was looked at
     now: int = 0
-
-    @property
-    def complete(self) -> bool:
-        return self.next_cursor is None
 
 
 @dataclass(frozen=True, slots=True)
