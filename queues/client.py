@@ -90,12 +90,15 @@ class RedisSMQ(Operations):
 
         The pool's checkout (a socket poll) and the retry wrapper of
         ``Redis.execute_command`` cost more than the Lua script itself, so every
-        command of this client goes over one connection per thread instead.
+        command of this client goes over one connection per thread instead. It is made
+        like the pool's own but outside it: the pool counts each connection it makes
+        against ``max_connections`` until it is given back, and a thread's never is.
         """
         line = self._line
         conn = getattr(line, "conn", None)
         if conn is None or line.pid != os.getpid():
-            conn = line.conn = self.redis.connection_pool.make_connection()
+            pool = self.redis.connection_pool
+            conn = line.conn = pool.connection_class(**pool.connection_kwargs)
             line.pid = os.getpid()
             with self._lines_lock:
                 self._lines.add(conn)
