@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from . import scripts as S
 from . import validation as v
 from .client import RedisSMQ
+from .driver import Call, Op
 from .ids import sent_ms
-from .ops import Call, Op, _decode, _str
+from .ops import _decode, _str
 
 #: messages one ``read_range`` call returns at most: a call holds Redis ~1 ms per 1,000
 MAX_COUNT = 10_000

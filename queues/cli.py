@@ -90,9 +90,8 @@ def _queue_policy(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
 
 
 def _message_body(a: argparse.Namespace) -> str:
-    if a.message == "-":
-        return sys.stdin.read()
-    return a.message
+    body: str = a.message
+    return sys.stdin.read() if body == "-" else body
 
 
 def _message_send(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
@@ -177,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     groups = p.add_subparsers(dest="group", required=True, metavar="{queue,message}")
 
     def cmd(sub: Any, name: str, handler: Handler, help: str) -> argparse.ArgumentParser:
-        c = sub.add_parser(name, help=help, description=help)
+        c: argparse.ArgumentParser = sub.add_parser(name, help=help, description=help)
         c.set_defaults(handler=handler)
         if handler not in (_queue_list, None):
             c.add_argument("-n", "--name", required=True, help="queue name")

@@ -11,25 +11,15 @@ and nowhere else.
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import math
 import random
-from collections.abc import Callable, Generator, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar
-
-from redis.exceptions import ResponseError
+from collections.abc import Iterable
+from typing import Any, Generic, TypeVar
 
 from . import scripts as S
 from . import validation as v
-from .errors import (
-    InvalidArgument,
-    MessageNotString,
-    MessageTooLong,
-    NoAttributeSupplied,
-    QueueExists,
-    QueueNotFound,
-)
+from .driver import Batch, Call, Command, Endpoint, Op, operation
+from .errors import InvalidArgument, MessageNotString, NoAttributeSupplied, QueueNotFound
 from .ids import random_suffixes, sent_ms
 from .models import (
     DeadLetterPolicy,
@@ -39,6 +29,7 @@ from .models import (
     QueueAttributes,
     QueueStats,
     SearchResult,
+    State,
 )
 
 #: messages one purge / move / redrive / bulk step handles: small enough that a step
@@ -51,77 +42,6 @@ STATS_ROW = 17
 DEFAULT_SAMPLE = 1000
 DEFAULT_SCAN_BUDGET = 10_000
 MAX_MAXRC = 1000
-
-
-@dataclass(frozen=True, slots=True)
-class Call:
-    """Run a script; ``names`` says which queue(s) a queueNotFound reply is about."""
-
-    script: S.Script
-    keys: Sequence[str]
-    args: Sequence[Any]
-    names: str | tuple[str, str] = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Batch:
-    """Read-only script calls in one pipelined round trip (safe to rerun after NOSCRIPT),
-    after one read-only ``command`` if given: the reply is then (its reply, the calls')."""
-
-    calls: list[Call]
-    command: tuple[Any, ...] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Command:
-    args: tuple[Any, ...]
-
-
-T = TypeVar("T")
-Op = Generator[Call | Batch | Command, Any, T]
-
-
-def operation(fn: Callable[..., Op[T]]) -> Callable[..., Any]:
-    """A public method: the client's ``_drive`` carries out the generator's steps.
-
-    ``RedisSMQ._drive`` returns the result; ``AsyncRedisSMQ._drive`` returns an awaitable.
-    """
-
-    @functools.wraps(fn)
-    def method(self: Operations, *args: Any, **kwargs: Any) -> Any:
-        return self._drive(fn(self, *args, **kwargs))
-
-    return method
-
-
-def error_for(e: ResponseError, names: str | tuple[str, str]) -> Exception:
-    """The RSMQ error a script's error reply stands for (or the reply itself)."""
-    text = str(e)
-    if "queueNotFound" in text:
-        if isinstance(names, tuple):  # (source, destination)
-            names = names[1] if "queueNotFound dst" in text else names[0]
-        return QueueNotFound(names)
-    if "queueExists" in text:
-        return QueueExists(names if isinstance(names, str) else names[0])
-    if "messageTooLong" in text:
-        parts = text[text.index("messageTooLong") :].split()
-        return MessageTooLong(int(parts[1]), int(parts[2]))
-    if "invalidAt" in text:
-        return InvalidArgument(
-            "when", f"when must be at most {v.MAX_SECONDS} seconds from now (the Redis clock)"
-        )
-    return e
-
-
-def batch_result(batch: Batch, replies: list[Any]) -> Any:
-    """A Batch's replies as its step returns them; an error reply is raised."""
-    calls = replies[1:] if batch.command else replies
-    if batch.command and isinstance(replies[0], ResponseError):
-        raise replies[0]
-    for reply, call in zip(calls, batch.calls, strict=True):
-        if isinstance(reply, ResponseError):
-            raise error_for(reply, call.names)
-    return (replies[0], calls) if batch.command else calls
 
 
 def _str(value: bytes | str) -> str:
@@ -149,6 +69,7 @@ def _info(f: list[Any], now: int) -> MessageInfo:
     score = int(float(f[1]))
     rc = int(f[4])
     fr = int(f[5]) if f[5] else None
+    state: State
     if score <= now:
         state = "visible"
     else:
@@ -192,13 +113,31 @@ def _epoch_ms(when: dt.datetime | float | int) -> int:
     return math.ceil(when * 1000)
 
 
-class Operations:
-    """The RSMQ API. A subclass supplies ``_drive`` (and the connection behind it)."""
+#: the redis-py client a driver runs on (redis.Redis or redis.asyncio.Redis)
+R = TypeVar("R")
+
+
+class Operations(Generic[R]):
+    """The RSMQ API. A subclass is a driver (queues/driver.py): it supplies ``_drive``,
+    and ``_open`` to set up the redis-py client ``R`` it runs on."""
 
     ns: str
     realtime: bool
+    redis: R
 
-    def _setup(self, ns: str, realtime: bool) -> None:
+    def __init__(
+        self,
+        url: str | None = None,
+        ns: str = "rsmq",
+        realtime: bool = False,
+        client: R | None = None,
+        host: str = "127.0.0.1",
+        port: int = 6379,
+        db: int = 0,
+        password: str | None = None,
+        socket_timeout: float | None = None,
+    ) -> None:
+        """Use ``client``, or make one for ``url`` (else host, port, db, password)."""
         if not isinstance(ns, str) or not ns:
             raise InvalidArgument("ns", "ns must be a non-empty string")
         self.ns = ns
@@ -208,8 +147,10 @@ class Operations:
         # The namespace's queue names as the last queue_stats() of all saw them: the
         # next one reads them and their counters in the same round trip.
         self._known_names: list[str] = []
+        self.redis = self._open(client, Endpoint(url, host, port, db, password, socket_timeout))
 
-    def _drive(self, op: Op[T]) -> Any:
+    def _open(self, client: R | None, endpoint: Endpoint) -> R:
+        """Set up the driver; return ``client``, or the redis-py client it makes."""
         raise NotImplementedError
 
     # -- keys: the only place Redis key names are made ------------------------------
@@ -388,7 +329,8 @@ class Operations:
         keys = self._queue_keys(qname)
         t = "" if vt is None else v.seconds("vt", vt)
         args = (n, t, self._prefix, qname, "pop" if pop else "")
-        return (yield Call(S.RECEIVE, keys, args, qname))
+        r: list[Any] = yield Call(S.RECEIVE, keys, args, qname)
+        return r
 
     @operation
     def receive_message(self, qname: str, vt: int | None = None) -> Op[Message | None]:
@@ -418,19 +360,22 @@ class Operations:
     def change_message_visibility(self, qname: str, id: str, vt: int) -> Op[bool]:
         keys = self._queue_keys(qname)
         args = (v.message_id(id), v.seconds("vt", vt))
-        return (yield Call(S.CHANGE_VISIBILITY, keys, args, qname)) == 1
+        changed: int = yield Call(S.CHANGE_VISIBILITY, keys, args, qname)
+        return changed == 1
 
     @operation
     def delete_message(self, qname: str, id: str) -> Op[bool]:
         keys = self._queue_keys(qname)
-        return (yield Call(S.DELETE, keys, (v.message_id(id),), qname)) == 1
+        deleted: int = yield Call(S.DELETE, keys, (v.message_id(id),), qname)
+        return deleted == 1
 
     @operation
     def delete_messages(self, qname: str, ids: Iterable[str]) -> Op[int]:
         """Delete many in one atomic round trip; returns how many were in the queue."""
         keys = self._queue_keys(qname)
         checked = [v.message_id(i) for i in ids]
-        return (yield Call(S.DELETE, keys, checked, qname))
+        deleted: int = yield Call(S.DELETE, keys, checked, qname)
+        return deleted
 
     # -- operations: none of them changes rc, fr, totalsent or totalrecv -------------
 
@@ -447,7 +392,7 @@ class Operations:
         # Queues created since cost one more; deleted ones come back absent and drop out.
         known = self._known_names
         members, results = yield Batch(
-            self._stats_calls(known, sample), ("SMEMBERS", self.queues_key)
+            self._stats_calls(known, sample), first=("SMEMBERS", self.queues_key)
         )
         names = sorted(_str(m) for m in members)
         current = set(names)
@@ -558,7 +503,8 @@ class Operations:
         """Make messages visible now (rc and fr kept); returns how many were in the queue."""
         keys = self._queue_keys(qname)
         checked = [v.message_id(i) for i in ids]
-        return (yield Call(S.REQUEUE, keys, checked, qname))
+        requeued: int = yield Call(S.REQUEUE, keys, checked, qname)
+        return requeued
 
     @operation
     def requeue_state(self, qname: str, state: str) -> Op[int]:
@@ -597,7 +543,7 @@ class Operations:
         z, h = self._queue_keys(qname)
         purge_key = z + ":purge"
         while True:
-            n = yield Call(S.PURGE_DETACH, (z, h, purge_key), (), qname)
+            n: int = yield Call(S.PURGE_DETACH, (z, h, purge_key), (), qname)
             if n >= 0:
                 break
             yield from self._drain(purge_key, h)  # an interrupted purge left some
@@ -625,7 +571,9 @@ class Operations:
             checked = [v.message_id(i) for i in ids]
             if not checked:
                 return 0
-            return (yield Call(S.MOVE, keys, (0, CHUNK, *checked), (src, dst)))[0]
+            m: int
+            m, _ = yield Call(S.MOVE, keys, (0, CHUNK, *checked), (src, dst))
+            return m
         moved = skipped = 0
         while True:
             m, s = yield Call(S.MOVE, keys, (skipped, CHUNK), (src, dst))

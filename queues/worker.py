@@ -34,6 +34,7 @@ How it behaves, per queue:
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import logging
@@ -48,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis
+from redis.client import PubSub
 
 from . import validation as v
 from .client import RedisSMQ
@@ -74,7 +76,7 @@ class Handler:
         """Seconds until a failed message is visible again: exponential in its rc."""
         # The exponent is capped: 2 ** 1024 overflows a float (a message received that
         # often is rare, not impossible), and 2 ** 60 s is past any max_backoff.
-        delay = self.backoff * 2 ** min(max(rc - 1, 0), 60)
+        delay = math.ldexp(self.backoff, min(max(rc - 1, 0), 60))
         return min(math.ceil(delay), math.ceil(self.max_backoff), v.MAX_SECONDS)
 
 
@@ -137,6 +139,11 @@ class Worker:
         self._runners: dict[str, _Runner] = {}
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
+
+    @property
+    def client(self) -> RedisSMQ | None:
+        """The RSMQ client it was made with or has made (see ``rsmq``); None before."""
+        return self._rsmq
 
     @property
     def rsmq(self) -> RedisSMQ:
@@ -218,7 +225,9 @@ class Worker:
         if self.realtime:
             self._start(self._listen, "rsmq-realtime")
         for runner in self._runners.values():
-            self._start(lambda r=runner: self._receive_loop(r), f"rsmq-recv-{runner.handler.queue}")
+            self._start(
+                functools.partial(self._receive_loop, runner), f"rsmq-recv-{runner.handler.queue}"
+            )
         log.info(
             "worker started",
             extra={"event": "start", "queues": sorted(self._runners), "pid": os.getpid()},
@@ -373,8 +382,10 @@ class Worker:
     def _listen(self) -> None:
         """Wake a queue's receiver as soon as a realtime send announces a message."""
         channels = {self.rsmq.realtime_channel(q): r for q, r in self._runners.items()}
+        # redis-py leaves Redis.pubsub untyped: this is what it returns.
+        open_pubsub: Callable[..., PubSub] = self.rsmq.redis.pubsub
         while not self._stopping.is_set():
-            pubsub = self.rsmq.redis.pubsub(ignore_subscribe_messages=True)
+            pubsub = open_pubsub(ignore_subscribe_messages=True)
             try:
                 pubsub.subscribe(*channels)
                 while not self._stopping.is_set():

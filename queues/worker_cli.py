@@ -60,7 +60,7 @@ def run_workers(args: argparse.Namespace) -> int:
         print("rsmq: error: --processes must be at least 1", file=sys.stderr)
         return 1
     worker = load(args.target)  # fail fast, in the parent, on a bad target
-    if worker._rsmq is not None and (args.url or args.ns):
+    if worker.client is not None and (args.url or args.ns):
         print(
             f"rsmq: error: {args.target} was made with its own RSMQ client: drop --url / --ns",
             file=sys.stderr,
@@ -78,7 +78,7 @@ def run_workers(args: argparse.Namespace) -> int:
 
     def forward(signum: int, _frame: Any) -> None:
         for child in children:
-            if child.is_alive():
+            if child.pid is not None and child.is_alive():
                 try:
                     os.kill(child.pid, signal.SIGTERM)
                 except ProcessLookupError:

@@ -1,0 +1,242 @@
+"""How an operation reaches Redis, the same for the sync and the asyncio client.
+
+An operation (queues/ops.py) is a generator of steps: a `Call` of a Lua script, a `Batch`
+of read-only script calls in one pipeline, or a plain `Command`. `rounds` turns it into
+the round trips it takes — each a list of commands, answered by a list of replies in
+which an error reply is a ``ResponseError`` value — and handles NOSCRIPT for both
+clients. A client (a *driver*) only carries a list of commands to Redis and back:
+`RedisSMQ` on a thread's own redis-py connection, `AsyncRedisSMQ` on redis.asyncio.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
+from dataclasses import dataclass
+from types import MethodType
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar, overload
+
+from redis.exceptions import NoScriptError, ResponseError
+
+from . import validation as v
+from .errors import InvalidArgument, MessageTooLong, QueueExists, QueueNotFound
+from .scripts import Script
+
+T = TypeVar("T")
+P = ParamSpec("P")
+R_co = TypeVar("R_co", covariant=True)
+
+#: one Redis command: its name and arguments
+Cmd = tuple[Any, ...]
+
+
+def error_for(e: ResponseError, names: str | tuple[str, str]) -> Exception:
+    """The RSMQ error a script's error reply stands for (or the reply itself)."""
+    text = str(e)
+    if "queueNotFound" in text:
+        if isinstance(names, tuple):  # (source, destination)
+            names = names[1] if "queueNotFound dst" in text else names[0]
+        return QueueNotFound(names)
+    if "queueExists" in text:
+        return QueueExists(names if isinstance(names, str) else names[0])
+    if "messageTooLong" in text:
+        parts = text[text.index("messageTooLong") :].split()
+        return MessageTooLong(int(parts[1]), int(parts[2]))
+    if "invalidAt" in text:
+        return InvalidArgument(
+            "when", f"when must be at most {v.MAX_SECONDS} seconds from now (the Redis clock)"
+        )
+    return e
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """Run a script; ``names`` says which queue(s) a queueNotFound reply is about."""
+
+    script: Script
+    keys: Sequence[str]
+    args: Sequence[Any]
+    names: str | tuple[str, str] = ""
+
+    def command(self) -> Cmd:
+        return ("EVALSHA", self.script.sha, len(self.keys), *self.keys, *self.args)
+
+    def commands(self) -> list[Cmd]:
+        return [self.command()]
+
+    def scripts(self) -> Iterable[Script]:
+        return (self.script,)
+
+    def result(self, replies: list[Any]) -> Any:
+        reply = replies[0]
+        if isinstance(reply, ResponseError):
+            raise error_for(reply, self.names)
+        return reply
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Read-only script calls in one pipelined round trip (safe to rerun after NOSCRIPT),
+    after one read-only command ``first`` if given: the reply is then (its reply, the
+    calls' replies)."""
+
+    calls: list[Call]
+    first: Cmd | None = None
+
+    def commands(self) -> list[Cmd]:
+        commands = [c.command() for c in self.calls]
+        return commands if self.first is None else [self.first, *commands]
+
+    def scripts(self) -> Iterable[Script]:
+        return {c.script for c in self.calls}
+
+    def result(self, replies: list[Any]) -> Any:
+        calls = replies if self.first is None else replies[1:]
+        if self.first is not None and isinstance(replies[0], ResponseError):
+            raise replies[0]
+        for reply, call in zip(calls, self.calls, strict=True):
+            if isinstance(reply, ResponseError):
+                raise error_for(reply, call.names)
+        return calls if self.first is None else (replies[0], calls)
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One plain Redis command."""
+
+    args: Cmd
+
+    def commands(self) -> list[Cmd]:
+        return [self.args]
+
+    def scripts(self) -> Iterable[Script]:
+        return ()
+
+    def result(self, replies: list[Any]) -> Any:
+        if isinstance(replies[0], ResponseError):
+            raise replies[0]
+        return replies[0]
+
+
+Step = Call | Batch | Command
+#: an operation: yields steps, is sent each step's result, returns its own
+Op = Generator[Step, Any, T]
+
+
+@dataclass(frozen=True, slots=True)
+class Done(Generic[T]):
+    """The operation's result: its last trip."""
+
+    result: T
+
+
+#: what one round trip brings back: the replies, or the exception that ended it
+Outcome = list[Any] | Exception
+#: an operation as round trips: yields each one's commands (then `Done`), is sent
+#: each one's outcome
+Trips = Generator[list[Cmd] | Done[T], Outcome, None]
+
+
+def rounds(op: Op[T]) -> Trips[T]:
+    """The round trips an operation takes; a step's error goes back into the operation.
+
+    Replies hold error replies as values. A step that meets NOSCRIPT (after a Redis
+    restart or SCRIPT FLUSH) loads its scripts and runs again in one more round trip: a
+    script that met NOSCRIPT never ran, and a Batch's calls are read-only, so nothing is
+    applied twice.
+    """
+    try:
+        step = next(op)
+        while True:
+            try:
+                commands = step.commands()
+                replies = _replies((yield commands))
+                if NoScriptError in map(type, replies):
+                    loads: list[Cmd] = [("SCRIPT", "LOAD", s.source) for s in step.scripts()]
+                    replies = _replies((yield loads + commands))[len(loads) :]
+                reply = step.result(replies)
+            except Exception as e:
+                step = op.throw(e)
+            else:
+                step = op.send(reply)
+    except StopIteration as stop:
+        yield Done(stop.value)
+
+
+def _replies(outcome: Outcome) -> list[Any]:
+    if isinstance(outcome, Exception):
+        raise outcome
+    return outcome
+
+
+class SyncDriver(Protocol):
+    """A client that carries an operation out and returns its result (RedisSMQ)."""
+
+    def _drive(self, op: Op[T]) -> T: ...
+
+
+class AsyncDriver(Protocol):
+    """A client whose operations are awaited (AsyncRedisSMQ)."""
+
+    def _drive(self, op: Op[T]) -> Awaitable[T]: ...
+
+
+class operation(Generic[P, T]):  # noqa: N801 (a decorator, named like one)
+    """A public method made of an operation: the client's driver carries it out.
+
+    On a `SyncDriver` the method returns the operation's result; on an `AsyncDriver` an
+    awaitable of it. Type checkers see both, with the operation's own parameters.
+    """
+
+    __wrapped__: Callable[..., Any]
+
+    def __init__(self, fn: Callable[Concatenate[Any, P], Op[T]]) -> None:
+        @functools.wraps(fn)
+        def method(client: SyncDriver | AsyncDriver, /, *args: Any, **kwargs: Any) -> Any:
+            return client._drive(fn(client, *args, **kwargs))
+
+        self.method = method
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+
+    @overload
+    def __get__(self, client: None, owner: type) -> Self: ...
+    @overload
+    def __get__(
+        self, client: AsyncDriver, owner: type | None = None
+    ) -> Callable[P, Awaitable[T]]: ...
+    @overload
+    def __get__(self, client: SyncDriver, owner: type | None = None) -> Callable[P, T]: ...
+    def __get__(self, client: object, owner: type | None = None) -> Any:
+        if client is None:
+            return self
+        return MethodType(self.method, client)
+
+
+class ClientFactory(Protocol[R_co]):
+    """A redis-py client or connection pool class: made from a URL or from host, port, …"""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> R_co: ...
+
+    def from_url(self, url: str, **kwargs: Any) -> R_co: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where a client the library makes for itself connects: ``url``, else host, port, db
+    and password; with a socket timeout either way."""
+
+    url: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 6379
+    db: int = 0
+    password: str | None = None
+    socket_timeout: float | None = None
+
+    def make(self, factory: ClientFactory[R_co], **options: Any) -> R_co:
+        if self.url:
+            return factory.from_url(self.url, socket_timeout=self.socket_timeout, **options)
+        return factory(
+            host=self.host, port=self.port, db=self.db, password=self.password,
+            socket_timeout=self.socket_timeout, **options,
+        )  # fmt: skip
