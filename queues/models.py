@@ -77,6 +77,23 @@ class SearchResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Slice:
+    """Messages of consecutive ranks of one queue, column by column (the census)."""
+
+    read_at: int  # the Redis server's TIME, epoch ms
+    ids: list[str]
+    sent: list[int]  # epoch ms, from the id
+    visible_at: list[int]  # epoch ms: the zset score
+    rc: list[int]
+    fr: list[int | None]  # epoch ms of the first receive; None: never received
+    size: list[int]  # body bytes
+    body: list[str] | None  # None unless asked for
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+@dataclass(frozen=True, slots=True)
 class DeadLetterPolicy:
     dlq: str
     maxrc: int

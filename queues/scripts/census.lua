@@ -1,35 +1,53 @@
--- KEYS: zset, queue hash. ARGV: first rank, count, with body (1 or 0)
+-- KEYS: zset, queue hash. ARGV: first rank, count, with body (1 or 0), byte budget,
+-- bytes each message counts for besides its body
 -- Read-only (the census): the messages of a zset rank range, in queue order, without
--- changing rc, fr or totalrecv. Returns the server's now (epoch ms) and 5 values per
--- message (6 with the body): id, score, rc, fr (false: never received), body size in
--- bytes[, body].
+-- changing rc, fr or totalrecv. Stops early, after at least one message, once what it
+-- read passes the byte budget: a call's time grows with the bodies it copies into the
+-- reply and with the messages it looks up, so it counts both.
+-- Returns the server's now (epoch ms), 1 if the budget cut the range short (else 0),
+-- then 5 values per message (6 with the body): id, score, rc, fr (false: never
+-- received), body size in bytes[, body].
 if queue_missing(KEYS[2]) then
   return not_found()
 end
 local zkey, qkey = KEYS[1], KEYS[2]
-local first, count, with_body = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == "1"
+local first, count = tonumber(ARGV[1]), tonumber(ARGV[2])
+local with_body, budget, per_message = ARGV[3] == "1", tonumber(ARGV[4]), tonumber(ARGV[5])
 local _, ms = now()
-local out = {ms}
-if count <= 0 then
-  return out
-end
-local range = redis.call("ZRANGE", zkey, first, first + count - 1, "WITHSCORES")
-for i = 1, #range, 2 do
-  local id = range[i]
-  out[#out + 1] = id
-  out[#out + 1] = tonumber(range[i + 1])
-  if with_body then
-    local f = redis.call("HMGET", qkey, id, id .. ":rc", id .. ":fr")
-    local body = f[1] or ""
-    out[#out + 1] = tonumber(f[2] or 0)
-    out[#out + 1] = f[3] and tonumber(f[3]) or false
-    out[#out + 1] = #body
-    out[#out + 1] = body
-  else
-    local f = redis.call("HMGET", qkey, id .. ":rc", id .. ":fr")
-    out[#out + 1] = tonumber(f[1] or 0)
-    out[#out + 1] = f[2] and tonumber(f[2]) or false
-    out[#out + 1] = redis.call("HSTRLEN", qkey, id)
+local out = {ms, 0}
+local bytes = 0
+-- ZRANGE a window at a time: a range the budget cuts short is not read whole.
+local WINDOW = 100
+local rank, last = first, first + count - 1
+while rank <= last do
+  local range = redis.call("ZRANGE", zkey, rank, math.min(rank + WINDOW - 1, last), "WITHSCORES")
+  for i = 1, #range, 2 do
+    if bytes >= budget then
+      out[2] = 1
+      return out
+    end
+    local id = range[i]
+    out[#out + 1] = id
+    out[#out + 1] = tonumber(range[i + 1])
+    if with_body then
+      local f = redis.call("HMGET", qkey, id, id .. ":rc", id .. ":fr")
+      local body = f[1] or ""
+      out[#out + 1] = tonumber(f[2] or 0)
+      out[#out + 1] = f[3] and tonumber(f[3]) or false
+      out[#out + 1] = #body
+      out[#out + 1] = body
+      bytes = bytes + #body
+    else
+      local f = redis.call("HMGET", qkey, id .. ":rc", id .. ":fr")
+      out[#out + 1] = tonumber(f[1] or 0)
+      out[#out + 1] = f[2] and tonumber(f[2]) or false
+      out[#out + 1] = redis.call("HSTRLEN", qkey, id)
+    end
+    bytes = bytes + per_message
   end
+  if #range < 2 * WINDOW then
+    break -- the end of the queue
+  end
+  rank = rank + WINDOW
 end
 return out

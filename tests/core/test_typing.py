@@ -16,11 +16,13 @@ from collections.abc import Awaitable
 from typing import assert_type
 
 from queues import AsyncRedisSMQ, Message, RedisSMQ
+from queues.models import Slice
 
 
 def sync(rsmq: RedisSMQ) -> None:
     reveal_type(rsmq.send_message("q", "m"))
     assert_type(rsmq.receive_message("q"), Message | None)
+    assert_type(rsmq.census_range("q", 0, 10), Slice)
 
 
 def aio(rsmq: AsyncRedisSMQ) -> None:
