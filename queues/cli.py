@@ -18,7 +18,7 @@ from typing import Any
 import redis
 
 from .client import RedisSMQ
-from .errors import InvalidArgument, RsmqError
+from .errors import InvalidArgument, QueueNotFound, RsmqError
 from .models import LIST_STATES
 from .urls import redacted
 
@@ -42,19 +42,10 @@ def _queue_create(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
 
 
 def _queue_describe(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
-    attrs = rsmq.get_queue_attributes(a.name)
-    stats = rsmq.queue_stats([a.name])
-    out = {"name": a.name, **dataclasses.asdict(attrs)}
-    if stats:
-        s = stats[0]
-        out.update(
-            visible=s.visible,
-            inflight=s.inflight,
-            delayed=s.delayed,
-            oldest_age_s=s.oldest_age,
-            counts_exact=s.exact,
-        )
-    return out
+    stats = rsmq.queue_stats([a.name])  # attributes and counts in one round trip
+    if not stats:
+        raise QueueNotFound(a.name)
+    return stats[0].as_dict()
 
 
 def _queue_set(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:

@@ -31,6 +31,22 @@ def test_queue_create_list_describe(run) -> None:
     assert out["vt"] == 45 and out["msgs"] == 0 and out["visible"] == 0
 
 
+def test_queue_describe_shows_the_queue_stats(run, rsmq: RedisSMQ) -> None:
+    run("queue", "create", "-n", "jobs")
+    rsmq.send_messages("jobs", ["a", "b"])
+    rsmq.send_message("jobs", "later", delay=100)
+    rsmq.receive_message("jobs", vt=100)
+
+    out = run("queue", "describe", "-n", "jobs")[1]
+
+    expected = rsmq.queue_stats(["jobs"])[0].as_dict()
+    assert out.keys() == expected.keys()
+    assert {k: out[k] for k in ("name", "msgs", "visible", "hidden", "inflight", "delayed")} == {
+        "name": "jobs", "msgs": 3, "visible": 1, "hidden": 2, "inflight": 1, "delayed": 1,
+    }  # fmt: skip
+    assert out["exact"] is True and out["oldest_age"] >= 0
+
+
 def test_message_send_receive_delete_round_trip(run) -> None:
     run("queue", "create", "-n", "jobs")
     sent = run("message", "send", "-n", "jobs", "-m", "hello")[1]["id"]
