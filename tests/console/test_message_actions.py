@@ -119,8 +119,8 @@ def test_it_audits_a_visibility_change(console, mid, operator: Client) -> None:
 @pytest.mark.parametrize(
     ("vt", "error"),
     [
-        ("-1", "Ensure this value is greater than or equal to 0."),
-        ("10000000", "Ensure this value is less than or equal to 9999999."),
+        ("-1", "must be an integer between 0 and 9999999"),
+        ("10000000", "must be an integer between 0 and 9999999"),
         ("soon", "Enter a whole number."),
         ("", "This field is required."),
     ],
@@ -247,7 +247,7 @@ def test_it_rejects_a_bad_queue_name_to_move_to(console, mid, operator: Client, 
     before = ns_state()
     response = operator.post(console.message_act(mid), {"action": "move", "to": "no way"})
     assert response.status_code == 422
-    assert "Use 1 to 160 characters of a-z, A-Z, 0-9, _ and -." in response.content.decode()
+    assert "(1 to 160 characters of a-z A-Z 0-9 _ -)" in response.content.decode()
     assert ns_state() == before
 
 
