@@ -119,8 +119,8 @@ def test_it_audits_a_visibility_change(console, mid, operator: Client) -> None:
 @pytest.mark.parametrize(
     ("vt", "error"),
     [
-        ("-1", "must be an integer between 0 and 9999999"),
-        ("10000000", "must be an integer between 0 and 9999999"),
+        ("-1", "vt must be an integer between 0 and 9999999"),
+        ("10000000", "vt must be an integer between 0 and 9999999"),
         ("soon", "Enter a whole number."),
         ("", "This field is required."),
     ],

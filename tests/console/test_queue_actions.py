@@ -190,8 +190,8 @@ def test_it_audits_a_send(console, q1, operator: Client, rsmq: RedisSMQ) -> None
 @pytest.mark.parametrize(
     ("delay", "error"),
     [
-        ("-1", "must be an integer between 0 and 9999999"),
-        ("10000000", "must be an integer between 0 and 9999999"),
+        ("-1", "delay must be an integer between 0 and 9999999"),
+        ("10000000", "delay must be an integer between 0 and 9999999"),
         ("soon", "Enter a whole number."),
     ],
 )
@@ -220,7 +220,7 @@ def test_it_answers_htmx_form_errors_with_the_partial(console, q1, operator: Cli
     )
     assert response.status_code == 422
     assert "<html" not in response.content.decode()
-    assert "must be an integer between 0 and 9999999" in response.content.decode()
+    assert "delay must be an integer between 0 and 9999999" in response.content.decode()
 
 
 def test_it_reports_a_body_too_large_for_the_queue(
@@ -507,8 +507,8 @@ def test_it_audits_an_edit(console, q1, admin: Client) -> None:
 @pytest.mark.parametrize(
     ("field", "value", "error"),
     [
-        ("vt", "-1", "must be an integer between 0 and 9999999"),
-        ("vt", "10000000", "must be an integer between 0 and 9999999"),
+        ("vt", "-1", "vt must be an integer between 0 and 9999999"),
+        ("vt", "10000000", "vt must be an integer between 0 and 9999999"),
         ("delay", "x", "Enter a whole number."),
         ("maxsize", "100", "maxsize must be between 1024 and 65536 bytes, or -1 for unlimited"),
         ("maxsize", "70000", "maxsize must be between 1024 and 65536 bytes, or -1 for unlimited"),

@@ -98,8 +98,8 @@ def test_it_keeps_the_typed_values_after_an_error(console, admin: Client, rsmq: 
         ("name", "", "This field is required."),
         ("name", "bad name!", "(1 to 160 characters of a-z A-Z 0-9 _ -)"),
         ("name", "x" * 161, "(1 to 160 characters of a-z A-Z 0-9 _ -)"),
-        ("vt", "-1", "must be an integer between 0 and 9999999"),
-        ("vt", "10000000", "must be an integer between 0 and 9999999"),
+        ("vt", "-1", "vt must be an integer between 0 and 9999999"),
+        ("vt", "10000000", "vt must be an integer between 0 and 9999999"),
         ("delay", "1.5", "Enter a whole number."),
         ("maxsize", "1023", "maxsize must be between 1024 and 65536 bytes, or -1 for unlimited"),
         ("maxsize", "0", "maxsize must be between 1024 and 65536 bytes, or -1 for unlimited"),
@@ -116,13 +116,23 @@ def test_it_rejects_bad_input(
     assert not AuditEntry.objects.exists()
 
 
+def test_it_says_the_name_of_the_queue_list_is_reserved(console, admin: Client, ns_state) -> None:
+    before = ns_state()
+    response = admin.post(console.create(), NEW | {"name": "QUEUES"})
+    assert response.status_code == 422
+    assert "is reserved (the key of the queue list)" in response.content.decode()
+    assert "already exists" not in response.content.decode()
+    assert ns_state() == before
+    assert not AuditEntry.objects.exists()
+
+
 def test_it_answers_htmx_form_errors_with_the_partial(console, admin: Client) -> None:
     response = admin.post(
         console.create(), NEW | {"vt": "-1"}, **console.htmx(current=console.overview())
     )
     assert response.status_code == 422
     assert "<html" not in response.content.decode()
-    assert "must be an integer between 0 and 9999999" in response.content.decode()
+    assert "vt must be an integer between 0 and 9999999" in response.content.decode()
 
 
 def test_it_accepts_an_unlimited_maxsize(console, admin: Client, rsmq: RedisSMQ) -> None:
