@@ -11,6 +11,7 @@ from django import forms
 
 from queues import InvalidArgument
 from queues import validation as v
+from queues.models import QueueStats
 from queues.ops import MAX_MAXRC
 
 
@@ -138,3 +139,18 @@ class RedriveForm(forms.Form):
     to = QueueNameField(
         "to", label="To queue", required=False, help_text="empty: back to the queue each came from"
     )
+
+
+def queue_page_forms(stats: QueueStats) -> dict[str, forms.Form]:
+    """The queue page's forms as the page first shows them, by their template names."""
+    return {
+        "send_form": SendForm(),
+        "attributes_form": QueueAttributesForm(
+            initial={"vt": stats.vt, "delay": stats.delay, "maxsize": stats.maxsize}
+        ),
+        "purge_form": ConfirmNameForm(qname=stats.qname, prefix="purge"),
+        "delete_form": ConfirmNameForm(qname=stats.qname, prefix="delete"),
+        "move_form": MoveForm(),
+        "policy_form": PolicyForm(initial={"dlq": stats.dlq, "maxrc": stats.maxrc}),
+        "redrive_form": RedriveForm(),
+    }

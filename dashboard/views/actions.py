@@ -32,6 +32,7 @@ class Posted:
     request: HtmxHttpRequest
     place: Place
     qname: str
+    action: str  # its name in the audit log
     msg_id: str = ""
 
     @property
@@ -45,7 +46,6 @@ class Posted:
 
     def act(
         self,
-        action: str,
         work: Callable[[], tuple[str, int | None]],
         ids: Iterable[str] = (),
         params: dict[str, Any] | None = None,
@@ -55,20 +55,19 @@ class Posted:
         try:
             text, count = work()
         except RsmqError as e:
-            self._audit(action, AuditEntry.Outcome.ERROR, ids, None, params, str(e))
+            self._audit(AuditEntry.Outcome.ERROR, ids, None, params, str(e))
             messages.error(self.request, str(e))
             return False
         except Exception as e:
             # Redis down mid-action: audit it, then let the middleware answer 503.
-            self._audit(action, AuditEntry.Outcome.ERROR, ids, None, params, str(e))
+            self._audit(AuditEntry.Outcome.ERROR, ids, None, params, str(e))
             raise
-        self._audit(action, AuditEntry.Outcome.OK, ids, count, params, text)
+        self._audit(AuditEntry.Outcome.OK, ids, count, params, text)
         messages.success(self.request, text)
         return True
 
     def _audit(
         self,
-        action: str,
         outcome: str,
         ids: list[str],
         count: int | None,
@@ -76,7 +75,7 @@ class Posted:
         detail: str,
     ) -> None:
         audit.record(
-            self.request, self.place, action, outcome, self.qname, ids, count, params, detail
+            self.request, self.place, self.action, outcome, self.qname, ids, count, params, detail
         )
 
 
@@ -115,7 +114,7 @@ def posted(
     if action is None:
         raise Http404(f"No action {name!r}.")
     place = place_for(request, conn, ns, action.role, action.audit_name, qname)
-    return Posted(request, place, qname, msg_id), action
+    return Posted(request, place, qname, action.audit_name, msg_id), action
 
 
 def respond(post: Posted, result: Result, here: str, render: Render) -> HttpResponse:

@@ -117,7 +117,7 @@ def _requeue(post: Posted) -> Result:
         n = post.place.rsmq.requeue(post.qname, [post.msg_id])
         return ("Requeued: visible now." if n else _gone(post)), n
 
-    return _stay_unless_gone(post, post.act("requeue", work, ids=[post.msg_id]), n > 0)
+    return _stay_unless_gone(post, post.act(work, ids=[post.msg_id]), n > 0)
 
 
 def _visibility(post: Posted) -> Result:
@@ -132,7 +132,7 @@ def _visibility(post: Posted) -> Result:
         ok = post.place.rsmq.change_message_visibility(post.qname, post.msg_id, vt)
         return (f"Visible again in {vt} s." if ok else _gone(post)), int(ok)
 
-    done = post.act("visibility", work, ids=[post.msg_id], params={"vt": vt})
+    done = post.act(work, ids=[post.msg_id], params={"vt": vt})
     return _stay_unless_gone(post, done, ok)
 
 
@@ -141,7 +141,7 @@ def _delete(post: Posted) -> Result:
         ok = post.place.rsmq.delete_message(post.qname, post.msg_id)
         return (f"Deleted message {post.msg_id}." if ok else _gone(post)), int(ok)
 
-    post.act("delete", work, ids=[post.msg_id])
+    post.act(work, ids=[post.msg_id])
     return Result(go=post.place.url("rsmq-queue", post.qname))
 
 
@@ -157,7 +157,7 @@ def _move(post: Posted) -> Result:
         n = post.place.rsmq.move_messages(post.qname, to, [post.msg_id])
         return (f"Moved to {to}." if n else f"Not moved: gone, or too large for {to}."), n
 
-    if post.act("move", work, ids=[post.msg_id], params={"to": to}) and n:
+    if post.act(work, ids=[post.msg_id], params={"to": to}) and n:
         return Result(go=post.place.url("rsmq-message", to, post.msg_id))
     # Not moved: still here (too large for ``to``), or gone.
     return _look(post)

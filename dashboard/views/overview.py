@@ -88,7 +88,7 @@ def queue_create(request: HtmxHttpRequest, conn: str, ns: str) -> HttpResponse:
         return f"Created queue {d['name']}.", None
 
     params = {k: d[k] for k in ("vt", "delay", "maxsize")}
-    if not Posted(request, place, d["name"]).act("create_queue", work, params=params):
+    if not Posted(request, place, d["name"], "create_queue").act(work, params=params):
         form.add_error("name", f"A queue named {d['name']} already exists.")
         return render_overview(request, place, form, status=UNPROCESSABLE)
     if request.htmx:

@@ -20,14 +20,7 @@ from .. import place as places
 from ..access import Role, can
 from ..analytics import queue_analytics
 from ..context_processors import refresh_seconds
-from ..forms import (
-    ConfirmNameForm,
-    MoveForm,
-    PolicyForm,
-    QueueAttributesForm,
-    RedriveForm,
-    SendForm,
-)
+from ..forms import queue_page_forms
 from ..history import RANGES, queue_history
 from ..htmx import HtmxHttpRequest
 from ..place import Place, place_for
@@ -122,18 +115,7 @@ def render_queue(
 ) -> HttpResponse:
     stats = places.queue_stats(place, qname)
     browser = browse(place, qname, params, lookup_done)
-    forms_ = {
-        "send_form": SendForm(),
-        "attributes_form": QueueAttributesForm(
-            initial={"vt": stats.vt, "delay": stats.delay, "maxsize": stats.maxsize}
-        ),
-        "purge_form": ConfirmNameForm(qname=qname, prefix="purge"),
-        "delete_form": ConfirmNameForm(qname=qname, prefix="delete"),
-        "move_form": MoveForm(),
-        "policy_form": PolicyForm(initial={"dlq": stats.dlq, "maxrc": stats.maxrc}),
-        "redrive_form": RedriveForm(),
-        **(invalid or {}),
-    }
+    forms_ = queue_page_forms(stats) | dict(invalid or {})
     ctx = context(
         place,
         qname=qname,

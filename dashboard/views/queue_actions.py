@@ -53,7 +53,7 @@ def _send(post: Posted) -> Result:
         return f"Sent message {mid}.", 1
 
     params = {"delay": delay, "bytes": len(body.encode())}
-    return DONE if post.act("send", work, params=params) else Result(invalid={"send_form": form})
+    return DONE if post.act(work, params=params) else Result(invalid={"send_form": form})
 
 
 def _edit(post: Posted) -> Result:
@@ -68,13 +68,11 @@ def _edit(post: Posted) -> Result:
         )
         return f"Saved: vt {d['vt']} s, delay {d['delay']} s, maxsize {d['maxsize']}.", None
 
-    post.act("edit_queue", work, params=d)
+    post.act(work, params=d)
     return DONE
 
 
-def _on_selection(
-    verb: str, action: str, call: Callable[[RedisSMQ, str, list[str]], int]
-) -> Handler:
+def _on_selection(verb: str, call: Callable[[RedisSMQ, str, list[str]], int]) -> Handler:
     def run(post: Posted) -> Result:
         ids = post.selected_ids()
         if not ids:
@@ -88,7 +86,7 @@ def _on_selection(
                 text += f" {len(ids) - n} had already left the queue."
             return text, n
 
-        post.act(action, work, ids=ids)
+        post.act(work, ids=ids)
         return DONE
 
     return run
@@ -112,17 +110,17 @@ def _move_selected(post: Posted) -> Result:
             text += f" {left} {'was' if left == 1 else 'were'} gone or too large for {to}."
         return text, n
 
-    post.act("move", work, ids=ids, params={"to": to})
+    post.act(work, ids=ids, params={"to": to})
     return DONE
 
 
-def _on_state(verb: str, action: str, call: Callable[[RedisSMQ, str, str], int]) -> Handler:
+def _on_state(verb: str, call: Callable[[RedisSMQ, str, str], int]) -> Handler:
     def run(post: Posted) -> Result:
         state = post.data.get("state", "")
         if state not in LIST_STATES:
             messages.error(post.request, f"state must be one of {', '.join(LIST_STATES)}.")
             return DONE
-        if action == "delete_all" and post.data.get("confirm_all") != "yes":
+        if post.action == "delete_all" and post.data.get("confirm_all") != "yes":
             messages.error(post.request, "Tick “I mean all of them” to delete every message.")
             return DONE
 
@@ -130,38 +128,38 @@ def _on_state(verb: str, action: str, call: Callable[[RedisSMQ, str, str], int])
             n = call(post.place.rsmq, post.qname, state)
             return f"{verb.capitalize()} {plural(n, 'message')} ({state}).", n
 
-        post.act(action, work, params={"state": state})
+        post.act(work, params={"state": state})
         return DONE
 
     return run
 
 
-def _purge(post: Posted) -> Result:
-    form = ConfirmNameForm(post.data, qname=post.qname, prefix="purge")
-    if not form.is_valid():
-        return Result(invalid={"purge_form": form})
+def _confirmed(
+    prefix: str, work: Callable[[Posted], tuple[str, int | None]], then: str = ""
+) -> Handler:
+    """A destructive action: it runs once the queue's name is typed; ``then``: the page
+    to go to after it (the queue page may be gone)."""
 
-    def work() -> tuple[str, int | None]:
-        n = post.place.rsmq.purge_queue(post.qname)
-        return f"Purged {plural(n, 'message')} from {post.qname}.", n
-
-    post.act("purge", work)
-    return DONE
-
-
-def _delete_queue(post: Posted) -> Result:
-    form = ConfirmNameForm(post.data, qname=post.qname, prefix="delete")
-    if not form.is_valid():
-        return Result(invalid={"delete_form": form})
-
-    def work() -> tuple[str, int | None]:
-        msgs = post.place.rsmq.get_queue_attributes(post.qname).msgs
-        post.place.rsmq.delete_queue(post.qname)
-        return f"Deleted queue {post.qname} and its {plural(msgs, 'message')}.", msgs
-
-    if not post.act("delete_queue", work):
+    def run(post: Posted) -> Result:
+        form = ConfirmNameForm(post.data, qname=post.qname, prefix=prefix)
+        if not form.is_valid():
+            return Result(invalid={f"{prefix}_form": form})
+        if post.act(lambda: work(post)) and then:
+            return Result(go=post.place.url(then))
         return DONE
-    return Result(go=post.place.url("rsmq-overview"))
+
+    return run
+
+
+def _purge(post: Posted) -> tuple[str, int | None]:
+    n = post.place.rsmq.purge_queue(post.qname)
+    return f"Purged {plural(n, 'message')} from {post.qname}.", n
+
+
+def _delete_queue(post: Posted) -> tuple[str, int | None]:
+    msgs = post.place.rsmq.get_queue_attributes(post.qname).msgs
+    post.place.rsmq.delete_queue(post.qname)
+    return f"Deleted queue {post.qname} and its {plural(msgs, 'message')}.", msgs
 
 
 def _policy(post: Posted) -> Result:
@@ -177,7 +175,7 @@ def _policy(post: Posted) -> Result:
         post.place.rsmq.set_dead_letter_policy(post.qname, dlq, maxrc)
         return f"Messages received {maxrc} times now go to {dlq}.", None
 
-    if not post.act("set_policy", work, params={"dlq": dlq, "maxrc": maxrc}):
+    if not post.act(work, params={"dlq": dlq, "maxrc": maxrc}):
         return Result(invalid={"policy_form": form})
     return DONE
 
@@ -195,29 +193,23 @@ def _redrive(post: Posted) -> Result:
             return "Nothing to redrive: no message here has a queue to go back to.", 0
         return f"Redrove {plural(n, 'message')} to {where}.", n
 
-    post.act("redrive", work, params={"to": to})
+    post.act(work, params={"to": to})
     return DONE
 
 
 # The button's value → the role it needs, its handler, its name in the audit log.
 QUEUE_ACTIONS: dict[str, Action] = {
     "send": Action(Role.OPERATOR, _send, "send"),
-    "requeue": Action(
-        Role.OPERATOR, _on_selection("requeued", "requeue", RedisSMQ.requeue), "requeue"
-    ),
-    "delete": Action(
-        Role.OPERATOR, _on_selection("deleted", "delete", RedisSMQ.delete_messages), "delete"
-    ),
+    "requeue": Action(Role.OPERATOR, _on_selection("requeued", RedisSMQ.requeue), "requeue"),
+    "delete": Action(Role.OPERATOR, _on_selection("deleted", RedisSMQ.delete_messages), "delete"),
     "move": Action(Role.OPERATOR, _move_selected, "move"),
-    "requeue_all": Action(
-        Role.ADMIN, _on_state("requeued", "requeue_all", RedisSMQ.requeue_state), "requeue_all"
-    ),
-    "delete_all": Action(
-        Role.ADMIN, _on_state("deleted", "delete_all", RedisSMQ.delete_state), "delete_all"
-    ),
+    "requeue_all": Action(Role.ADMIN, _on_state("requeued", RedisSMQ.requeue_state), "requeue_all"),
+    "delete_all": Action(Role.ADMIN, _on_state("deleted", RedisSMQ.delete_state), "delete_all"),
     "edit": Action(Role.ADMIN, _edit, "edit_queue"),
-    "purge": Action(Role.ADMIN, _purge, "purge"),
-    "delete_queue": Action(Role.ADMIN, _delete_queue, "delete_queue"),
+    "purge": Action(Role.ADMIN, _confirmed("purge", _purge), "purge"),
+    "delete_queue": Action(
+        Role.ADMIN, _confirmed("delete", _delete_queue, then="rsmq-overview"), "delete_queue"
+    ),
     "policy": Action(Role.ADMIN, _policy, "set_policy"),
     "redrive": Action(Role.OPERATOR, _redrive, "redrive"),
 }

@@ -88,25 +88,21 @@ def test_it_marks_a_message_received_as_often_as_the_poison_rc(
     assert "warn" not in _rc_cell(page, three)  # rc 3 was the templates' own bar
 
 
-def test_it_marks_a_message_at_the_queues_maxrc_when_that_is_lower(
-    console, settings, rsmq: RedisSMQ, viewer: Client
+@pytest.mark.parametrize(
+    ("poison_rc", "maxrc", "received", "warned"),
+    [
+        (5, 3, 3, True),  # dead-lettered at its next receive: the queue's maxrc counts
+        (5, 3, 2, False),
+        (2, 8, 2, True),  # a higher maxrc does not lift the console's bar
+    ],
+)
+def test_it_marks_a_poison_candidate_at_the_lower_of_poison_rc_and_maxrc(
+    console, settings, rsmq: RedisSMQ, viewer: Client, poison_rc, maxrc, received, warned
 ) -> None:
-    settings.RSMQ_POISON_RC = 5
+    settings.RSMQ_POISON_RC = poison_rc
     rsmq.create_queue("q1")
     rsmq.create_queue("dead")
-    rsmq.set_dead_letter_policy("q1", "dead", 3)
-    last_chance, twice = _received(rsmq, "q1", 3), _received(rsmq, "q1", 2)
-    page = viewer.get(console.queue()).content.decode()
-    assert "warn" in _rc_cell(page, last_chance)
-    assert "warn" not in _rc_cell(page, twice)
-
-
-def test_it_keeps_the_poison_rc_when_the_queues_maxrc_is_higher(
-    console, settings, rsmq: RedisSMQ, viewer: Client
-) -> None:
-    settings.RSMQ_POISON_RC = 2
-    rsmq.create_queue("q1")
-    rsmq.create_queue("dead")
-    rsmq.set_dead_letter_policy("q1", "dead", 8)
-    mid = _received(rsmq, "q1", 2)
-    assert "warn" in _rc_cell(viewer.get(console.queue()).content.decode(), mid)
+    rsmq.set_dead_letter_policy("q1", "dead", maxrc)
+    mid = _received(rsmq, "q1", received)
+    cell = _rc_cell(viewer.get(console.queue()).content.decode(), mid)
+    assert ("warn" in cell) is warned
