@@ -2,7 +2,7 @@
 
 An action answers from its own result: the count it returns says whether the message is
 still here, so an htmx action costs the action and one read of the message it shows (the
-page's "move to" suggestions stay as they are: ``hx-preserve``)."""
+page's "move to" suggestions live outside the swapped ``#content``: not read again)."""
 
 from __future__ import annotations
 

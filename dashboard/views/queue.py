@@ -156,7 +156,7 @@ def charts(
 
 def move_targets(request: HtmxHttpRequest, place: Place, qname: str) -> Any:
     """Queue names suggested for "move to" (typing any other name works too); read only
-    when a template shows them (an htmx answer keeps the list the page has)."""
+    when a template shows them (the message page's htmx answers do not)."""
     if not can(request.user, Role.OPERATOR):
         return []
     return SimpleLazyObject(
