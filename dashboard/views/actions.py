@@ -40,8 +40,7 @@ class Posted:
         return self.request.POST
 
     def selected_ids(self) -> list[str]:
-        if self.msg_id:
-            return [self.msg_id]
+        """The ticked messages; anything that is not a message id is no selection."""
         return [i for i in self.request.POST.getlist("ids") if v.ID_RE.fullmatch(i)]
 
     def act(
