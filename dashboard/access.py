@@ -8,7 +8,7 @@ from enum import IntEnum
 from functools import wraps
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, PermissionsMixin
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
@@ -29,10 +29,12 @@ GROUPS = {"viewer": Role.VIEWER, "operator": Role.OPERATOR, "admin": Role.ADMIN}
 
 
 def role_of(user: AbstractBaseUser | AnonymousUser) -> Role:
-    if not user.is_authenticated:
+    # A user model without permissions (no PermissionsMixin) can hold no role.
+    member = user if isinstance(user, PermissionsMixin) else None
+    if member is None or not user.is_authenticated:
         return Role.NONE
     for role in (Role.ADMIN, Role.OPERATOR, Role.VIEWER):
-        if user.has_perm(PERMISSIONS[role]):
+        if member.has_perm(PERMISSIONS[role]):
             return role
     return Role.NONE
 

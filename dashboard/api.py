@@ -15,25 +15,23 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
-import redis
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 
-from queues import QueueNotFound, RsmqError
 from queues.models import QueueStats
-from queues.urls import redacted
 
+from . import place as places
 from .access import token_or_viewer
-from .connections import connections
+from .connections import get_connection
+from .formatting import iso
 from .history import RANGES, Backlog, current_rates, queue_history
+from .place import Place
 from .rates import Interval
-from .views import Place, _place, _stats_or_404
+from .web_errors import web_error
 
-
-def iso(ms: float) -> str:
-    """Epoch ms as ISO 8601 UTC with ms: 2026-11-21T01:02:03.456Z."""
-    t = dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
-    return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+COUNTS = ("msgs", "visible", "hidden", "inflight", "delayed", "exact", "totalsent",
+          "totalrecv", "oldest_age")  # fmt: skip
+ATTRIBUTES = ("vt", "delay", "maxsize", "created", "modified")
 
 
 def api_view(view: Callable[..., JsonResponse]) -> Callable[..., HttpResponse]:
@@ -45,34 +43,21 @@ def api_view(view: Callable[..., JsonResponse]) -> Callable[..., HttpResponse]:
     def wrapped(
         request: HttpRequest, conn: str | None = None, ns: str | None = None, **kwargs: Any
     ) -> HttpResponse:
-        if conn is None:
-            first = connections()[0]
-            conn, ns = first.name, first.namespaces[0]
         try:
-            return view(request, _place(conn, ns or ""), **kwargs)
-        except (Http404, QueueNotFound, RsmqError) as e:
-            return JsonResponse({"error": str(e)}, status=404)
-        except redis.RedisError as e:
-            url = redacted(next(c.url for c in connections() if c.name == conn))
-            error = " ".join(str(e).split())
-            return JsonResponse({"error": f"Redis is unavailable at {url}: {error}"}, status=503)
+            return view(request, places.resolve(conn, ns), **kwargs)
+        except Exception as e:
+            error = web_error(e, get_connection(conn))
+            if error is None:
+                raise
+            return JsonResponse({"error": error.text}, status=error.status)
 
     return wrapped
 
 
-def _counts(s: QueueStats) -> dict[str, Any]:
-    return {
-        "msgs": s.msgs, "visible": s.visible, "hidden": s.hidden, "inflight": s.inflight,
-        "delayed": s.delayed, "exact": s.exact, "totalsent": s.totalsent,
-        "totalrecv": s.totalrecv, "oldest_age": s.oldest_age,
-    }  # fmt: skip
-
-
-def _attributes(s: QueueStats) -> dict[str, Any]:
-    return {
-        "vt": s.vt, "delay": s.delay, "maxsize": s.maxsize,
-        "created": iso(s.created * 1000), "modified": iso(s.modified * 1000),
-    }  # fmt: skip
+def _fields(s: QueueStats) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A queue's counts and attributes, from its one projection (times as ISO 8601)."""
+    d = s.as_dict() | {"created": iso(s.created * 1000), "modified": iso(s.modified * 1000)}
+    return {k: d[k] for k in COUNTS}, {k: d[k] for k in ATTRIBUTES}
 
 
 def _rates(rate: Interval | None) -> dict[str, float | None]:
@@ -94,10 +79,10 @@ def queue_list(request: HttpRequest, place: Place) -> JsonResponse:
     stats = place.rsmq.queue_stats(names)
     now = stats[0].now if stats else round(dt.datetime.now(dt.UTC).timestamp() * 1000)
     rates = current_rates(place.conn.name, place.ns, now) if stats else {}
-    queues = [
-        {"name": s.qname, **_counts(s), **_attributes(s), **_rates(rates.get(s.qname))}
-        for s in stats
-    ]
+    queues = []
+    for s in stats:
+        counts, attributes = _fields(s)
+        queues.append({"name": s.qname, **counts, **attributes, **_rates(rates.get(s.qname))})
     return JsonResponse({**_where(place, now), "queues": queues})
 
 
@@ -121,14 +106,15 @@ def queue_detail(request: HttpRequest, place: Place, qname: str) -> JsonResponse
     range_ = request.GET.get("range", "hour")
     if range_ not in RANGES:
         return JsonResponse({"error": f"range must be one of {', '.join(RANGES)}"}, status=400)
-    s = _stats_or_404(place, qname)
+    s = places.queue_stats(place, qname)
+    counts, attributes = _fields(s)
     history = queue_history(place.conn.name, place.ns, qname, range_, s.now)
     return JsonResponse(
         {
             **_where(place, s.now),
             "name": s.qname,
-            "counts": _counts(s),
-            "attributes": _attributes(s),
+            "counts": counts,
+            "attributes": attributes,
             "series": {
                 "range": range_,
                 "bucket_seconds": history.bucket / 1000,

@@ -15,8 +15,8 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
+from .formatting import amount
 from .history import History, Trend
-from .templatetags.console import compact
 
 Point = tuple[int, float]  # (epoch ms, value)
 
@@ -59,15 +59,6 @@ def split(points: Sequence[Point], gap: int) -> list[list[Point]]:
         else:
             segments.append([point])
     return segments
-
-
-def amount(value: float) -> str:
-    """A count or a rate, short: 12k, 340, 2.5, 0.017."""
-    if value >= 1000:
-        return compact(value)
-    if value >= 10 or value == int(value):
-        return f"{value:.0f}"
-    return f"{value:.2g}"
 
 
 def _tick_label(ms: int, span: int) -> str:

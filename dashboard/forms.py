@@ -1,70 +1,95 @@
-"""Operator input, validated with the core's own ranges before anything reaches Redis."""
+"""Operator input, checked by the core's own validation (``queues.validation``) before
+anything reaches Redis: the same rules and the same words as the library and the CLI,
+each naming the field and its allowed range."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from django import forms
 
+from queues import InvalidArgument
 from queues import validation as v
+from queues.models import QueueStats
+from queues.ops import MAX_MAXRC
 
 
-def _seconds(label: str, required: bool = True, help_text: str = "") -> forms.IntegerField:
+def _core(check: Callable[[Any], object]) -> Callable[[Any], None]:
+    """A Django validator from one of queues.validation's checks."""
+
+    def validate(value: Any) -> None:
+        try:
+            check(value)
+        except InvalidArgument as e:
+            # Not "invalid": Django would swap in its own words for a code it knows.
+            raise forms.ValidationError(str(e), code=e.field) from None
+
+    return validate
+
+
+def _seconds(
+    field: str, label: str, required: bool = True, help_text: str = ""
+) -> forms.IntegerField:
     return forms.IntegerField(
-        label=label, min_value=0, max_value=v.MAX_SECONDS, required=required, help_text=help_text
+        label=label,
+        required=required,
+        help_text=help_text,
+        validators=[_core(lambda value: v.seconds(field, value))],
+        # The browser's own check, before the server's.
+        widget=forms.NumberInput(attrs={"min": 0, "max": v.MAX_SECONDS}),
     )
 
 
 class QueueNameField(forms.CharField):
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, field: str = "qname", **kwargs: Any) -> None:
         super().__init__(max_length=160, **kwargs)
+        self.field = field
 
     def validate(self, value: str) -> None:
         super().validate(value)
-        if value and not v.QNAME_RE.fullmatch(value):
-            raise forms.ValidationError(
-                "Use 1 to 160 characters of a-z, A-Z, 0-9, _ and -.", code="invalid"
-            )
+        if value:
+            _core(lambda name: v.qname(name, self.field))(value)
 
 
 class MaxsizeField(forms.IntegerField):
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(label="Max size (bytes)", help_text="1024 to 65536, or -1", **kwargs)
 
     def validate(self, value: int | None) -> None:
         super().validate(value)
-        if value is not None and value != -1 and not v.MAXSIZE_MIN <= value <= v.MAXSIZE_MAX:
-            raise forms.ValidationError(
-                "maxsize must be between 1024 and 65536 bytes, or -1 for unlimited."
-            )
+        if value is not None:
+            _core(v.maxsize)(value)
 
 
 class QueueCreateForm(forms.Form):
-    name = QueueNameField(label="Name")
-    vt = _seconds("Visibility timeout (s)")
-    delay = _seconds("Delay (s)")
+    name = QueueNameField("name", label="Name")
+    vt = _seconds("vt", "Visibility timeout (s)")
+    delay = _seconds("delay", "Delay (s)")
     maxsize = MaxsizeField()
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("initial", {"vt": 30, "delay": 0, "maxsize": 65536})
         super().__init__(*args, **kwargs)
 
 
 class QueueAttributesForm(forms.Form):
-    vt = _seconds("Visibility timeout (s)")
-    delay = _seconds("Delay (s)")
+    vt = _seconds("vt", "Visibility timeout (s)")
+    delay = _seconds("delay", "Delay (s)")
     maxsize = MaxsizeField()
 
 
 class SendForm(forms.Form):
     body = forms.CharField(label="Body", widget=forms.Textarea(attrs={"rows": 4}), strip=False)
-    delay = _seconds("Delay (s)", required=False, help_text="blank: the queue's delay")
+    delay = _seconds("delay", "Delay (s)", required=False, help_text="blank: the queue's delay")
 
 
 class VisibilityForm(forms.Form):
-    vt = _seconds("Visible in (s)", help_text="0 makes it visible now")
+    vt = _seconds("vt", "Visible in (s)", help_text="0 makes it visible now")
 
 
 class MoveForm(forms.Form):
-    to = QueueNameField(label="To queue")
+    to = QueueNameField("to", label="To queue")
 
 
 class ConfirmNameForm(forms.Form):
@@ -73,12 +98,12 @@ class ConfirmNameForm(forms.Form):
     # Not stripped: " q1" is not what the confirmation asks for.
     confirm = forms.CharField(label="Type the queue name to confirm", strip=False)
 
-    def __init__(self, *args, qname: str, **kwargs) -> None:
+    def __init__(self, *args: Any, qname: str, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.qname = qname
 
     def clean_confirm(self) -> str:
-        value = self.cleaned_data["confirm"]
+        value: str = self.cleaned_data["confirm"]
         if value != self.qname:
             raise forms.ValidationError(f"Type {self.qname} exactly to confirm.")
         return value
@@ -95,14 +120,16 @@ class RefreshForm(forms.Form):
 class PolicyForm(forms.Form):
     """The dead-letter policy: after maxrc receives a message goes to dlq."""
 
-    dlq = QueueNameField(label="Dead-letter queue", required=False)
+    dlq = QueueNameField("dlq", label="Dead-letter queue", required=False)
     maxrc = forms.IntegerField(
-        label="After receives", min_value=1, max_value=1000, required=False,
-        help_text="1 to 1000; leave both empty to remove the policy",
+        label="After receives", required=False,
+        validators=[_core(lambda value: v.integer("maxrc", value, 1, MAX_MAXRC))],
+        widget=forms.NumberInput(attrs={"min": 1, "max": MAX_MAXRC}),
+        help_text=f"1 to {MAX_MAXRC}; leave both empty to remove the policy",
     )  # fmt: skip
 
-    def clean(self) -> dict:
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
         if bool(data.get("dlq")) != (data.get("maxrc") is not None):
             raise forms.ValidationError("Give both a dead-letter queue and a receive count.")
         return data
@@ -110,5 +137,20 @@ class PolicyForm(forms.Form):
 
 class RedriveForm(forms.Form):
     to = QueueNameField(
-        label="To queue", required=False, help_text="empty: back to the queue each came from"
+        "to", label="To queue", required=False, help_text="empty: back to the queue each came from"
     )
+
+
+def queue_page_forms(stats: QueueStats) -> dict[str, forms.Form]:
+    """The queue page's forms as the page first shows them, by their template names."""
+    return {
+        "send_form": SendForm(),
+        "attributes_form": QueueAttributesForm(
+            initial={"vt": stats.vt, "delay": stats.delay, "maxsize": stats.maxsize}
+        ),
+        "purge_form": ConfirmNameForm(qname=stats.qname, prefix="purge"),
+        "delete_form": ConfirmNameForm(qname=stats.qname, prefix="delete"),
+        "move_form": MoveForm(),
+        "policy_form": PolicyForm(initial={"dlq": stats.dlq, "maxrc": stats.maxrc}),
+        "redrive_form": RedriveForm(),
+    }

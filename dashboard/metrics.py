@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 LABELS = ["connection", "namespace", "queue"]
 GAUGES = {
-    # name: (help, QueueStats attribute)
+    # name: (help, field of QueueStats.as_dict)
     "rsmq_queue_messages": ("Messages in the queue", "msgs"),
     "rsmq_queue_visible_messages": ("Messages a receive can get now", "visible"),
     "rsmq_queue_hidden_messages": ("Messages not visible (in flight or delayed)", "hidden"),
@@ -74,13 +74,14 @@ class QueueCollector:
                 continue
             up.add_metric([conn.name, ns], 1)
             for s in stats:
-                labels = [conn.name, ns, s.qname]
-                for name, (_, attr) in GAUGES.items():
-                    gauges[name].add_metric(labels, getattr(s, attr))
-                age.add_metric(labels, s.oldest_age or 0.0)
+                d = s.as_dict()
+                labels = [conn.name, ns, d["name"]]
+                for name, (_, field) in GAUGES.items():
+                    gauges[name].add_metric(labels, d[field])
+                age.add_metric(labels, d["oldest_age"] or 0.0)
                 # created: a queue deleted and recreated starts its counters again.
-                sent.add_metric(labels, s.totalsent, created=s.created)
-                received.add_metric(labels, s.totalrecv, created=s.created)
+                sent.add_metric(labels, d["totalsent"], created=d["created"])
+                received.add_metric(labels, d["totalrecv"], created=d["created"])
         yield from gauges.values()
         yield from (age, sent, received, up)
 

@@ -12,53 +12,47 @@ from collections.abc import Callable
 
 import redis
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
 
-from queues import InvalidArgument, QueueNotFound
-from queues.urls import redacted
-
 from .connections import get_connection
+from .htmx import HtmxHttpRequest
+from .web_errors import web_error
 
 log = logging.getLogger(__name__)
 
 
 class RedisUnavailableMiddleware:
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+    def __init__(self, get_response: Callable[[HtmxHttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: HtmxHttpRequest) -> HttpResponse:
         return self.get_response(request)
 
-    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if isinstance(exception, QueueNotFound):
-            # Deleted under the operator's feet (or never there).
-            message = f"Queue {exception.qname} does not exist (any more)."
-            return self._page(request, "404.html", 404, message=message)
-        if isinstance(exception, InvalidArgument):
-            # Only URLs reach here with bad names or ids: forms are checked in the views.
-            what = "queue name" if exception.field == "qname" else exception.field
-            return self._page(request, "404.html", 404, message=f"{exception}: not a valid {what}.")
-        if isinstance(exception, Http404) and request.htmx:
-            return self._page(request, "404.html", 404, message=str(exception))
-        if isinstance(exception, PermissionDenied) and request.htmx:
-            return self._fragment(request, 403, f"Not allowed: {exception} Nothing was changed.")
-        if not isinstance(exception, redis.RedisError):
+    def process_exception(
+        self, request: HtmxHttpRequest, exception: Exception
+    ) -> HttpResponse | None:
+        # Without htmx, Django's own 404 / 403 pages answer Http404 / PermissionDenied.
+        if not request.htmx and isinstance(exception, (Http404, PermissionDenied)):
             return None
         match = request.resolver_match
         conn = get_connection(match.kwargs.get("conn") if match else None)
-        error = " ".join(str(exception).split()).rstrip(".")
-        log.warning("Redis unavailable at %s: %s", redacted(conn.url), error)
-        if request.htmx:
-            return self._fragment(
-                request, 503, f"Redis is unavailable at {redacted(conn.url)}: {error}. Retrying."
-            )
-        context = {"url": redacted(conn.url), "error": error}
-        return render(request, "redis_unavailable.html", context, status=503)
+        error = web_error(exception, conn)
+        if error is None:
+            return None
+        if isinstance(exception, redis.RedisError):
+            log.warning("Redis unavailable at %s: %s", error.url, error.error)
+            if request.htmx:
+                return self._fragment(request, 503, f"{error.text} Retrying.")
+            context = {"url": error.url, "error": error.error}
+            return render(request, "redis_unavailable.html", context, status=503)
+        if error.status == 403:
+            return self._fragment(request, 403, error.text)
+        return self._page(request, "404.html", error.status, message=error.text)
 
     @staticmethod
-    def _page(request: HttpRequest, template: str, status: int, message: str) -> HttpResponse:
+    def _page(request: HtmxHttpRequest, template: str, status: int, message: str) -> HttpResponse:
         if request.htmx:
             # The thing this part of the page shows is gone: show the whole page's answer.
             response = HttpResponse(status=204)
@@ -67,7 +61,7 @@ class RedisUnavailableMiddleware:
         return render(request, template, {"message": message}, status=status)
 
     @staticmethod
-    def _fragment(request: HttpRequest, status: int, text: str) -> HttpResponse:
+    def _fragment(request: HtmxHttpRequest, status: int, text: str) -> HttpResponse:
         html = render_to_string("_alert.html", {"text": text, "status": status}, request)
         response = HttpResponse(html, status=status)
         response["HX-Retarget"] = "#alert"

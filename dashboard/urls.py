@@ -2,16 +2,17 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from . import api, metrics, views
+from . import api, metrics
+from .views import audit, message, overview, preferences, queue, queue_actions
 
 place_patterns = [
-    path("", views.overview, name="rsmq-overview"),
-    path("create/", views.queue_create, name="rsmq-queue-create"),
-    path("q/<str:qname>/", views.queue_detail, name="rsmq-queue"),
-    path("q/<str:qname>/charts/", views.queue_charts, name="rsmq-queue-charts"),
-    path("q/<str:qname>/act/", views.queue_action, name="rsmq-queue-action"),
-    path("q/<str:qname>/m/<str:msg_id>/", views.message_detail, name="rsmq-message"),
-    path("q/<str:qname>/m/<str:msg_id>/act/", views.message_action, name="rsmq-message-action"),
+    path("", overview.overview, name="rsmq-overview"),
+    path("create/", overview.queue_create, name="rsmq-queue-create"),
+    path("q/<str:qname>/", queue.queue_detail, name="rsmq-queue"),
+    path("q/<str:qname>/charts/", queue.queue_charts, name="rsmq-queue-charts"),
+    path("q/<str:qname>/act/", queue_actions.queue_action, name="rsmq-queue-action"),
+    path("q/<str:qname>/m/<str:msg_id>/", message.message_detail, name="rsmq-message"),
+    path("q/<str:qname>/m/<str:msg_id>/act/", message.message_action, name="rsmq-message-action"),
 ]
 
 api_patterns = [
@@ -20,9 +21,9 @@ api_patterns = [
 ]
 
 urlpatterns = [
-    path("", views.home, name="rsmq-home"),
-    path("audit/", views.audit_log, name="rsmq-audit"),
-    path("preferences/refresh/", views.set_refresh, name="rsmq-set-refresh"),
+    path("", overview.home, name="rsmq-home"),
+    path("audit/", audit.audit_log, name="rsmq-audit"),
+    path("preferences/refresh/", preferences.set_refresh, name="rsmq-set-refresh"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

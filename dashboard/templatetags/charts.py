@@ -10,7 +10,6 @@ from django.utils.safestring import SafeString
 
 from dashboard import charts
 from dashboard.history import History, Trend, sparkline_bucket_ms
-from dashboard.templatetags.console import duration
 
 register = template.Library()
 
@@ -35,15 +34,3 @@ def sparkline(trend: Trend | None) -> SafeString:
 @register.filter
 def item(mapping: Mapping[str, Any], key: str) -> Any:
     return mapping.get(key)
-
-
-@register.filter
-def per_second(rate: float | None) -> str:
-    if not isinstance(rate, (int, float)):
-        return "–"
-    return charts.amount(rate) + "/s"
-
-
-@register.filter
-def ms_duration(ms: int) -> str:
-    return duration(ms / 1000)

@@ -1,56 +1,34 @@
-"""Readable numbers and times: 1.2k, "3 min ago" (exact time on hover)."""
+"""Readable numbers and times (1.2k, "3 min ago" with the exact time on hover), state
+labels, and the one tag that says when a number deserves a warning."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
+from typing import Any
 
 from django import template
 from django.utils import timezone
 from django.utils.html import format_html
 
+from dashboard import formatting, thresholds
+from queues.models import MessageInfo, QueueStats
+
 register = template.Library()
 
+register.filter("compact", formatting.compact)
+register.filter("duration", formatting.duration)
+register.filter("epoch_ms", formatting.epoch_ms)
+register.filter("per_second", formatting.per_second)
 
-@register.filter
-def compact(n: int | float | None) -> str:
-    if n is None:
-        return "–"
-    n = float(n)
-    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(n) >= limit:
-            value = n / limit
-            return (
-                f"{value:.1f}".rstrip("0").rstrip(".") + suffix
-                if value < 100
-                else f"{value:.0f}{suffix}"
-            )
-    return f"{n:.0f}"
-
-
-def _duration(seconds: float) -> str:
-    s = abs(seconds)
-    if s < 1:
-        return "now"
-    if s < 90:
-        return f"{s:.0f} s"
-    if s < 90 * 60:
-        return f"{s / 60:.0f} min"
-    if s < 36 * 3600:
-        return f"{s / 3600:.0f} h"
-    return f"{s / 86400:.0f} d"
+# How a message state reads in a sentence; attributive: before a noun ("in-flight messages").
+STATE_LABELS = {"inflight": "in flight"}
+ATTRIBUTIVE = {"inflight": "in-flight"}
 
 
 @register.filter
-def duration(seconds: float | None) -> str:
-    return "–" if seconds is None else _duration(seconds)
-
-
-@register.filter
-def epoch_ms(value: float | int | None) -> dt.datetime | None:
-    if value is None:
-        return None
-    return dt.datetime.fromtimestamp(value / 1000, tz=dt.UTC)
+def state_label(state: str, use: str = "") -> str:
+    labels = ATTRIBUTIVE if use == "attributive" else STATE_LABELS
+    return labels.get(state, state)
 
 
 @register.filter
@@ -58,17 +36,37 @@ def seconds_to_ms(seconds: int | None) -> int | None:
     return None if seconds is None else int(seconds) * 1000
 
 
+@register.filter
+def ms_duration(ms: int) -> str:
+    return formatting.duration(ms / 1000)
+
+
 @register.simple_tag
 def when(ms: float | int | None, now_ms: float | int) -> str:
     """ "3 min ago" / "in 12 s", with the exact UTC time in a tooltip."""
-    if not ms:
+    at = formatting.epoch_ms(ms) if ms else None
+    if at is None:
         return "–"
-    delta = (now_ms - ms) / 1000
-    text = _duration(delta)
+    delta = (now_ms - (ms or 0)) / 1000
+    text = formatting.duration(delta)
     if text != "now":
         text = f"{text} ago" if delta > 0 else f"in {text}"
-    exact = timezone.localtime(epoch_ms(ms)).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    exact = timezone.localtime(at).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
     return format_html('<time datetime="{}" title="{}">{}</time>', exact, exact, text)
+
+
+@register.simple_tag(takes_context=True)
+def warn(context: template.Context, what: str, subject: Any, stats: Any = None) -> str:
+    """``warn`` (a CSS class) when the number is over its threshold from settings:
+    ``{% warn "oldest" queue_stats %}``, ``{% warn "poison" message queue_stats %}``."""
+    if what == "oldest" and isinstance(subject, QueueStats):
+        conn, ns = context.get("connection"), context.get("namespace")
+        over = thresholds.oldest_too_old(subject, conn.name if conn else "", ns or "")
+    elif what == "poison" and isinstance(subject, MessageInfo):
+        over = thresholds.poison(subject, stats if isinstance(stats, QueueStats) else None)
+    else:
+        raise template.TemplateSyntaxError(f"warn: nothing to weigh for {what!r}")
+    return "warn" if over else ""
 
 
 @register.filter

@@ -132,7 +132,8 @@ def test_the_short_form_reads_the_first_connection(
 def test_it_answers_404_for_a_missing_queue(console, orders, viewer: Client) -> None:
     response = viewer.get(api(console, "gone/"))
     assert response.status_code == 404
-    assert response.json() == {"error": "Queue not found: gone"}
+    # The same words as the page's 404 (one table: dashboard/web_errors.py).
+    assert response.json() == {"error": "Queue gone does not exist (any more)."}
 
 
 def test_it_answers_404_for_an_invalid_name(console, viewer: Client) -> None:

@@ -60,9 +60,9 @@ def test_an_admin_sets_and_removes_the_policy(
     ("data", "error"),
     [
         ({"dlq": "dead", "maxrc": ""}, "Give both a dead-letter queue and a receive count."),
-        ({"dlq": "dead", "maxrc": "0"}, "greater than or equal to 1"),
-        ({"dlq": "dead", "maxrc": "1001"}, "less than or equal to 1000"),
-        ({"dlq": "bad name", "maxrc": "3"}, "Use 1 to 160 characters"),
+        ({"dlq": "dead", "maxrc": "0"}, "maxrc must be an integer between 1 and 1000"),
+        ({"dlq": "dead", "maxrc": "1001"}, "maxrc must be an integer between 1 and 1000"),
+        ({"dlq": "bad name", "maxrc": "3"}, "(1 to 160 characters of a-z A-Z 0-9 _ -)"),
     ],
 )
 def test_it_rejects_a_bad_policy_and_changes_nothing(

@@ -96,13 +96,13 @@ def test_it_keeps_the_typed_values_after_an_error(console, admin: Client, rsmq: 
     ("field", "value", "error"),
     [
         ("name", "", "This field is required."),
-        ("name", "bad name!", "Use 1 to 160 characters of a-z, A-Z, 0-9, _ and -."),
-        ("name", "x" * 161, "Use 1 to 160 characters of a-z, A-Z, 0-9, _ and -."),
-        ("vt", "-1", "Ensure this value is greater than or equal to 0."),
-        ("vt", "10000000", "Ensure this value is less than or equal to 9999999."),
+        ("name", "bad name!", "(1 to 160 characters of a-z A-Z 0-9 _ -)"),
+        ("name", "x" * 161, "(1 to 160 characters of a-z A-Z 0-9 _ -)"),
+        ("vt", "-1", "vt must be an integer between 0 and 9999999"),
+        ("vt", "10000000", "vt must be an integer between 0 and 9999999"),
         ("delay", "1.5", "Enter a whole number."),
-        ("maxsize", "1023", "maxsize must be between 1024 and 65536 bytes, or -1 for unlimited."),
-        ("maxsize", "0", "maxsize must be between 1024 and 65536 bytes, or -1 for unlimited."),
+        ("maxsize", "1023", "maxsize must be between 1024 and 65536 bytes, or -1 for unlimited"),
+        ("maxsize", "0", "maxsize must be between 1024 and 65536 bytes, or -1 for unlimited"),
     ],
 )
 def test_it_rejects_bad_input(
@@ -116,13 +116,23 @@ def test_it_rejects_bad_input(
     assert not AuditEntry.objects.exists()
 
 
+def test_it_says_the_name_of_the_queue_list_is_reserved(console, admin: Client, ns_state) -> None:
+    before = ns_state()
+    response = admin.post(console.create(), NEW | {"name": "QUEUES"})
+    assert response.status_code == 422
+    assert "is reserved (the key of the queue list)" in response.content.decode()
+    assert "already exists" not in response.content.decode()
+    assert ns_state() == before
+    assert not AuditEntry.objects.exists()
+
+
 def test_it_answers_htmx_form_errors_with_the_partial(console, admin: Client) -> None:
     response = admin.post(
         console.create(), NEW | {"vt": "-1"}, **console.htmx(current=console.overview())
     )
     assert response.status_code == 422
     assert "<html" not in response.content.decode()
-    assert "Ensure this value is greater than or equal to 0." in response.content.decode()
+    assert "vt must be an integer between 0 and 9999999" in response.content.decode()
 
 
 def test_it_accepts_an_unlimited_maxsize(console, admin: Client, rsmq: RedisSMQ) -> None:

@@ -108,3 +108,45 @@ def test_it_reads_the_message_page_in_2_round_trips(
 ) -> None:
     mid = rsmq.list_messages("q0500").items[0].id
     assert _trips(wire, operator, console.message(mid, "q0500")) <= 2
+
+
+# -- an htmx action on the message page: the action, then one read of what it shows --
+
+
+@pytest.fixture
+def in_flight(console, rsmq: RedisSMQ) -> Iterator[tuple[str, str]]:
+    """A queue with a message in flight and a "q2" to move it to; every script loaded.
+    (The module's namespace outlives a test: the queue has a name of its own.)"""
+    qname = "m" + uuid.uuid4().hex[:8]
+    rsmq.create_queue(qname)
+    if "q2" not in rsmq.list_queues():
+        rsmq.create_queue("q2")
+    warm = rsmq.send_message(qname, "warm")
+    rsmq.requeue(qname, [warm])
+    rsmq.change_message_visibility(qname, warm, 60)
+    rsmq.move_messages(qname, "q2", [warm])
+    rsmq.get_message("q2", warm)
+    mid = rsmq.send_message(qname, "payload")
+    rsmq.receive_message(qname, vt=60)
+    yield qname, mid
+    rsmq.delete_queue(qname)
+
+
+@pytest.mark.parametrize(
+    ("data", "status"),
+    [
+        ({"action": "requeue"}, 200),
+        ({"action": "visibility", "vt": "30"}, 200),
+        ({"action": "move", "to": "q2"}, 204),  # moved: htmx follows it to q2's page
+    ],
+)
+def test_it_answers_an_htmx_action_on_the_message_page_in_2_round_trips(
+    console, in_flight: tuple[str, str], wire, operator: Client, data: dict[str, str], status: int
+) -> None:
+    qname, mid = in_flight
+    url, page = console.message_act(mid, qname), console.message(mid, qname)
+    operator.get(page)  # warm: connected, the session's user loaded
+    wire.sends = 0
+    response = operator.post(url, data, **console.htmx(page))
+    assert response.status_code == status
+    assert wire.sends <= 2

@@ -1,0 +1,66 @@
+"""Numbers and durations as the console shows them: 1.2k, 2.5/s, "3 min". Template tags
+and the server-drawn charts both format through here, so a number reads the same in a
+table cell and on a chart's axis."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+
+def compact(n: int | float | None) -> str:
+    """A count, short: 950, 1.2k, 34M."""
+    if n is None:
+        return "–"
+    n = float(n)
+    for limit, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= limit:
+            value = n / limit
+            return (
+                f"{value:.1f}".rstrip("0").rstrip(".") + suffix
+                if value < 100
+                else f"{value:.0f}{suffix}"
+            )
+    return f"{n:.0f}"
+
+
+def amount(value: float) -> str:
+    """A count or a rate, short: 12k, 340, 2.5, 0.017."""
+    if value >= 1000:
+        return compact(value)
+    if value >= 10 or value == int(value):
+        return f"{value:.0f}"
+    return f"{value:.2g}"
+
+
+def per_second(rate: float | None) -> str:
+    if not isinstance(rate, (int, float)):
+        return "–"
+    return amount(rate) + "/s"
+
+
+def duration(seconds: float | None) -> str:
+    """A span, rounded to the unit a person reads it in: "now", "40 s", "3 min", "2 d"."""
+    if seconds is None:
+        return "–"
+    s = abs(seconds)
+    if s < 1:
+        return "now"
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 90 * 60:
+        return f"{s / 60:.0f} min"
+    if s < 36 * 3600:
+        return f"{s / 3600:.0f} h"
+    return f"{s / 86400:.0f} d"
+
+
+def epoch_ms(value: float | int | None) -> dt.datetime | None:
+    if value is None:
+        return None
+    return dt.datetime.fromtimestamp(value / 1000, tz=dt.UTC)
+
+
+def iso(ms: float) -> str:
+    """Epoch ms as ISO 8601 UTC with ms: 2026-11-21T01:02:03.456Z."""
+    t = dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
+    return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")

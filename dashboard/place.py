@@ -1,0 +1,90 @@
+"""Where a request looks and whether its user may act there.
+
+A ``Place`` is a configured Redis connection and one of its namespaces, resolved from the
+URL's ``conn`` and ``ns``. ``place_for`` is the one access helper every view goes through
+(healthchecks' ``_get_rw_check_for_user``): it returns the place, or raises Http404 /
+PermissionDenied, writing a denied action to the audit log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.http import Http404, HttpRequest
+from django.urls import reverse
+
+from queues import QueueNotFound, RedisSMQ, RsmqError
+from queues import validation as v
+from queues.models import MessageInfo, QueueStats
+
+from . import audit
+from .access import Role, can, require
+from .connections import Connection, connections, get_rsmq
+from .models import AuditEntry
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where a page looks: a configured Redis connection and one of its namespaces."""
+
+    conn: Connection
+    ns: str
+    rsmq: RedisSMQ
+
+    def url(self, name: str, *args: str) -> str:
+        return reverse(name, args=(self.conn.name, self.ns, *args))
+
+
+def resolve(conn: str | None = None, ns: str | None = None) -> Place:
+    """The named place; without a name, the first connection's first namespace."""
+    if conn is None:
+        first = connections()[0]
+        conn, ns = first.name, first.namespaces[0]
+    for c in connections():
+        if c.name == conn and ns in c.namespaces:
+            return Place(c, ns, get_rsmq(c, ns))
+    raise Http404(f"No connection {conn!r} with namespace {ns!r} is configured.")
+
+
+def place_for(
+    request: HttpRequest,
+    conn: str,
+    ns: str,
+    role: Role = Role.VIEWER,
+    action: str = "",
+    queue: str = "",
+) -> Place:
+    """The place, if the user has ``role``; a refused ``action`` is audited as denied."""
+    place = resolve(conn, ns)
+    if action and not can(request.user, role):
+        audit.record(request, place, action, AuditEntry.Outcome.DENIED, queue=queue)
+    require(request.user, role)
+    return place
+
+
+def queue_stats(place: Place, qname: str) -> QueueStats:
+    """One queue's stats; a name that is not one, or a queue that is gone: a 404."""
+    try:
+        v.qname(qname)
+    except RsmqError:
+        raise Http404(f"No queue {qname!r}: not a valid queue name.") from None
+    stats = place.rsmq.queue_stats([qname])
+    if not stats:
+        raise QueueNotFound(qname)
+    return stats[0]
+
+
+def message(place: Place, qname: str, msg_id: str) -> MessageInfo:
+    """One message as the message page shows it; gone (or never there): a 404."""
+    found = find_message(place, qname, msg_id)
+    if found is None:
+        raise Http404(f"Message {msg_id} is no longer in queue {qname}.")
+    return found
+
+
+def find_message(place: Place, qname: str, msg_id: str) -> MessageInfo | None:
+    """The message, or None if it left the queue; a URL naming no queue or id: a 404."""
+    v.qname(qname)
+    if not v.ID_RE.fullmatch(msg_id):
+        raise Http404("Not a message id.")
+    return place.rsmq.get_message(qname, msg_id)

@@ -1,0 +1,131 @@
+"""The one way both pages run an action: a table from the button's value to an
+``Action`` (the role it needs, its handler, its name in the audit log); the handler does
+the work through ``act`` (outcome to the operator, row to the audit log) and returns a
+``Result``; ``respond`` turns the result into the page again, a redirect or a 422."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect
+
+from queues import RsmqError
+from queues import validation as v
+
+from .. import audit
+from ..access import Role
+from ..htmx import HtmxHttpRequest
+from ..models import AuditEntry
+from ..place import Place, place_for
+from .common import UNPROCESSABLE, go
+
+
+@dataclass(frozen=True, slots=True)
+class Posted:
+    """An action as posted: who, where, on which queue (and message)."""
+
+    request: HtmxHttpRequest
+    place: Place
+    qname: str
+    action: str  # its name in the audit log
+    msg_id: str = ""
+
+    @property
+    def data(self) -> Any:
+        return self.request.POST
+
+    def selected_ids(self) -> list[str]:
+        """The ticked messages; anything that is not a message id is no selection."""
+        return [i for i in self.request.POST.getlist("ids") if v.ID_RE.fullmatch(i)]
+
+    def act(
+        self,
+        work: Callable[[], tuple[str, int | None]],
+        ids: Iterable[str] = (),
+        params: dict[str, Any] | None = None,
+    ) -> bool:
+        """Run ``work``, report its outcome to the operator and write the audit row."""
+        ids = list(ids)
+        try:
+            text, count = work()
+        except RsmqError as e:
+            self._audit(AuditEntry.Outcome.ERROR, ids, None, params, str(e))
+            messages.error(self.request, str(e))
+            return False
+        except Exception as e:
+            # Redis down mid-action: audit it, then let the middleware answer 503.
+            self._audit(AuditEntry.Outcome.ERROR, ids, None, params, str(e))
+            raise
+        self._audit(AuditEntry.Outcome.OK, ids, count, params, text)
+        messages.success(self.request, text)
+        return True
+
+    def _audit(
+        self,
+        outcome: str,
+        ids: list[str],
+        count: int | None,
+        params: dict[str, Any] | None,
+        detail: str,
+    ) -> None:
+        audit.record(
+            self.request, self.place, self.action, outcome, self.qname, ids, count, params, detail
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What an action leaves for the answer: nothing (show the page again), forms with
+    errors (the page again, 422), another page to go to, or what it already read that
+    the page shows (so the page need not read it again)."""
+
+    invalid: dict[str, forms.Form] = field(default_factory=dict)
+    go: str = ""
+    shown: Any = None
+
+
+DONE = Result()
+Handler = Callable[[Posted], Result]
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    role: Role
+    handler: Handler
+    audit_name: str
+
+
+Actions = Mapping[str, Action]
+Render = Callable[[int, Result], HttpResponse]
+
+
+def posted(
+    request: HtmxHttpRequest, actions: Actions, conn: str, ns: str, qname: str, msg_id: str = ""
+) -> tuple[Posted, Action]:
+    """The action the button names, at a place where the user may run it."""
+    name = request.POST.get("action", "")
+    action = actions.get(name)
+    if action is None:
+        raise Http404(f"No action {name!r}.")
+    place = place_for(request, conn, ns, action.role, action.audit_name, qname)
+    return Posted(request, place, qname, action.audit_name, msg_id), action
+
+
+def respond(post: Posted, result: Result, here: str, render: Render) -> HttpResponse:
+    """htmx gets the page re-rendered (or told where to go); a plain form a redirect."""
+    if result.invalid:
+        return render(UNPROCESSABLE, result)
+    if result.go:
+        return go(post.request, result.go)
+    if post.request.htmx:
+        return render(200, result)
+    return redirect(here)
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"

@@ -1,0 +1,172 @@
+"""The message page: one message in full, and the actions on it.
+
+An action answers from its own result: the count it returns says whether the message is
+still here, so an htmx action costs the action and one read of the message it shows (the
+page's "move to" suggestions live outside the swapped ``#content``: not read again)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from django import forms
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET, require_POST
+
+from queues import validation as v
+from queues.models import MessageInfo
+
+from .. import place as places
+from ..access import Role
+from ..forms import MoveForm, VisibilityForm
+from ..htmx import HtmxHttpRequest
+from ..place import Place, place_for
+from .actions import DONE, Action, Posted, Result, posted, respond
+from .common import context, go, template
+from .queue import move_targets
+
+
+@login_required
+@require_GET
+def message_detail(
+    request: HtmxHttpRequest, conn: str, ns: str, qname: str, msg_id: str
+) -> HttpResponse:
+    place = place_for(request, conn, ns)
+    return render_message(request, place, qname, msg_id)
+
+
+@login_required
+@require_POST
+def message_action(
+    request: HtmxHttpRequest, conn: str, ns: str, qname: str, msg_id: str
+) -> HttpResponse:
+    v.qname(qname)  # a URL naming no queue or message: the middleware answers 404
+    if not v.ID_RE.fullmatch(msg_id):
+        raise Http404("Not a message id.")
+    post, action = posted(request, MESSAGE_ACTIONS, conn, ns, qname, msg_id)
+
+    def page(status: int, result: Result) -> HttpResponse:
+        return render_message(
+            request, post.place, qname, msg_id, status, after_action=True, shown=result.shown,
+            invalid=result.invalid,
+        )  # fmt: skip
+
+    here = post.place.url("rsmq-message", qname, msg_id)
+    return respond(post, action.handler(post), here, page)
+
+
+def render_message(
+    request: HtmxHttpRequest,
+    place: Place,
+    qname: str,
+    msg_id: str,
+    status: int = 200,
+    after_action: bool = False,
+    shown: MessageInfo | None = None,
+    invalid: Mapping[str, forms.Form] | None = None,
+) -> HttpResponse:
+    """The page. After an action, a message gone meanwhile sends the operator to its queue
+    rather than to a 404; ``shown``: the message as the action already read it."""
+    msg = shown
+    if msg is None and after_action:
+        msg = places.find_message(place, qname, msg_id)
+        if msg is None:
+            return go(request, place.url("rsmq-queue", qname))
+    elif msg is None:
+        msg = places.message(place, qname, msg_id)
+    forms_ = {
+        "visibility_form": VisibilityForm(initial={"vt": 0}),
+        "move_form": MoveForm(),
+        **(invalid or {}),
+    }
+    ctx = context(
+        place,
+        qname=qname,
+        msg=msg,
+        now=msg.read_at,
+        **forms_,
+        act=place.url("rsmq-message-action", qname, msg_id),
+        other_queues=move_targets(request, place, qname),
+    )
+    return render(request, template(request, "message.html"), ctx, status=status)
+
+
+def _gone(post: Posted) -> str:
+    return f"Message {post.msg_id} is no longer in queue {post.qname}: another consumer deleted it."
+
+
+def _stay_unless_gone(post: Posted, done: bool, here: bool) -> Result:
+    """``here``: the action's own count says the message is still here (no second look);
+    an action that failed cannot tell, so the message is looked up."""
+    if not done:
+        return _look(post)
+    return DONE if here else Result(go=post.place.url("rsmq-queue", post.qname))
+
+
+def _look(post: Posted) -> Result:
+    msg = places.find_message(post.place, post.qname, post.msg_id)
+    return Result(shown=msg) if msg else Result(go=post.place.url("rsmq-queue", post.qname))
+
+
+def _requeue(post: Posted) -> Result:
+    n = 0
+
+    def work() -> tuple[str, int | None]:
+        nonlocal n
+        n = post.place.rsmq.requeue(post.qname, [post.msg_id])
+        return ("Requeued: visible now." if n else _gone(post)), n
+
+    return _stay_unless_gone(post, post.act(work, ids=[post.msg_id]), n > 0)
+
+
+def _visibility(post: Posted) -> Result:
+    form = VisibilityForm(post.data)
+    if not form.is_valid():
+        return Result(invalid={"visibility_form": form})
+    vt = form.cleaned_data["vt"]
+    ok = False
+
+    def work() -> tuple[str, int | None]:
+        nonlocal ok
+        ok = post.place.rsmq.change_message_visibility(post.qname, post.msg_id, vt)
+        return (f"Visible again in {vt} s." if ok else _gone(post)), int(ok)
+
+    done = post.act(work, ids=[post.msg_id], params={"vt": vt})
+    return _stay_unless_gone(post, done, ok)
+
+
+def _delete(post: Posted) -> Result:
+    def work() -> tuple[str, int | None]:
+        ok = post.place.rsmq.delete_message(post.qname, post.msg_id)
+        return (f"Deleted message {post.msg_id}." if ok else _gone(post)), int(ok)
+
+    post.act(work, ids=[post.msg_id])
+    return Result(go=post.place.url("rsmq-queue", post.qname))
+
+
+def _move(post: Posted) -> Result:
+    form = MoveForm(post.data)
+    if not form.is_valid():
+        return Result(invalid={"move_form": form})
+    to = form.cleaned_data["to"]
+    n = 0
+
+    def work() -> tuple[str, int | None]:
+        nonlocal n
+        n = post.place.rsmq.move_messages(post.qname, to, [post.msg_id])
+        return (f"Moved to {to}." if n else f"Not moved: gone, or too large for {to}."), n
+
+    if post.act(work, ids=[post.msg_id], params={"to": to}) and n:
+        return Result(go=post.place.url("rsmq-message", to, post.msg_id))
+    # Not moved: still here (too large for ``to``), or gone.
+    return _look(post)
+
+
+# The button's value → the role it needs, its handler, its name in the audit log.
+MESSAGE_ACTIONS: dict[str, Action] = {
+    "requeue": Action(Role.OPERATOR, _requeue, "requeue"),
+    "visibility": Action(Role.OPERATOR, _visibility, "visibility"),
+    "delete": Action(Role.OPERATOR, _delete, "delete"),
+    "move": Action(Role.OPERATOR, _move, "move"),
+}

@@ -1,0 +1,215 @@
+"""The queue page's actions: one POST view, the button's value picks the handler."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.views.decorators.http import require_POST
+
+from queues import RedisSMQ
+from queues.models import LIST_STATES
+
+from ..access import Role
+from ..forms import (
+    ConfirmNameForm,
+    MoveForm,
+    PolicyForm,
+    QueueAttributesForm,
+    RedriveForm,
+    SendForm,
+)
+from ..htmx import HtmxHttpRequest
+from .actions import DONE, Action, Handler, Posted, Result, plural, posted, respond
+from .common import back, query_of
+from .queue import render_queue
+
+
+@login_required
+@require_POST
+def queue_action(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> HttpResponse:
+    post, action = posted(request, QUEUE_ACTIONS, conn, ns, qname)
+    here = back(request, post.place.url("rsmq-queue", qname))
+
+    def page(status: int, result: Result) -> HttpResponse:
+        params = query_of(here)
+        return render_queue(
+            request, post.place, qname, params, status=status, invalid=result.invalid
+        )
+
+    return respond(post, action.handler(post), here, page)
+
+
+def _send(post: Posted) -> Result:
+    form = SendForm(post.data)
+    if not form.is_valid():
+        return Result(invalid={"send_form": form})
+    body, delay = form.cleaned_data["body"], form.cleaned_data["delay"]
+
+    def work() -> tuple[str, int | None]:
+        mid = post.place.rsmq.send_message(post.qname, body, delay=delay)
+        return f"Sent message {mid}.", 1
+
+    params = {"delay": delay, "bytes": len(body.encode())}
+    return DONE if post.act(work, params=params) else Result(invalid={"send_form": form})
+
+
+def _edit(post: Posted) -> Result:
+    form = QueueAttributesForm(post.data)
+    if not form.is_valid():
+        return Result(invalid={"attributes_form": form})
+    d = form.cleaned_data
+
+    def work() -> tuple[str, int | None]:
+        post.place.rsmq.set_queue_attributes(
+            post.qname, vt=d["vt"], delay=d["delay"], maxsize=d["maxsize"]
+        )
+        return f"Saved: vt {d['vt']} s, delay {d['delay']} s, maxsize {d['maxsize']}.", None
+
+    post.act(work, params=d)
+    return DONE
+
+
+def _on_selection(verb: str, call: Callable[[RedisSMQ, str, list[str]], int]) -> Handler:
+    def run(post: Posted) -> Result:
+        ids = post.selected_ids()
+        if not ids:
+            messages.error(post.request, "Select at least one message.")
+            return DONE
+
+        def work() -> tuple[str, int | None]:
+            n = call(post.place.rsmq, post.qname, ids)
+            text = f"{verb.capitalize()} {plural(n, 'message')}."
+            if n < len(ids):
+                text += f" {len(ids) - n} had already left the queue."
+            return text, n
+
+        post.act(work, ids=ids)
+        return DONE
+
+    return run
+
+
+def _move_selected(post: Posted) -> Result:
+    form = MoveForm(post.data)
+    ids = post.selected_ids()
+    if not form.is_valid():
+        return Result(invalid={"move_form": form})
+    if not ids:
+        messages.error(post.request, "Select at least one message.")
+        return DONE
+    to = form.cleaned_data["to"]
+
+    def work() -> tuple[str, int | None]:
+        n = post.place.rsmq.move_messages(post.qname, to, ids)
+        text = f"Moved {plural(n, 'message')} to {to}."
+        if n < len(ids):
+            left = len(ids) - n
+            text += f" {left} {'was' if left == 1 else 'were'} gone or too large for {to}."
+        return text, n
+
+    post.act(work, ids=ids, params={"to": to})
+    return DONE
+
+
+def _on_state(verb: str, call: Callable[[RedisSMQ, str, str], int]) -> Handler:
+    def run(post: Posted) -> Result:
+        state = post.data.get("state", "")
+        if state not in LIST_STATES:
+            messages.error(post.request, f"state must be one of {', '.join(LIST_STATES)}.")
+            return DONE
+        if post.action == "delete_all" and post.data.get("confirm_all") != "yes":
+            messages.error(post.request, "Tick “I mean all of them” to delete every message.")
+            return DONE
+
+        def work() -> tuple[str, int | None]:
+            n = call(post.place.rsmq, post.qname, state)
+            return f"{verb.capitalize()} {plural(n, 'message')} ({state}).", n
+
+        post.act(work, params={"state": state})
+        return DONE
+
+    return run
+
+
+def _confirmed(
+    prefix: str, work: Callable[[Posted], tuple[str, int | None]], then: str = ""
+) -> Handler:
+    """A destructive action: it runs once the queue's name is typed; ``then``: the page
+    to go to after it (the queue page may be gone)."""
+
+    def run(post: Posted) -> Result:
+        form = ConfirmNameForm(post.data, qname=post.qname, prefix=prefix)
+        if not form.is_valid():
+            return Result(invalid={f"{prefix}_form": form})
+        if post.act(lambda: work(post)) and then:
+            return Result(go=post.place.url(then))
+        return DONE
+
+    return run
+
+
+def _purge(post: Posted) -> tuple[str, int | None]:
+    n = post.place.rsmq.purge_queue(post.qname)
+    return f"Purged {plural(n, 'message')} from {post.qname}.", n
+
+
+def _delete_queue(post: Posted) -> tuple[str, int | None]:
+    msgs = post.place.rsmq.get_queue_attributes(post.qname).msgs
+    post.place.rsmq.delete_queue(post.qname)
+    return f"Deleted queue {post.qname} and its {plural(msgs, 'message')}.", msgs
+
+
+def _policy(post: Posted) -> Result:
+    form = PolicyForm(post.data)
+    if not form.is_valid():
+        return Result(invalid={"policy_form": form})
+    dlq, maxrc = form.cleaned_data["dlq"], form.cleaned_data["maxrc"]
+
+    def work() -> tuple[str, int | None]:
+        if not dlq:
+            post.place.rsmq.clear_dead_letter_policy(post.qname)
+            return "Dead-letter policy removed.", None
+        post.place.rsmq.set_dead_letter_policy(post.qname, dlq, maxrc)
+        return f"Messages received {maxrc} times now go to {dlq}.", None
+
+    if not post.act(work, params={"dlq": dlq, "maxrc": maxrc}):
+        return Result(invalid={"policy_form": form})
+    return DONE
+
+
+def _redrive(post: Posted) -> Result:
+    form = RedriveForm(post.data)
+    if not form.is_valid():
+        return Result(invalid={"redrive_form": form})
+    to = form.cleaned_data["to"] or None
+
+    def work() -> tuple[str, int | None]:
+        n = post.place.rsmq.redrive(post.qname, to=to)
+        where = to or "the queues they came from"
+        if not n:
+            return "Nothing to redrive: no message here has a queue to go back to.", 0
+        return f"Redrove {plural(n, 'message')} to {where}.", n
+
+    post.act(work, params={"to": to})
+    return DONE
+
+
+# The button's value → the role it needs, its handler, its name in the audit log.
+QUEUE_ACTIONS: dict[str, Action] = {
+    "send": Action(Role.OPERATOR, _send, "send"),
+    "requeue": Action(Role.OPERATOR, _on_selection("requeued", RedisSMQ.requeue), "requeue"),
+    "delete": Action(Role.OPERATOR, _on_selection("deleted", RedisSMQ.delete_messages), "delete"),
+    "move": Action(Role.OPERATOR, _move_selected, "move"),
+    "requeue_all": Action(Role.ADMIN, _on_state("requeued", RedisSMQ.requeue_state), "requeue_all"),
+    "delete_all": Action(Role.ADMIN, _on_state("deleted", RedisSMQ.delete_state), "delete_all"),
+    "edit": Action(Role.ADMIN, _edit, "edit_queue"),
+    "purge": Action(Role.ADMIN, _confirmed("purge", _purge), "purge"),
+    "delete_queue": Action(
+        Role.ADMIN, _confirmed("delete", _delete_queue, then="rsmq-overview"), "delete_queue"
+    ),
+    "policy": Action(Role.ADMIN, _policy, "set_policy"),
+    "redrive": Action(Role.OPERATOR, _redrive, "redrive"),
+}
