@@ -42,9 +42,18 @@ def servers(port: int) -> dict[str, list[str]]:
             "gthread", "--workers", "2", "--threads", "8", "--preload", "--keep-alive", "5",
             "--no-control-socket",
         ],
+        "gunicorn gthread, 4×2": [
+            PY, "-m", "gunicorn", wsgi, "--bind", f"127.0.0.1:{port}", "--worker-class",
+            "gthread", "--workers", "4", "--threads", "2", "--preload", "--keep-alive", "5",
+            "--no-control-socket",
+        ],
         "granian wsgi, 2×8": [
             PY, "-m", "granian", "--interface", "wsgi", wsgi, "--host", "127.0.0.1", "--port",
             str(port), "--workers", "2", "--blocking-threads", "8", "--no-log",
+        ],
+        "granian wsgi, 4×2": [
+            PY, "-m", "granian", "--interface", "wsgi", wsgi, "--host", "127.0.0.1", "--port",
+            str(port), "--workers", "4", "--blocking-threads", "2", "--no-log",
         ],
         "runserver (baseline)": [
             PY, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload", "--insecure",
@@ -52,11 +61,22 @@ def servers(port: int) -> dict[str, list[str]]:
     }  # fmt: skip
 
 
-def request(conn: http.client.HTTPConnection, path: str, cookie: str) -> int:
-    conn.request("GET", path, headers={"Cookie": cookie, "Accept-Encoding": "gzip"})
-    r = conn.getresponse()
-    r.read()
-    return r.status
+def request(conn: http.client.HTTPConnection, path: str, cookie: str) -> float | None:
+    """Seconds one GET took, or None if it failed (the connection is closed then)."""
+    t = time.perf_counter()
+    try:
+        conn.request("GET", path, headers={"Cookie": cookie, "Accept-Encoding": "gzip"})
+        r = conn.getresponse()
+        r.read()
+        if r.status == 200:
+            return time.perf_counter() - t
+    except (OSError, http.client.HTTPException):
+        conn.close()  # the next request opens a new one
+    return None
+
+
+def connect(port: int) -> http.client.HTTPConnection:
+    return http.client.HTTPConnection("127.0.0.1", port, timeout=30)
 
 
 def load(port: int, path: str, cookie: str, clients: int, seconds: float) -> dict[str, float]:
@@ -66,19 +86,13 @@ def load(port: int, path: str, cookie: str, clients: int, seconds: float) -> dic
     stop = time.monotonic() + seconds
 
     def client(i: int) -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn = connect(port)
         while time.monotonic() < stop:
-            t = time.perf_counter()
-            try:
-                ok = request(conn, path, cookie) == 200
-            except (OSError, http.client.HTTPException):
-                ok = False
-                conn.close()
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-            if ok:
-                latencies[i].append(time.perf_counter() - t)
-            else:
+            took = request(conn, path, cookie)
+            if took is None:
                 errors[i] += 1
+            else:
+                latencies[i].append(took)
         conn.close()
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
@@ -97,24 +111,17 @@ def load(port: int, path: str, cookie: str, clients: int, seconds: float) -> dic
 
 def sequential(port: int, path: str, cookie: str, n: int, keep_alive: bool) -> tuple[float, int]:
     """p50 ms of ``n`` requests one after another, on one connection or each on a new one."""
-    times, errors = [], 0
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    times = []
+    conn = connect(port)
     for _ in range(n):
         if not keep_alive:
             conn.close()
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        t = time.perf_counter()
-        try:
-            ok = request(conn, path, cookie) == 200
-        except (OSError, http.client.HTTPException):
-            ok = False
-            conn.close()
-        if ok:
-            times.append(time.perf_counter() - t)
-        else:
-            errors += 1
+            conn = connect(port)
+        took = request(conn, path, cookie)
+        if took is not None:
+            times.append(took)
     conn.close()
-    return 1000 * statistics.median(times) if times else float("nan"), errors
+    return 1000 * statistics.median(times) if times else float("nan"), n - len(times)
 
 
 def login(port: int) -> str:
@@ -146,7 +153,8 @@ def wait_up(port: int, process: subprocess.Popen[bytes]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seconds", type=float, default=30)
+    ap.add_argument("--seconds", type=float, default=30, help="per cell and round")
+    ap.add_argument("--rounds", type=int, default=1, help="interleaved rounds (median)")
     ap.add_argument("--sequential", type=int, default=300, help="requests per latency figure")
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
@@ -174,34 +182,55 @@ def main() -> None:
         ).stdout  # fmt: skip
     )["items"][0]["id"]
     pages = {"overview": "/c/default/rsmq/", "message page": f"/c/default/rsmq/q/emails/m/{mid}/"}
-    rows, latency = [], []
+    ports = {name: free_port() for name in servers(0)}
+    processes = {}
     try:
-        port = free_port()
-        for name, argv in servers(port).items():
-            process = subprocess.Popen(
-                ["taskset", "-c", "0", *argv], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, start_new_session=True,
+        for name, port in ports.items():
+            processes[name] = subprocess.Popen(
+                ["taskset", "-c", "0", *servers(port)[name]], cwd=ROOT, env=env,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
             )  # fmt: skip
-            try:
-                wait_up(port, process)
-                cookie = login(port)
-                for page, path in pages.items():
-                    load(port, path, cookie, 4, 2)  # warm up every thread / worker
-                    for clients in (1, 8, 32):
-                        r = load(port, path, cookie, clients, args.seconds)
-                        rows.append((name, page, clients, r))
+        cookies = {}
+        for name, port in ports.items():
+            wait_up(port, processes[name])
+            cookies[name] = login(port)
+            for path in pages.values():
+                load(port, path, cookies[name], 4, 2)  # warm up every thread / worker
+        # Interleaved: each cell once per server per round, the median of the rounds, so
+        # the other load of a shared machine falls on every server alike.
+        cells: dict[tuple[str, str, int], list[dict[str, float]]] = {}
+        for _ in range(args.rounds):
+            for page, path in pages.items():
+                for clients in (1, 8, 32):
+                    for name, port in ports.items():
+                        r = load(port, path, cookies[name], clients, args.seconds)
+                        cells.setdefault((name, page, clients), []).append(r)
                         print(name, page, clients, r, flush=True)
-                path = pages["message page"]
-                ka, ka_err = sequential(port, path, cookie, args.sequential, True)
-                new, new_err = sequential(port, path, cookie, args.sequential, False)
-                latency.append((name, ka, new, ka_err + new_err))
-                print(name, "keep-alive", ka, "new", new, ka_err + new_err, flush=True)
-            finally:
-                os.killpg(process.pid, 15)
-                process.wait(30)
+        rows = [(*key, median_of(runs)) for key, runs in sorted(cells.items(), key=order)]
+        latency = []
+        path = pages["message page"]
+        for name, port in ports.items():
+            ka, ka_err = sequential(port, path, cookies[name], args.sequential, True)
+            new, new_err = sequential(port, path, cookies[name], args.sequential, False)
+            latency.append((name, ka, new, ka_err + new_err))
+            print(name, "keep-alive", ka, "new", new, ka_err + new_err, flush=True)
     finally:
+        for process in processes.values():
+            os.killpg(process.pid, 15)
+            process.wait(30)
         redis.stop()
     publish(report(rows, latency, args), args.write)
+
+
+def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {k: statistics.median(r[k] for r in runs) for k in runs[0]} | {
+        "errors": sum(r["errors"] for r in runs)
+    }
+
+
+def order(item: tuple[tuple[str, str, int], object]) -> tuple[int, str, int]:
+    (name, page, clients), _ = item
+    return list(servers(0)).index(name), page != "overview", clients
 
 
 def report(rows: list, latency: list, args: argparse.Namespace) -> str:  # type: ignore[type-arg]
@@ -209,7 +238,8 @@ def report(rows: list, latency: list, args: argparse.Namespace) -> str:  # type:
         "## Served console (`bench/serve.py`)",
         "",
         f"{describe()}; load average {os.getloadavg()[0]:.1f} at the end (a shared machine)."
-        f" {args.seconds:.0f} s per cell; servers and Redis on core 0, clients on core 1;"
+        f" {args.seconds:.0f} s per cell, median of {args.rounds} interleaved rounds (errors: the"
+        " sum); servers and Redis on core 0, clients on core 1;"
         " each client one keep-alive connection; DEBUG off, demo data, logged in as admin.",
         "",
         "| server | page | clients | requests/s | p50 ms | p99 ms | errors |",

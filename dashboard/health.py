@@ -24,6 +24,7 @@ from django.views.decorators.http import require_GET
 
 from .connections import connections, get_rsmq
 from .models import Snapshot
+from .templatetags.console import duration
 
 # When this process started: no snapshot at all is news only after a few intervals.
 STARTED = time.time()
@@ -54,16 +55,6 @@ def snapshot_lag() -> tuple[float | None, bool]:
     return age, age > limit
 
 
-def ago(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 90 * 60:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 48 * 3600:
-        return f"{seconds / 3600:.0f} h"
-    return f"{seconds / 86400:.0f} days"
-
-
 def snapshot_banner(request: HttpRequest) -> dict[str, Any]:
     """Context processor: ``snapshot_warning``, the banner's text, on logged-in pages."""
     if not request.user.is_authenticated:
@@ -77,7 +68,7 @@ def snapshot_banner(request: HttpRequest) -> dict[str, Any]:
     if age is None:
         text = "No snapshots yet — is the Celery worker running?"
     else:
-        text = f"Snapshots stopped {ago(age)} ago — is the Celery worker running?"
+        text = f"Snapshots stopped {duration(age)} ago — is the Celery worker running?"
     return {"snapshot_warning": text}
 
 
