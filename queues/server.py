@@ -9,8 +9,11 @@ is missing), so a fresh clone needs nothing installed by hand.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -18,6 +21,16 @@ import time
 from pathlib import Path
 
 import redis
+
+
+def die_with_parent() -> None:
+    """For ``preexec_fn``: on Linux, the child gets SIGTERM when its parent dies, however it
+    dies (kill -9 included), so a child in a process group of its own is never orphaned."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the parent's own shutdown is all there is
 
 
 def redis_server_binary() -> str:
@@ -152,7 +165,9 @@ class EmbeddedRedis:
         else:
             args += ["--save", "", "--appendonly", "no"]
         args += self.extra_args
-        self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, start_new_session=True)
+        self.process = subprocess.Popen(
+            args, stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with_parent
+        )
         client = redis.Redis(port=self.port, socket_connect_timeout=0.2)
         deadline = time.monotonic() + timeout
         while True:

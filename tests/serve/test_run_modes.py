@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,18 @@ def test_the_embedded_redis_seeds_the_first_of_several_namespaces(clone: Path) -
     finally:
         assert console.stop() == 0
     assert processes_in(clone) == []
+
+
+def test_run_killed_with_sigkill_leaves_no_orphan(clone: Path) -> None:
+    console = start(clone, log_name="kill9.log")
+    try:
+        console.wait_ready()
+        assert len(processes_in(clone)) >= 5
+        console.process.kill()  # ./run itself, no chance to stop anything
+        console.process.wait()
+        deadline = time.monotonic() + 30
+        while processes_in(clone) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert processes_in(clone) == [], [p.cmdline() for p in processes_in(clone)]
+    finally:
+        console.stop()

@@ -36,7 +36,13 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from dashboard import demo
 from queues import RedisSMQ
-from queues.server import EMBEDDED_PORT, URL_FILE, EmbeddedRedis, port_is_free
+from queues.server import (
+    EMBEDDED_PORT,
+    URL_FILE,
+    EmbeddedRedis,
+    die_with_parent,
+    port_is_free,
+)
 from queues.urls import redacted
 
 from .demo import DEMO_PASSWORD, DEMO_USER, ensure_demo_login
@@ -115,8 +121,9 @@ def spawn(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
     # A group of its own: a terminal's Ctrl-C reaches only this process, which stops the
     # children in order; and a child is stopped with everything it started.
     return subprocess.Popen(
-        argv, cwd=settings.BASE_DIR, env=env, stdin=subprocess.DEVNULL, start_new_session=True
-    )
+        argv, cwd=settings.BASE_DIR, env=env, stdin=subprocess.DEVNULL, start_new_session=True,
+        preexec_fn=die_with_parent,  # and never orphaned, even if this process is killed -9
+    )  # fmt: skip
 
 
 class Command(BaseCommand):
