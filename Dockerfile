@@ -19,8 +19,8 @@ RUN useradd --uid 185 --create-home console && mkdir -p /data && chown console /
 USER console
 
 EXPOSE 8000
-# gunicorn, threads in two processes (bench/serve.py); --preload: a refused setting (no
+# gunicorn, 2 threads in each of 4 processes (bench/serve.py); --preload: a refused setting (no
 # SECRET_KEY with DEBUG off) stops it at once, in one line.
 CMD ["gunicorn", "dashboard.wsgi:application", "--bind", "0.0.0.0:8000", \
-     "--worker-class", "gthread", "--workers", "2", "--threads", "8", "--preload", \
+     "--worker-class", "gthread", "--workers", "4", "--threads", "2", "--preload", \
      "--graceful-timeout", "10", "--no-control-socket"]

@@ -260,6 +260,13 @@ def report(rows: list, latency: list, args: argparse.Namespace) -> str:  # type:
     ]
     for name, ka, new, errors in latency:
         out.append(f"| {name} | {ka:.1f} | {new:.1f} | {ka - new:+.1f} ms | {errors} |")
+    out += [
+        "",
+        'runserver\'s errors are 503s "Too many connections": it starts a thread per connection'
+        " and queues/client.py keeps one Redis connection per thread that its pool never gets"
+        " back, so after 100 connections every page fails (the leak of issue 9, fixed on the"
+        " core branch). The gunicorn and granian pools have a fixed number of threads.",
+    ]
     return "\n".join(out)
 
 

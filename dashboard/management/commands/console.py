@@ -149,8 +149,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--redis-port", type=int, default=EMBEDDED_PORT, help="the embedded Redis's port"
         )
-        parser.add_argument("--workers", type=int, default=2, help="web server processes")
-        parser.add_argument("--threads", type=int, default=8, help="threads per web process")
+        parser.add_argument("--workers", type=int, default=4, help="web server processes")
+        parser.add_argument("--threads", type=int, default=2, help="threads per web process")
 
     def handle(self, *args: Any, **options: Any) -> None:
         self.stopping = False
@@ -379,7 +379,7 @@ def web_argv(host: str, port: int, options: dict[str, Any]) -> list[str]:
         return [sys.executable, "manage.py", "runserver", f"[{host}]:{port}" if ":" in host
                 else f"{host}:{port}"]  # fmt: skip
     bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    # gunicorn, threads in a few processes (bench/serve.py measured why); --preload: the
+    # gunicorn, 2 threads in each of 4 processes (bench/serve.py, bench/RESULTS.md); --preload: the
     # app loads once, and a refused setting (SECRET_KEY) stops the master in one line.
     return [
         sys.executable, "-m", "gunicorn", "dashboard.wsgi:application",
