@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import dj_database_url
+
+from queues.server import default_redis_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("RSMQ_DATA_DIR", BASE_DIR / ".data"))
@@ -17,11 +20,37 @@ def env_bool(name: str, default: bool = False) -> bool:
     return os.environ.get(name, str(default)).strip().lower() in {"1", "true", "yes", "on"}
 
 
+# Under pytest (the test client; a served process never imports it).
+TESTING = "pytest" in sys.modules
+
+
+def env_list(name: str, default: str = "") -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
 DEBUG = env_bool("DEBUG")
-# The fallback is for a laptop; `manage.py check --deploy` flags it (W009) in production.
-SECRET_KEY = os.environ.get("SECRET_KEY") or "django-insecure-rsmq-console-dev-only-key"
-ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1").split(",") if h]
-CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+# The fallback is for a laptop: served with DEBUG off, dashboard/wsgi.py refuses it, and
+# `manage.py check --deploy` flags it (W009). ./run on its embedded Redis makes a key of
+# its own in the data dir.
+INSECURE_SECRET_KEY = "django-insecure-rsmq-console-dev-only-key"
+SECRET_KEY = os.environ.get("SECRET_KEY") or INSECURE_SECRET_KEY
+# The names the console answers to; the loopback names always (healthchecks in a container).
+ALLOWED_HOSTS = [*env_list("ALLOWED_HOSTS"), "localhost", "127.0.0.1", "[::1]"]
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
+
+# -- Production, behind HTTPS (README: "Production"); all off by default -------------------
+# "X-Forwarded-Proto": the proxy in front says the request came over HTTPS.
+_proxy_header = os.environ.get("SECURE_PROXY_SSL_HEADER", "").strip()
+if _proxy_header:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _proxy_header.upper().replace("-", "_"), "https")
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT")
+# Probes ask over plain HTTP from inside: they get an answer, not a redirect.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE")
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE")
+SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "0"))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS")
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -38,6 +67,11 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files, before anything else looks at the request: hashed names cached for a
+    # year, served pre-compressed (gzip and brotli, made by collectstatic).
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    # HTML, JSON and /metrics gzipped (a /metrics scrape: 938 KB → about 50 KB).
+    "django.middleware.gzip.GZipMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -62,6 +96,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "dashboard.context_processors.console",
+                "dashboard.health.snapshot_banner",
             ],
         },
     }
@@ -88,15 +123,26 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = DATA_DIR / "staticfiles"
+STATIC_ROOT = Path(os.environ.get("RSMQ_STATIC_ROOT", DATA_DIR / "staticfiles"))
+# Hashed, compressed names need `collectstatic` first (./run and the image run it); the
+# test client renders pages without it, with plain names.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if TESTING
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
 
 # -- RSMQ ------------------------------------------------------------------------
-# RSMQ_REDIS_URL unset: `manage.py console` starts the embedded redis-server and sets it.
-RSMQ_REDIS_URL = os.environ.get("RSMQ_REDIS_URL", "redis://127.0.0.1:6379/0")
+# RSMQ_REDIS_URL unset: `manage.py console` starts the embedded redis-server and sets it;
+# other commands find that one (queues.server.default_redis_url).
+RSMQ_REDIS_URL = default_redis_url(quiet=TESTING or sys.argv[1:2] == ["console"])
 RSMQ_NAMESPACE = os.environ.get("RSMQ_NAMESPACE", "rsmq")
 # Seconds a Redis call may take before a page gives up with a 503.
 RSMQ_SOCKET_TIMEOUT = float(os.environ.get("RSMQ_SOCKET_TIMEOUT", "3"))

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from . import api, metrics
+from . import api, health, metrics
 from .views import audit, message, overview, preferences, queue, queue_actions
 
 place_patterns = [
@@ -29,6 +29,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("c/<slug:conn>/<str:ns>/", include(place_patterns)),
     path("metrics", metrics.metrics, name="rsmq-metrics"),
+    path("healthz", health.healthz, name="rsmq-healthz"),
+    path("readyz", health.readyz, name="rsmq-readyz"),
     # The short form reads the first connection's first namespace.
     path("api/", include(api_patterns)),
     path("api/c/<slug:conn>/<str:ns>/", include(api_patterns)),

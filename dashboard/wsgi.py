@@ -1,6 +1,26 @@
-import os
+"""The WSGI application that gunicorn (./run, the image) or any WSGI server serves."""
 
+from __future__ import annotations
+
+import os
+import sys
+
+from django.conf import settings
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+
+
+def refuse_insecure_key() -> None:
+    """Served with DEBUG off, the key that signs sessions must not be the one in the code."""
+    if not settings.DEBUG and settings.SECRET_KEY == settings.INSECURE_SECRET_KEY:
+        print(
+            "RSMQ Console: DEBUG is off and SECRET_KEY is unset (the built-in key signs "
+            "nobody's sessions in production): set SECRET_KEY, or DEBUG=1 on a laptop",
+            file=sys.stderr,
+        )
+        sys.exit(1)
+
+
+refuse_insecure_key()
 application = get_wsgi_application()

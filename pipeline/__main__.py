@@ -14,17 +14,22 @@ import json
 import sys
 from pathlib import Path
 
+from queues.server import default_redis_url
+
 from .spark import java_problem
 
 
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m pipeline", description=__doc__.split("\n")[0])
-    ap.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
-    ap.add_argument("--log-level", default="WARN", help="Spark's log level (default WARN)")
-    ap.add_argument("--ui", action="store_true", help="start the Spark web UI")
+    common(ap, default=None)
     jobs = ap.add_subparsers(dest="job", required=True)
+    # The same options after the job's name too (`rollups --master URL`): not given there,
+    # they keep what was given before it.
+    after = common(argparse.ArgumentParser(add_help=False), default=argparse.SUPPRESS)
 
-    r = jobs.add_parser("rollups", help="the snapshot lake into rollups and anomaly flags")
+    r = jobs.add_parser(
+        "rollups", parents=[after], help="the snapshot lake into rollups and anomaly flags"
+    )
     r.add_argument("--lake", type=Path, required=True, help="the snapshot lake folder")
     r.add_argument("--out", type=Path, required=True, help="where the results go")
     r.add_argument("--full", action="store_true", help="roll everything up again from scratch")
@@ -40,8 +45,12 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--storm-min-rate", type=float, default=1.0)
     r.add_argument("--storm-intervals", type=int, default=3)
 
-    c = jobs.add_parser("census", help="every message of a namespace, straight from Redis")
-    c.add_argument("--url", required=True, help="the Redis holding the queues")
+    c = jobs.add_parser(
+        "census", parents=[after], help="every message of a namespace, straight from Redis"
+    )
+    c.add_argument(
+        "--url", help="the Redis holding the queues (default: RSMQ_REDIS_URL or ./run's)"
+    )
     c.add_argument("--namespace", default="rsmq")
     c.add_argument("--connection", default="default", help="the name results are filed under")
     c.add_argument("--queues", help="comma-separated queue names (default: all)")
@@ -50,6 +59,13 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--top", type=int, default=20, help="poison candidates kept per queue")
     c.add_argument("--partition-size", type=int, default=50_000)
     c.add_argument("--body", action="store_true", help="read message bodies too")
+    return ap
+
+
+def common(ap: argparse.ArgumentParser, default: object) -> argparse.ArgumentParser:
+    ap.add_argument("--master", default=default, help="Spark master URL (default local[*])")
+    ap.add_argument("--log-level", default=default, help="Spark's log level (default WARN)")
+    ap.add_argument("--ui", action="store_true", default=default, help="start the Spark web UI")
     return ap
 
 
@@ -73,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     from .anomalies import Rules
     from .spark import session
 
-    spark = session(args.master, log_level=args.log_level, ui=args.ui)
+    spark = session(args.master or "local[*]", log_level=args.log_level or "WARN", ui=bool(args.ui))
     try:
         if args.job == "rollups":
             rules = Rules(
@@ -90,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
             ).as_dict()
         else:
             queues = tuple(q for q in args.queues.split(",") if q) if args.queues else None
-            target = jobs.Target(args.connection, args.url, args.namespace, queues)
+            url = args.url or default_redis_url()
+            target = jobs.Target(args.connection, url, args.namespace, queues)
             result = jobs.run_census(
                 spark, [target], args.out, min_rc=args.min_rc, top=args.top, body=args.body,
                 partition_size=args.partition_size,

