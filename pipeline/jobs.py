@@ -7,6 +7,8 @@ Output, under one folder (``out``):
     census/<part>/*.parquet                               summary, histograms, poison
     _state.json                                           the rollups' watermark
 
+(pipeline/results.py knows these paths, and reads them for the console.)
+
 **Incremental and idempotent rollups.** The state names every lake file already rolled
 up. A run rolls up the days that got new files — late ones included, whatever their
 date — and the day after each (its first interval starts in the day before), reading
@@ -29,9 +31,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from . import anomalies, census, lake, rollups, source
-
-STATE = "_state.json"
+from . import anomalies, census, lake, results, rollups, source
 
 
 @dataclass
@@ -58,15 +58,17 @@ class RollupRun:
 
 def _load_state(out: Path) -> dict[str, object]:
     try:
-        return json.loads((out / STATE).read_text())
+        state: dict[str, object] = json.loads(results.state_file(out).read_text())
+        return state
     except FileNotFoundError:
         return {"files": {}, "watermark": None}
 
 
 def _save_state(out: Path, state: dict[str, object]) -> None:
-    tmp = out / f".{STATE}.tmp"
+    final = results.state_file(out)
+    tmp = final.with_name(f".{final.name}.tmp")
     tmp.write_text(json.dumps(state, sort_keys=True))
-    os.replace(tmp, out / STATE)
+    os.replace(tmp, final)
 
 
 def run_rollups(
@@ -101,7 +103,7 @@ def run_rollups(
     rows = rollups.rollups(snapshots).where(F.col("date").isin(*(F.lit(d) for d in sorted(days))))
     rows = rows.observe(made, F.count(F.lit(1)).alias("rows"))
 
-    target = out / "rollups"
+    target = results.rollups_dir(out)
     if full and target.exists():
         shutil.rmtree(target)
     # Dynamic partition overwrite (pipeline/spark.py): only these days' partitions change.
@@ -124,23 +126,20 @@ def _write_flags(
     spark: SparkSession, out: Path, rules: anomalies.Rules, days: int
 ) -> tuple[int, int]:
     """Flags over the last ``days`` days of minute rollups, replacing the previous ones."""
-    minute_days = sorted(
-        dt.date.fromisoformat(p.name.removeprefix("date="))
-        for p in (out / "rollups" / "grain=minute").glob("date=*")
-    )
+    minute_days = results.days(out, "minute")
     if not minute_days:
         return 0, 0
     since = minute_days[-1] - dt.timedelta(days=days - 1)
     minutes = (
         spark.read.schema(rollups.schema(spark))
-        .parquet(str(out / "rollups"))
+        .parquet(str(results.rollups_dir(out)))
         .where((F.col("grain") == "minute") & (F.col("date") >= F.lit(since)))
     )
     counted = Observation("flags")
     flags = anomalies.flags(minutes, rules).observe(
         counted, F.count(F.lit(1)).alias("flags"), F.count_if(F.col("end").isNull()).alias("open")
     )
-    flags.coalesce(1).write.mode("overwrite").parquet(str(out / "flags"))
+    flags.coalesce(1).write.mode("overwrite").parquet(str(results.flags_dir(out)))
     return counted.get["flags"], counted.get["open"]
 
 
@@ -203,14 +202,14 @@ def run_census(
     ).persist()
     queues, poison = Observation("summary"), Observation("poison")
     count = F.count(F.lit(1)).alias("rows")
-    results = {
+    frames = {
         "summary": census.summary(messages).observe(queues, count, F.sum("messages").alias("n")),
         "histograms": census.histograms(messages),
         "poison": census.poison(messages, min_rc, top).observe(poison, count),
     }
     try:
-        for name, frame in results.items():
-            frame.coalesce(1).write.mode("overwrite").parquet(str(out / "census" / name))
+        for name, frame in frames.items():
+            frame.coalesce(1).write.mode("overwrite").parquet(str(results.census_dir(out, name)))
     finally:
         messages.unpersist()
     return CensusRun(queues.get["rows"], queues.get["n"] or 0, poison.get["rows"])

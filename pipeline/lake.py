@@ -1,41 +1,55 @@
-"""The snapshot lake as the pipeline reads it: Parquet files in Hive-style
-``date=YYYY-MM-DD`` folders, written whole by the console's snapshot task
-(dashboard/lake.py, whose SCHEMA this mirrors) and never changed afterwards.
+"""The snapshot lake, the one contract between its writer (the console's snapshot task,
+dashboard/lake.py) and its reader (the pipeline): Parquet files in Hive-style
+``date=YYYY-MM-DD`` folders with the columns of ``SCHEMA``.
+
+``SCHEMA`` (pyarrow) is the one definition; Spark's schema is derived from it when a job
+asks (``spark_schema()``), so that the console, which writes the lake, imports neither
+pyspark nor a JVM.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import (
-    DoubleType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+import pyarrow as pa
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 PARTITION = "date="
 
-SNAPSHOTS = StructType(
+SCHEMA = pa.schema(
     [
-        StructField("connection", StringType()),
-        StructField("namespace", StringType()),
-        StructField("queue", StringType()),
-        StructField("taken_at", TimestampType()),  # the Redis server's TIME
-        StructField("msgs", LongType()),
-        StructField("hiddenmsgs", LongType()),
-        StructField("inflight", LongType()),
-        StructField("delayed", LongType()),
-        StructField("totalsent", LongType()),
-        StructField("totalrecv", LongType()),
-        StructField("oldest_age", DoubleType()),  # s; null: no visible message
-        StructField("created", LongType()),  # epoch s: a change = the counters were reset
+        ("connection", pa.string()),
+        ("namespace", pa.string()),
+        ("queue", pa.string()),
+        ("taken_at", pa.timestamp("ms", tz="UTC")),  # the Redis server's TIME
+        ("msgs", pa.int64()),
+        ("hiddenmsgs", pa.int64()),
+        ("inflight", pa.int64()),
+        ("delayed", pa.int64()),
+        ("totalsent", pa.int64()),
+        ("totalrecv", pa.int64()),
+        ("oldest_age", pa.float64()),  # seconds; null: no visible message
+        ("created", pa.int64()),  # the queue's creation, epoch s: a change = counters reset
     ]
 )
+
+
+@cache
+def spark_schema() -> StructType:
+    """``SCHEMA`` as Spark types (timestamps as Spark's UTC instants)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(SCHEMA)
+
+
+def folder(lake_dir: Path, day: dt.date) -> Path:
+    return lake_dir / f"{PARTITION}{day.isoformat()}"
 
 
 def files(lake_dir: Path) -> dict[dt.date, list[str]]:
@@ -44,16 +58,16 @@ def files(lake_dir: Path) -> dict[dt.date, list[str]]:
     found: dict[dt.date, list[str]] = {}
     if not lake_dir.is_dir():
         return found
-    for folder in lake_dir.iterdir():
-        if not (folder.is_dir() and folder.name.startswith(PARTITION)):
+    for entry in lake_dir.iterdir():
+        if not (entry.is_dir() and entry.name.startswith(PARTITION)):
             continue
         try:
-            day = dt.date.fromisoformat(folder.name.removeprefix(PARTITION))
+            day = dt.date.fromisoformat(entry.name.removeprefix(PARTITION))
         except ValueError:
             continue
         names = sorted(
             f.name
-            for f in folder.iterdir()
+            for f in entry.iterdir()
             if f.suffix == ".parquet" and not f.name.startswith((".", "_")) and f.is_file()
         )
         if names:
@@ -62,12 +76,12 @@ def files(lake_dir: Path) -> dict[dt.date, list[str]]:
 
 
 def path(lake_dir: Path, day: dt.date, name: str) -> str:
-    return str(lake_dir / f"{PARTITION}{day.isoformat()}" / name)
+    return str(folder(lake_dir, day) / name)
 
 
 def read(spark: SparkSession, lake_dir: Path, days: dict[dt.date, list[str]]) -> DataFrame:
     """The snapshots of the given files (by day), with the lake's schema."""
     paths = [path(lake_dir, day, name) for day, names in days.items() for name in names]
     if not paths:
-        return spark.createDataFrame([], SNAPSHOTS)
-    return spark.read.schema(SNAPSHOTS).parquet(*paths)
+        return spark.createDataFrame([], spark_schema())
+    return spark.read.schema(spark_schema()).parquet(*paths)

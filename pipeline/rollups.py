@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window, WindowSpec
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from .lake import SNAPSHOTS
+from . import lake
 
 KEY = ["connection", "namespace", "queue"]
 MINUTE = 60_000
@@ -83,7 +83,7 @@ def _growth(counter: str, reset: Column) -> Column:
     )
 
 
-def _by_queue() -> Window:
+def _by_queue() -> WindowSpec:
     return Window.partitionBy(*KEY).orderBy("at")
 
 
@@ -158,7 +158,7 @@ def _per_second(count: str) -> Column:
 
 def schema(spark: SparkSession) -> StructType:
     """The rollups' columns and types (to read them back without looking at the files)."""
-    return rollups(spark.createDataFrame([], SNAPSHOTS)).schema
+    return rollups(spark.createDataFrame([], lake.spark_schema())).schema
 
 
 def rollups(snapshots: DataFrame) -> DataFrame:
