@@ -2,10 +2,11 @@
 (``jobs.py`` asks here), and the typed rows the console loads (``dashboard/pipeline_runs``
 reads them here). Plain pyarrow: reading results starts no Spark.
 
-    rollups/grain=minute|hour/date=YYYY-MM-DD/*.parquet   per queue per bucket
-    flags/*.parquet                                       anomaly episodes
-    census/summary|histograms|poison/*.parquet            the last census
-    _state.json                                           the rollups' state
+    rollups/grain=minute/date=YYYY-MM-DD/hour=H/*.parquet   per queue per minute
+    rollups/grain=hour/date=YYYY-MM-DD/*.parquet            per queue per hour
+    flags/flags.parquet                                     anomaly episodes
+    census/summary|histograms|poison/*.parquet              the last census
+    _state.json                                             the rollups' state
 """
 
 from __future__ import annotations
@@ -171,7 +172,7 @@ class CensusQueue:
 
 
 def buckets(out: Path, grain: str, day: dt.date) -> list[Bucket]:
-    """The rollups of one grain and day."""
+    """The rollups of one grain and day (in no particular order)."""
     names = Bucket.__dataclass_fields__
     return [Bucket(**{k: r[k] for k in names}) for r in _rows(day_dir(out, grain, day))]
 

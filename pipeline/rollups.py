@@ -57,14 +57,22 @@ ROLLUP_COLUMNS = [
 ]
 
 
+# Snapshots of a queue in a total order: by time, then (two at one instant) by every
+# other column, the highest first. Which of two readings at one instant counts never
+# depends on how the files were laid out.
+TIE_BREAK = ("totalsent", "totalrecv", "created", "msgs", "hiddenmsgs", "inflight", "delayed",
+             "oldest_age")  # fmt: skip
+
+
+def in_order() -> list[Column]:
+    return [F.col("taken_at"), *(F.col(c).desc_nulls_last() for c in TIE_BREAK)]
+
+
 def deduplicated(snapshots: DataFrame) -> DataFrame:
     """One snapshot per queue and instant (the file read twice, the same reading stored
-    twice): the one with the highest counters, so that the choice never depends on order.
-    Partitioned by queue like ``intervals``' window, so both share one shuffle."""
-    w = Window.partitionBy(*KEY).orderBy(
-        "taken_at",
-        *(F.col(c).desc_nulls_last() for c in ("totalsent", "totalrecv", "created", "msgs")),
-    )
+    twice): the first in ``in_order()``. Partitioned by queue like ``intervals``' window,
+    so both share one shuffle."""
+    w = Window.partitionBy(*KEY).orderBy(*in_order())
     before = F.lag("taken_at").over(w)
     return (
         snapshots.withColumn("_before", before)
