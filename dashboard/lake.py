@@ -3,7 +3,8 @@
     RSMQ_LAKE_DIR/date=2026-11-21/1763683200000-<uuid>.parquet
 
 One file per snapshot run and day (Hive-style ``date=`` partitions: Spark and pyarrow
-read ``date`` as a column). Files appear whole (written under a dot name, then renamed:
+read ``date`` as a column), with the columns of the lake's one contract,
+``pipeline.lake.SCHEMA``. Files appear whole (written under a dot name, then renamed:
 readers skip dot files), and are never changed; retention removes whole days.
 """
 
@@ -19,26 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-SCHEMA = pa.schema(
-    [
-        ("connection", pa.string()),
-        ("namespace", pa.string()),
-        ("queue", pa.string()),
-        ("taken_at", pa.timestamp("ms", tz="UTC")),  # the Redis server's TIME
-        ("msgs", pa.int64()),
-        ("hiddenmsgs", pa.int64()),
-        ("inflight", pa.int64()),
-        ("delayed", pa.int64()),
-        ("totalsent", pa.int64()),
-        ("totalrecv", pa.int64()),
-        ("oldest_age", pa.float64()),  # seconds; null: no visible message
-        ("created", pa.int64()),  # the queue's creation, epoch s: a change = counters reset
-    ]
-)
-PARTITION = "date="
+from pipeline.lake import PARTITION, SCHEMA, folder
 
 
 def _day(ms: int) -> dt.date:
@@ -54,11 +38,11 @@ def append(lake_dir: Path, rows: Sequence[Mapping[str, Any]]) -> list[Path]:
     written: list[Path] = []
     try:
         for day, day_rows in sorted(by_day.items()):
-            folder = lake_dir / f"{PARTITION}{day.isoformat()}"
-            folder.mkdir(parents=True, exist_ok=True)
+            where = folder(lake_dir, day)
+            where.mkdir(parents=True, exist_ok=True)
             first = min(r["taken_at"] for r in day_rows)
-            path = folder / f"{first}-{uuid.uuid4().hex}.parquet"
-            tmp = folder / f".{path.name}.tmp"
+            path = where / f"{first}-{uuid.uuid4().hex}.parquet"
+            tmp = where / f".{path.name}.tmp"
             table = pa.Table.from_pylist(list(day_rows), schema=SCHEMA)
             pq.write_table(table, tmp, compression="zstd")
             os.replace(tmp, path)
@@ -88,16 +72,5 @@ def prune(lake_dir: Path, before: dt.datetime) -> list[dt.date]:
     """Remove the days that end before ``before``: a day goes once all of it is older."""
     gone = [day for day in days(lake_dir) if day < before.astimezone(dt.UTC).date()]
     for day in gone:
-        shutil.rmtree(lake_dir / f"{PARTITION}{day.isoformat()}")
+        shutil.rmtree(folder(lake_dir, day))
     return gone
-
-
-def read(lake_dir: Path) -> pa.Table:
-    """The whole lake as one table, with its ``date`` partition column."""
-    return ds.dataset(
-        lake_dir, format="parquet", partitioning="hive", schema=_with_date()
-    ).to_table()
-
-
-def _with_date() -> pa.Schema:
-    return SCHEMA.append(pa.field("date", pa.date32()))

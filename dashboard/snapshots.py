@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 import redis
@@ -15,12 +14,13 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from pipeline.lake import SCHEMA
 from queues import RsmqError
-from queues.locks import job_lock
+from queues.locks import Busy
 from queues.models import QueueStats
 from queues.urls import redacted
 
-from . import lake
+from . import lake, locks
 from .connections import Connection, connections, get_rsmq
 from .models import Snapshot
 
@@ -45,30 +45,17 @@ def lock_timeout() -> float:
     return max(60.0, 6 * settings.RSMQ_SNAPSHOT_INTERVAL)
 
 
-@lru_cache(maxsize=4)
-def _broker(url: str) -> redis.Redis:
-    # One client (and its connections) per worker process, not a new handshake per run.
-    return redis.Redis.from_url(url, socket_timeout=5)
-
-
-def snapshot_lock() -> redis.lock.Lock:
-    """The lock every snapshot run takes, in the broker's Redis (shared by all workers)."""
-    return job_lock(_broker(settings.CELERY_BROKER_URL), "snapshot", lock_timeout())
+LOCK = "snapshot"
 
 
 def take() -> Run:
     """Read every configured namespace once and store the rows; never two at a time."""
-    lock = snapshot_lock()
-    if not lock.acquire():
+    try:
+        with locks.only_one(LOCK, lock_timeout()):
+            return _take()
+    except Busy:
         log.warning("snapshot skipped: another one is still running")
         return Run(locked=True)
-    try:
-        return _take()
-    finally:
-        try:
-            lock.release()
-        except redis.exceptions.LockNotOwnedError:
-            log.warning("snapshot took longer than its lock (%.0f s)", lock_timeout())
 
 
 def _take() -> Run:
@@ -94,20 +81,22 @@ def _take() -> Run:
     return run
 
 
+# A snapshot's columns under QueueStats.as_dict()'s names (the others are the same).
+FROM_STATS = {"queue": "name", "taken_at": "now", "hiddenmsgs": "hidden"}
+COLUMNS = ("queue", "taken_at", "msgs", "hiddenmsgs", "inflight", "delayed", "totalsent",
+           "totalrecv", "oldest_age", "created")  # fmt: skip
+
+
 def _rows(conn: Connection, ns: str, stats: list[QueueStats]) -> list[Snapshot]:
-    return [
-        Snapshot(
-            connection=conn.name, namespace=ns, queue=s.qname,
-            taken_at=s.now,
-            msgs=s.msgs, hiddenmsgs=s.hidden, inflight=s.inflight, delayed=s.delayed,
-            totalsent=s.totalsent, totalrecv=s.totalrecv, oldest_age=s.oldest_age,
-            created=s.created,
-        )
-        for s in stats
-    ]  # fmt: skip
+    rows = []
+    for s in stats:
+        d = s.as_dict()
+        counts = {c: d[FROM_STATS.get(c, c)] for c in COLUMNS}
+        rows.append(Snapshot(connection=conn.name, namespace=ns, **counts))
+    return rows
 
 
-LAKE_FIELDS = lake.SCHEMA.names
+LAKE_FIELDS = SCHEMA.names
 
 
 def store(rows: list[Snapshot]) -> list[Path]:

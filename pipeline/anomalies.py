@@ -15,8 +15,9 @@ that triggered it.
 
 Minutes are consecutive when they follow each other without a missing minute: a gap in
 the snapshots ends a run. An episode is open while it reaches its queue's newest minute
-and that minute is at most ``open_grace`` minutes behind the newest of its namespace
-(a queue no longer snapshotted, deleted, closes its episodes).
+and that minute is at most ``open_grace`` minutes behind the lake's newest (a queue no
+longer snapshotted, deleted, or of a connection no longer snapshotted, closes its
+episodes), and then ends where its last minute ends.
 """
 
 from __future__ import annotations
@@ -64,8 +65,9 @@ def _figures() -> dict[str, dict[str, Column]]:
     }
 
 
-def flags(minutes: DataFrame, rules: Rules = Rules()) -> DataFrame:
-    """Every rule's episodes over minute rollups (``rollups.rollup(...)``).
+def flags(minutes: DataFrame, rules: Rules = Rules(), newest: int | None = None) -> DataFrame:
+    """Every rule's episodes over minute rollups (``rollups.rollup(...)``); ``newest``:
+    the lake's newest minute (epoch ms; default: the newest of ``minutes``).
 
     One pass: each minute becomes one row per rule (hit or not), runs are numbered per
     queue and rule (gaps and islands: a run starts at a hit whose minute before was no
@@ -78,8 +80,12 @@ def flags(minutes: DataFrame, rules: Rules = Rules()) -> DataFrame:
         .withColumn("prev_backlog", F.lag("backlog_last").over(w))
         .withColumn("follows", (F.col("bucket") - F.lag("bucket").over(w)) == MINUTE)
         .withColumn("queue_newest", F.max("bucket").over(by_queue))
-        .withColumn("ns_newest", F.max("bucket").over(Window.partitionBy(*KEY[:2])))
     )
+    if newest is None:
+        lake = minutes.agg(F.max(F.unix_millis("bucket_start")).alias("lake_newest"))
+        rows = rows.crossJoin(F.broadcast(lake))
+    else:
+        rows = rows.withColumn("lake_newest", F.lit(newest))
     rows = _with_slo(rows, rules)
     follows = F.coalesce(F.col("follows"), F.lit(False))
     shrank = follows & (F.col("backlog_last") < F.col("prev_backlog"))
@@ -125,7 +131,7 @@ def flags(minutes: DataFrame, rules: Rules = Rules()) -> DataFrame:
         F.max("bucket").alias("last"),
         F.count("*").alias("intervals"),
         F.max("queue_newest").alias("queue_newest"),
-        F.max("ns_newest").alias("ns_newest"),
+        F.max("lake_newest").alias("lake_newest"),
         *(agg.alias(name) for name, agg in figures.items()),
     )
     long_enough = F.col("intervals") >= F.coalesce(
@@ -141,7 +147,7 @@ def flags(minutes: DataFrame, rules: Rules = Rules()) -> DataFrame:
         )
     )
     is_open = (F.col("last") == F.col("queue_newest")) & (
-        F.col("queue_newest") >= F.col("ns_newest") - rules.open_grace * MINUTE
+        F.col("queue_newest") >= F.col("lake_newest") - rules.open_grace * MINUTE
     )
     return (
         episodes.where(long_enough)

@@ -14,37 +14,9 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-KEY = ["connection", "namespace", "queue"]
+from .results import HISTOGRAMS
 
-# Histogram bins: (label, upper bound, exclusive); the last bin has none.
-AGE_BINS: Sequence[tuple[str, float | None]] = (
-    ("< 1 min", 60),
-    ("1–5 min", 300),
-    ("5–15 min", 900),
-    ("15 min–1 h", 3600),
-    ("1–6 h", 6 * 3600),
-    ("6–24 h", 86_400),
-    ("1–7 days", 7 * 86_400),
-    ("> 7 days", None),
-)
-SIZE_BINS: Sequence[tuple[str, float | None]] = (
-    ("< 100 B", 100),
-    ("100 B–1 KB", 1024),
-    ("1–10 KB", 10 * 1024),
-    ("10–64 KB", 64 * 1024),
-    ("> 64 KB", None),
-)
-RC_BINS: Sequence[tuple[str, float | None]] = (
-    ("0", 1),
-    ("1", 2),
-    ("2", 3),
-    ("3", 4),
-    ("4", 5),
-    ("5–9", 10),
-    ("10–99", 100),
-    ("100+", None),
-)
-HISTOGRAMS = {"rc": RC_BINS, "age": AGE_BINS, "size": SIZE_BINS}
+KEY = ["connection", "namespace", "queue"]
 
 
 def with_state(messages: DataFrame) -> DataFrame:

@@ -1,37 +1,59 @@
 """The jobs: read, transform (rollups.py, anomalies.py, census.py), write Parquet.
 
-Output, under one folder (``out``):
+Output, under one folder (``out``; pipeline/results.py knows the layout and reads it for
+the console):
 
-    rollups/grain=minute|hour/date=YYYY-MM-DD/*.parquet   per queue per bucket
-    flags/*.parquet                                       anomaly episodes
-    census/<part>/*.parquet                               summary, histograms, poison
-    _state.json                                           the rollups' watermark
+    rollups/grain=minute/date=YYYY-MM-DD/hour=H/*.parquet   per queue per minute
+    rollups/grain=hour/date=YYYY-MM-DD/*.parquet            per queue per hour
+    flags/flags.parquet                                     anomaly episodes
+    census/<part>/*.parquet                                 summary, histograms, poison
+    _state.json                                             the rollups' state (state.py)
 
-**Incremental and idempotent rollups.** The state names every lake file already rolled
-up. A run rolls up the days that got new files — late ones included, whatever their
-date — and the day after each (its first interval starts in the day before), reading
-one more day back for those intervals, and replaces exactly those days' partitions.
-A run with nothing new changes nothing; a run from scratch (``full``) writes the same
-rows as any sequence of incremental runs over the same files. The state is written
-last, so a run that fails half-way is simply done again by the next one.
+**Incremental rollups that cost what is new.** A run reads the lake files it has not
+rolled up yet. Each queue in them is redone from the start of the hour of its first new
+snapshot (``start``), from the snapshot before that hour, which the state keeps (a new
+snapshot after the queue's last: its last; one in the last's hour: the one before that
+hour; an older, late one: looked up in the lake), and the rolled-up snapshots from
+``start`` on (none, or the files of one hour, unless late). Exactly those queues'
+buckets from ``start`` on are replaced, in the minute partitions (one per hour) and hour
+partitions (one per day) they fall in. Flags are redone per queue from the start of any
+run of minutes that could reach ``start``; the others keep theirs, closing when their
+queue is no longer snapshotted. ``full`` starts from an empty state (and keeps rollups
+of days older than the lake). Any sequence of runs over the same files writes what one
+``full`` run writes; the state is written last, so a run that dies half-way is simply
+done again by the next one.
+
+**Compaction**: then the run rewrites the rolled-up files of each finished hour into one
+file (pipeline/lake.py says how that stays atomic for readers).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
 import shutil
-from collections.abc import Sequence
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pyspark.sql import DataFrame, Observation, SparkSession
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import DateType, IntegerType, LongType, StructField, StructType
 
-from . import anomalies, census, lake, rollups, source
+from . import anomalies, census, lake, results, rollups, source
+from . import state as saved
+from .state import Key, Row, State
 
-STATE = "_state.json"
+KEY = rollups.KEY
+MINUTE, HOUR, DAY = rollups.MINUTE, rollups.HOUR, 86_400_000
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+PARTITIONS = {"minute": ["date", "hour"], "hour": ["date"]}
 
 
 @dataclass
@@ -39,11 +61,12 @@ class RollupRun:
     """What one rollups run did."""
 
     new_files: int = 0
-    days: list[dt.date] = field(default_factory=list)  # the days rolled up again
+    days: list[dt.date] = field(default_factory=list)  # the days whose hours were redone
     rows: int = 0  # rollup rows written (minutes and hours)
     flags: int = 0
     open_flags: int = 0
     watermark: int | None = None  # the newest snapshot rolled up, epoch ms
+    compacted: int = 0  # lake files rewritten into fewer
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -53,20 +76,16 @@ class RollupRun:
             "flags": self.flags,
             "open_flags": self.open_flags,
             "watermark": self.watermark,
+            "compacted": self.compacted,
         }
 
 
-def _load_state(out: Path) -> dict[str, object]:
-    try:
-        return json.loads((out / STATE).read_text())
-    except FileNotFoundError:
-        return {"files": {}, "watermark": None}
+def _floor(ms: int, width: int) -> int:
+    return ms - ms % width
 
 
-def _save_state(out: Path, state: dict[str, object]) -> None:
-    tmp = out / f".{STATE}.tmp"
-    tmp.write_text(json.dumps(state, sort_keys=True))
-    os.replace(tmp, out / STATE)
+def _instant(ms: int) -> dt.datetime:
+    return EPOCH + dt.timedelta(milliseconds=ms)
 
 
 def run_rollups(
@@ -77,71 +96,355 @@ def run_rollups(
     full: bool = False,
     flag_days: int = 7,
 ) -> RollupRun:
-    """Roll up what is new in the lake (everything with ``full``), then flag anomalies
-    over the last ``flag_days`` days of minutes."""
+    """Roll up what is new in the lake (everything with ``full``), flag anomalies, and
+    compact the lake's finished hours. Closed flags are kept ``flag_days`` days."""
     rules = rules or anomalies.Rules()
     out.mkdir(parents=True, exist_ok=True)
-    state = {"files": {}, "watermark": None} if full else _load_state(out)
-    done: dict[str, list[str]] = state["files"]  # type: ignore[assignment]
+    if full:
+        saved.forget(out)  # a full run that dies is done again from scratch
+    state = saved.load(out)
+    lake.clean(lake_dir)
     found = lake.files(lake_dir)
-    new = {d: sorted(set(names) - set(done.get(d.isoformat(), []))) for d, names in found.items()}
+    new = {d: [n for n in names if not state.knows(lake_dir, d, n)] for d, names in found.items()}
     new = {d: names for d, names in new.items() if names}
-    run = RollupRun(new_files=sum(len(n) for n in new.values()))
-    run.watermark = state["watermark"]  # type: ignore[assignment]
-    if not new:
-        return run
-
-    one = dt.timedelta(days=1)
-    days = set(new) | {d + one for d in new if d + one in found}
-    read_days = days | {d - one for d in days if d - one in found}
-    snapshots = lake.read(spark, lake_dir, {d: found[d] for d in sorted(read_days)})
-    seen = Observation("snapshots")
-    snapshots = snapshots.observe(seen, F.max(F.unix_millis("taken_at")).alias("newest"))
-    made = Observation("rollups")
-    rows = rollups.rollups(snapshots).where(F.col("date").isin(*(F.lit(d) for d in sorted(days))))
-    rows = rows.observe(made, F.count(F.lit(1)).alias("rows"))
-
-    target = out / "rollups"
-    if full and target.exists():
-        shutil.rmtree(target)
-    # Dynamic partition overwrite (pipeline/spark.py): only these days' partitions change.
-    rows.write.mode("overwrite").partitionBy("grain", "date").parquet(str(target))
-    run.days = sorted(days)
-    run.rows = made.get["rows"]
-    newest = seen.get["newest"]
-    if newest is not None and (run.watermark is None or newest > run.watermark):
-        run.watermark = newest
-
-    run.flags, run.open_flags = _write_flags(spark, out, rules, flag_days)
-    _save_state(
-        out,
-        {"files": {d.isoformat(): names for d, names in found.items()}, "watermark": run.watermark},
-    )
+    run = RollupRun(new_files=sum(len(names) for names in new.values()), watermark=state.newest)
+    if new:
+        if full:
+            _forget_rollups(out, min(found))
+        _roll_up(spark, lake_dir, out, state, new, rules, flag_days, full, run)
+        state.keep_only(found)
+        saved.save(out, state)
+        run.watermark = state.newest
+    run.compacted = _compact(lake_dir, out, state)
     return run
 
 
+def _forget_rollups(out: Path, since: dt.date) -> None:
+    """A full run redoes the days the lake has; older rollups stay."""
+    for grain in PARTITIONS:
+        for day in results.days(out, grain):
+            if day >= since:
+                shutil.rmtree(results.day_dir(out, grain, day))
+    shutil.rmtree(results.flags_dir(out), ignore_errors=True)
+
+
+def _read(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
+    if not paths:
+        return spark.createDataFrame([], lake.spark_schema())
+    return spark.read.schema(lake.spark_schema()).parquet(*paths)
+
+
+def _frame(spark: SparkSession, rows: Iterable[Row]) -> DataFrame:
+    """Lake rows kept in the state as a DataFrame."""
+    at = saved.AT
+    return spark.createDataFrame(
+        [(*r[:at], _instant(r[at]), *r[at + 1 :]) for r in rows], lake.spark_schema()
+    )
+
+
+def _starts(spark: SparkSession, starts: dict[Key, int]) -> DataFrame:
+    schema = StructType([StructField(c, lake.spark_schema()[c].dataType) for c in KEY])
+    schema = schema.add("_from", LongType())
+    return F.broadcast(spark.createDataFrame([(*k, s) for k, s in starts.items()], schema))
+
+
+def _millis(column: str) -> Column:
+    return F.unix_millis(F.col(column))
+
+
+def _roll_up(
+    spark: SparkSession,
+    lake_dir: Path,
+    out: Path,
+    state: State,
+    new: dict[dt.date, list[str]],
+    rules: anomalies.Rules,
+    flag_days: int,
+    full: bool,
+    run: RollupRun,
+) -> None:
+    fresh_names = {(d, n) for d, names in new.items() for n in names}
+    for d, n in fresh_names:
+        state.files.setdefault(d.isoformat(), {})[n] = lake.span(lake.folder(lake_dir, d) / n)
+    fresh = _read(spark, [lake.path(lake_dir, d, n) for d, n in sorted(fresh_names)])
+    fresh = fresh.localCheckpoint()  # read once: for the starts, then the rollups
+    firsts = fresh.groupBy(*KEY).agg(
+        F.min(_millis("taken_at")).alias("low"), F.max(_millis("taken_at")).alias("high")
+    )
+
+    starts: dict[Key, int] = {}
+    before: list[Row] = []  # each queue's snapshot before its start, from the state
+    again: dict[Key, int] = {}  # queues with snapshots rolled up at or after their start
+    late: dict[Key, int] = {}  # ...whose snapshot before their start is in the lake
+    newest = state.newest
+    for r in firsts.collect():
+        k: Key = (r["connection"], r["namespace"], r["queue"])
+        start = starts[k] = _floor(r["low"], HOUR)
+        newest = r["high"] if newest is None else max(newest, r["high"])
+        q = state.queues.get(k)
+        if q is None:
+            continue
+        if start > q.last_at:
+            before.append(q.last)
+        elif start == _floor(q.last_at, HOUR):
+            again[k] = start
+            if q.before is not None:
+                before.append(q.before)
+        else:
+            again[k] = late[k] = start
+    state.newest = newest
+
+    parts = [fresh, _frame(spark, before)]
+    rolled = [(d, n, low, high) for d, n, low, high in state.spans() if (d, n) not in fresh_names]
+    if again:
+        since = min(again.values())
+        files = [lake.path(lake_dir, d, n) for d, n, _, high in rolled if high >= since]
+        parts.append(
+            _read(spark, files)
+            .join(_starts(spark, again), KEY)
+            .where(_millis("taken_at") >= F.col("_from"))
+            .drop("_from")
+        )
+    if late:
+        until = max(late.values())
+        files = [lake.path(lake_dir, d, n) for d, n, low, _ in rolled if low < until]
+        earlier = rollups.deduplicated(
+            _read(spark, files)
+            .join(_starts(spark, late), KEY)
+            .where(_millis("taken_at") < F.col("_from"))
+            .drop("_from")
+        )
+        newest_first = Window.partitionBy(*KEY).orderBy(F.col("taken_at").desc())
+        parts.append(
+            earlier.withColumn("_n", F.row_number().over(newest_first)).where("_n = 1").drop("_n")
+        )
+    snapshots = parts[0]
+    for p in parts[1:]:
+        snapshots = snapshots.unionByName(p)
+    snapshots = snapshots.localCheckpoint()  # for the rollups and the state
+
+    made = (
+        rollups.rollups(snapshots)
+        .join(_starts(spark, starts), KEY)
+        .where(_millis("bucket_start") >= F.col("_from"))
+        .drop("_from")
+        .localCheckpoint()
+    )
+    run.rows = made.count()
+    for grain in PARTITIONS:
+        _replace(spark, out, grain, made.where(F.col("grain") == grain), starts, full)
+    run.days = sorted(
+        r["date"] for r in made.where(F.col("grain") == "hour").select("date").distinct().collect()
+    )
+    _remember(state, snapshots)
+    run.flags, run.open_flags = _write_flags(spark, out, state, starts, rules, flag_days, full)
+
+
+def _stored_schema(spark: SparkSession, grain: str) -> StructType:
+    """The rollups of ``grain`` as stored: the columns, then the partitions."""
+    schema = StructType([f for f in rollups.schema(spark) if f.name not in ("grain", "date")])
+    schema = schema.add("date", DateType())
+    return schema.add("hour", IntegerType()) if grain == "minute" else schema
+
+
+def _stored(spark: SparkSession, out: Path, grain: str, since: int | None) -> DataFrame:
+    """The rollups of ``grain`` (from the partition holding ``since`` on)."""
+    schema = _stored_schema(spark, grain)
+    root = results.grain_dir(out, grain)
+    if not root.is_dir():
+        return spark.createDataFrame([], schema)
+    rows = spark.read.schema(schema).parquet(str(root))
+    if since is None:
+        return rows
+    t = _instant(since)
+    date = F.col("date")
+    if grain == "hour":
+        return rows.where(date >= F.lit(t.date()))
+    return rows.where(
+        (date > F.lit(t.date())) | ((date == F.lit(t.date())) & (F.col("hour") >= t.hour))
+    )
+
+
+def _replace(
+    spark: SparkSession, out: Path, grain: str, made: DataFrame, starts: dict[Key, int], full: bool
+) -> None:
+    """Write the buckets made in place of those of their queues from their start on, in
+    the partitions they fall in (the other queues' buckets there stay)."""
+    schema = _stored_schema(spark, grain)
+    made = made.withColumn("hour", F.hour("bucket_start")).select(*schema.names)
+    if not full:
+        before = _stored(spark, out, grain, min(starts.values())).alias("b")
+        s = _starts(spark, starts).alias("s")
+        same = [F.col(f"b.{c}") == F.col(f"s.{c}") for c in KEY]
+        redone = F.unix_millis(F.col("b.bucket_start")) >= F.col("s._from")
+        kept = before.join(s, [*same, redone], "left_anti")
+        made = kept.unionByName(made).localCheckpoint()  # read before the overwrite
+    made.write.mode("overwrite").partitionBy(*PARTITIONS[grain]).parquet(
+        str(results.grain_dir(out, grain))
+    )
+
+
+def _remember(state: State, snapshots: DataFrame) -> None:
+    """Each queue's last snapshot and the newest one before that snapshot's hour."""
+    at = _millis("taken_at")
+    by_queue = Window.partitionBy(*KEY)
+    kept = rollups.deduplicated(snapshots).withColumn("_last", F.max(at).over(by_queue))
+    hour = F.floor(F.col("_last") / HOUR) * HOUR
+    kept = kept.where((at == F.col("_last")) | (at < hour)).withColumn(
+        "_is_last", at == F.col("_last")
+    )
+    w = Window.partitionBy(*KEY, "_is_last").orderBy(F.col("taken_at").desc())
+    names = lake.SCHEMA.names
+    picked = kept.withColumn("_n", F.row_number().over(w)).where("_n = 1")
+    picked = picked.select(
+        *(at.alias(c) if c == "taken_at" else F.col(c) for c in names), "_is_last"
+    )
+    found: dict[Key, dict[bool, Row]] = defaultdict(dict)
+    for r in picked.collect():
+        found[(r["connection"], r["namespace"], r["queue"])][r["_is_last"]] = tuple(
+            r[c] for c in names
+        )
+    for k, rows in found.items():
+        state.queues[k] = saved.Queue(rows[True], rows.get(False))
+
+
+# -- flags -------------------------------------------------------------------------------
+
+
 def _write_flags(
-    spark: SparkSession, out: Path, rules: anomalies.Rules, days: int
+    spark: SparkSession,
+    out: Path,
+    state: State,
+    starts: dict[Key, int],
+    rules: anomalies.Rules,
+    days: int,
+    full: bool,
 ) -> tuple[int, int]:
-    """Flags over the last ``days`` days of minute rollups, replacing the previous ones."""
-    minute_days = sorted(
-        dt.date.fromisoformat(p.name.removeprefix("date="))
-        for p in (out / "rollups" / "grain=minute").glob("date=*")
-    )
-    if not minute_days:
-        return 0, 0
-    since = minute_days[-1] - dt.timedelta(days=days - 1)
-    minutes = (
-        spark.read.schema(rollups.schema(spark))
-        .parquet(str(out / "rollups"))
-        .where((F.col("grain") == "minute") & (F.col("date") >= F.lit(since)))
-    )
-    counted = Observation("flags")
-    flags = anomalies.flags(minutes, rules).observe(
-        counted, F.count(F.lit(1)).alias("flags"), F.count_if(F.col("end").isNull()).alias("open")
-    )
-    flags.coalesce(1).write.mode("overwrite").parquet(str(out / "flags"))
-    return counted.get["flags"], counted.get["open"]
+    """Flags redone for the queues rolled up again, from the first minute any of their
+    episodes could change; the others' kept, closed once their queue is no longer
+    snapshotted; closed flags older than ``days`` days dropped."""
+    assert state.newest is not None
+    newest = _floor(state.newest, MINUTE)
+    stored = [] if full else results.flags(out)
+    # A run of minutes that reaches a queue's start can change: an episode's, or a run
+    # still too short to be one (shorter than the longest a rule needs).
+    reach = (max(rules.growth_intervals, rules.stall_intervals, rules.storm_intervals) + 1) * MINUTE
+    redo = {k: s - reach for k, s in starts.items()}
+    for f in stored:
+        k = (f.connection, f.namespace, f.queue)
+        if k in redo and _last(f) >= starts[k] - reach:
+            redo[k] = min(redo[k], f.start)
+    if full:
+        minutes = _stored(spark, out, "minute", None)
+        episodes = anomalies.flags(minutes, rules, newest)
+    else:
+        # The minute before each redo's first, for its backlog growth and continuity.
+        minutes = (
+            _stored(spark, out, "minute", min(redo.values()) - 2 * MINUTE)
+            .join(_starts(spark, redo), KEY)
+            .where(_millis("bucket_start") >= F.col("_from") - 2 * MINUTE)
+            .drop("_from")
+        )
+        episodes = (
+            anomalies.flags(minutes, rules, newest)
+            .join(_starts(spark, redo), KEY)
+            .where(_millis("start") >= F.col("_from"))
+            .drop("_from")
+        )
+    made = [
+        results.Flag(
+            r["connection"], r["namespace"], r["queue"], r["kind"], r["start"], r["end"],
+            r["intervals"], json.loads(r["figures"]),
+        )
+        for r in episodes.select(
+            *KEY, "kind", _millis("start").alias("start"), _millis("end").alias("end"),
+            "intervals", "figures",
+        ).collect()
+    ]  # fmt: skip
+    kept = [
+        _closed(f, state, newest, rules)
+        for f in stored
+        if (k := (f.connection, f.namespace, f.queue)) not in redo or f.start < redo[k]
+    ]
+    flags = [f for f in kept + made if f.end is None or f.end >= state.newest - days * DAY]
+    _save_flags(out, flags)
+    return len(flags), sum(f.end is None for f in flags)
+
+
+def _last(f: results.Flag) -> int:
+    """The start of an episode's last minute (its minutes follow each other)."""
+    return f.start + (f.intervals - 1) * MINUTE
+
+
+def _closed(f: results.Flag, state: State, newest: int, rules: anomalies.Rules) -> results.Flag:
+    """A flag kept from before, closed if its queue's newest minute is no longer its last
+    or has fallen behind the lake's."""
+    if f.end is not None:
+        return f
+    q = state.queues.get((f.connection, f.namespace, f.queue))
+    queue_newest = _floor(q.last_at, MINUTE) if q else _last(f)
+    if _last(f) == queue_newest and queue_newest >= newest - rules.open_grace * MINUTE:
+        return f
+    return dataclasses.replace(f, end=_last(f) + MINUTE)
+
+
+FLAGS = pa.schema(
+    [
+        *((c, pa.string()) for c in KEY),
+        ("kind", pa.string()),
+        ("start", pa.timestamp("ms", tz="UTC")),
+        ("end", pa.timestamp("ms", tz="UTC")),
+        ("intervals", pa.int64()),
+        ("figures", pa.string()),  # JSON
+    ]
+)
+
+
+def _save_flags(out: Path, flags: list[results.Flag]) -> None:
+    """All flags as one file, replaced whole."""
+    folder = results.flags_dir(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [
+        {**dataclasses.asdict(f), "figures": json.dumps(f.figures, sort_keys=True)}
+        for f in sorted(flags, key=lambda f: (f.connection, f.namespace, f.queue, f.kind, f.start))
+    ]
+    final = folder / "flags.parquet"
+    tmp = folder / f".flags-{uuid.uuid4().hex}.tmp"
+    pq.write_table(pa.Table.from_pylist(rows, schema=FLAGS), tmp)
+    os.replace(tmp, final)
+    for old in folder.glob("*.parquet"):  # an older job's part files
+        if old != final:
+            old.unlink()
+
+
+# -- compaction --------------------------------------------------------------------------
+
+
+def _compact(lake_dir: Path, out: Path, state: State) -> int:
+    """Rewrite the rolled-up files of each finished hour (one before the newest
+    snapshot's) into one: a day ends as 24 files however often it was snapshotted, plus
+    what arrived late. Returns how many files were rewritten."""
+    if state.newest is None:
+        return 0
+    finished = _floor(state.newest, HOUR)
+    groups: dict[tuple[dt.date, int], list[tuple[str, int, int]]] = defaultdict(list)
+    for day, name, low, high in state.spans():
+        if _floor(low, HOUR) + HOUR <= finished:
+            groups[(day, _floor(low, HOUR))].append((name, low, high))
+    done = 0
+    for (day, _), group in sorted(groups.items()):
+        if len(group) < 2:
+            continue
+        names = [n for n, _, _ in group]
+        name = lake.compact(lake_dir, day, names)
+        files = state.files[day.isoformat()]
+        for n in names:
+            del files[n]
+        files[name] = (min(low for _, low, _ in group), max(high for _, _, high in group))
+        done += len(names)
+    if done:
+        saved.save(out, state)
+    return done
 
 
 @dataclass(frozen=True)
@@ -203,14 +506,14 @@ def run_census(
     ).persist()
     queues, poison = Observation("summary"), Observation("poison")
     count = F.count(F.lit(1)).alias("rows")
-    results = {
+    frames = {
         "summary": census.summary(messages).observe(queues, count, F.sum("messages").alias("n")),
         "histograms": census.histograms(messages),
         "poison": census.poison(messages, min_rc, top).observe(poison, count),
     }
     try:
-        for name, frame in results.items():
-            frame.coalesce(1).write.mode("overwrite").parquet(str(out / "census" / name))
+        for name, frame in frames.items():
+            frame.coalesce(1).write.mode("overwrite").parquet(str(results.census_dir(out, name)))
     finally:
         messages.unpersist()
     return CensusRun(queues.get["rows"], queues.get["n"] or 0, poison.get["rows"])

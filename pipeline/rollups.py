@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window, WindowSpec
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from .lake import SNAPSHOTS
+from . import lake
 
 KEY = ["connection", "namespace", "queue"]
 MINUTE = 60_000
@@ -57,14 +57,22 @@ ROLLUP_COLUMNS = [
 ]
 
 
+# Snapshots of a queue in a total order: by time, then (two at one instant) by every
+# other column, the highest first. Which of two readings at one instant counts never
+# depends on how the files were laid out.
+TIE_BREAK = ("totalsent", "totalrecv", "created", "msgs", "hiddenmsgs", "inflight", "delayed",
+             "oldest_age")  # fmt: skip
+
+
+def in_order() -> list[Column]:
+    return [F.col("taken_at"), *(F.col(c).desc_nulls_last() for c in TIE_BREAK)]
+
+
 def deduplicated(snapshots: DataFrame) -> DataFrame:
     """One snapshot per queue and instant (the file read twice, the same reading stored
-    twice): the one with the highest counters, so that the choice never depends on order.
-    Partitioned by queue like ``intervals``' window, so both share one shuffle."""
-    w = Window.partitionBy(*KEY).orderBy(
-        "taken_at",
-        *(F.col(c).desc_nulls_last() for c in ("totalsent", "totalrecv", "created", "msgs")),
-    )
+    twice): the first in ``in_order()``. Partitioned by queue like ``intervals``' window,
+    so both share one shuffle."""
+    w = Window.partitionBy(*KEY).orderBy(*in_order())
     before = F.lag("taken_at").over(w)
     return (
         snapshots.withColumn("_before", before)
@@ -83,7 +91,7 @@ def _growth(counter: str, reset: Column) -> Column:
     )
 
 
-def _by_queue() -> Window:
+def _by_queue() -> WindowSpec:
     return Window.partitionBy(*KEY).orderBy("at")
 
 
@@ -158,7 +166,7 @@ def _per_second(count: str) -> Column:
 
 def schema(spark: SparkSession) -> StructType:
     """The rollups' columns and types (to read them back without looking at the files)."""
-    return rollups(spark.createDataFrame([], SNAPSHOTS)).schema
+    return rollups(spark.createDataFrame([], lake.spark_schema())).schema
 
 
 def rollups(snapshots: DataFrame) -> DataFrame:

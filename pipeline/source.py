@@ -140,6 +140,7 @@ class RsmqReader(DataSourceReader):
                     return  # deleted while the census ran: what was read stands
                 if len(got):
                     n = len(got)
+                    body = pa.array(got.body, pa.string()) if got.body is not None else None
                     yield pa.RecordBatch.from_arrays(
                         [
                             pa.array([partition.queue] * n, pa.string()),
@@ -149,7 +150,7 @@ class RsmqReader(DataSourceReader):
                             pa.array(got.rc, pa.int64()),
                             pa.array(got.fr, pa.int64()),
                             pa.array(got.size, pa.int64()),
-                            pa.array(got.body if got.body is not None else [None] * n, pa.string()),
+                            body if body is not None else pa.nulls(n, pa.string()),
                             pa.array([got.read_at] * n, pa.int64()),
                         ],
                         schema=schema,

@@ -13,7 +13,8 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,19 @@ def session(
     if not local:
         ship_code(spark)
     return spark
+
+
+@contextmanager
+def running(master: str) -> Iterator[SparkSession]:
+    """A Spark session for a block: this process's own if it has one already (tests, a
+    shell), left running after; else a new one, stopped after."""
+    before = SparkSession.getActiveSession()
+    spark = session(master)
+    try:
+        yield spark
+    finally:
+        if before is None:
+            spark.stop()
 
 
 def ship_code(spark: SparkSession) -> None:

@@ -25,7 +25,7 @@ def utc(value: dt.datetime | None) -> dt.datetime | None:
 
 
 def snap(time: str, sent: int, recv: int, queue: str = "q1", **counts: object) -> tuple:
-    """A lake row (pipeline.lake.SNAPSHOTS's order); the counts default to 0, the oldest
+    """A lake row (pipeline.lake.SCHEMA's order); the counts default to 0, the oldest
     age to None, created to 1."""
     c: dict[str, object] = {
         "msgs": 0, "hiddenmsgs": 0, "inflight": 0, "delayed": 0, "oldest_age": None,

@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from celery.contrib.testing.worker import start_worker
 from django.db import OperationalError
 
-from dashboard import lake as lake_files
 from dashboard.celery import app
 from dashboard.models import Snapshot
 from dashboard.rates import Counters, Interval, intervals, merge
@@ -124,7 +124,7 @@ def test_beat_and_a_worker_snapshot_the_queues_every_interval(
     assert 700 <= sorted(gaps)[len(gaps) // 2] <= 1500, gaps
 
     # The lake holds the same rows.
-    table = lake_files.read(lake).filter(
+    table = pq.read_table(lake).filter(
         (pc.field("queue") == "jobs") & (pc.field("taken_at") <= last.taken)
     )
     table = table.sort_by("taken_at")

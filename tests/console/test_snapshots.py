@@ -12,11 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 import redis
 
-from dashboard import lake as lake_files
-from dashboard import snapshots
+from dashboard import locks, snapshots
 from dashboard.models import Snapshot
+from pipeline.lake import SCHEMA
 from queues import RedisSMQ
-from queues.locks import PREFIX
 from queues.server import free_port
 
 pytest_plugins = ["console_fixtures", "snapshot_fixtures"]
@@ -63,14 +62,14 @@ def test_it_appends_the_same_rows_to_the_lake(console, queues, lake: Path) -> No
     run = snapshots.take()
     today = dt.datetime.now(dt.UTC).date().isoformat()
     assert [p.parent.name for p in run.files] == [f"date={today}"]
-    assert pq.read_schema(run.files[0]).remove_metadata() == lake_files.SCHEMA
-    table = lake_files.read(lake)
+    assert pq.read_schema(run.files[0]).remove_metadata() == SCHEMA
+    table = pq.read_table(lake)
     by_queue = {row["queue"]: row for row in table.to_pylist()}
     assert set(by_queue) == {"q1", "q2"}
     db = _row("q1")
     q1 = by_queue["q1"]
     assert q1["taken_at"] == db.taken  # the same ms, as a timestamp
-    assert q1["date"] == db.taken.date()
+    assert q1["date"] == db.taken.date().isoformat()  # the file's folder
     for field in ("connection", "namespace", "msgs", "hiddenmsgs", "inflight", "delayed",
                   "totalsent", "totalrecv", "oldest_age", "created"):  # fmt: skip
         assert q1[field] == getattr(db, field), field
@@ -80,7 +79,7 @@ def test_it_writes_one_lake_file_per_run(queues, lake: Path) -> None:
     for _ in range(3):
         snapshots.take()
     assert len(list(lake.glob("date=*/*.parquet"))) == 3
-    assert lake_files.read(lake).num_rows == 6 == Snapshot.objects.count()
+    assert pq.read_table(lake).num_rows == 6 == Snapshot.objects.count()
 
 
 def test_it_reads_every_configured_connection_and_namespace(
@@ -131,7 +130,7 @@ def test_it_skips_a_redis_that_is_down_and_logs_it(
     assert run.skipped == [f"down/{ns}"]
     assert run.rows == 2
     assert set(Snapshot.objects.values_list("connection", flat=True)) == {"up"}
-    assert set(lake_files.read(lake).column("connection").to_pylist()) == {"up"}
+    assert set(pq.read_table(lake).column("connection").to_pylist()) == {"up"}
     [message] = caplog.messages
     assert f"snapshot of down/{ns} skipped" in message
     assert "Connection refused" in message
@@ -161,13 +160,11 @@ def test_it_stores_rows_in_both_places_or_neither(settings, queues, tmp_path: Pa
 
 
 def test_it_does_nothing_while_another_run_holds_the_lock(queues, lake: Path, caplog) -> None:
-    held = snapshots.snapshot_lock()
-    assert held.acquire()
-    try:
-        with caplog.at_level(logging.WARNING, logger="dashboard.snapshots"):
-            run = snapshots.take()
-    finally:
-        held.release()
+    with (
+        locks.only_one("snapshot", 60),
+        caplog.at_level(logging.WARNING, logger="dashboard.snapshots"),
+    ):
+        run = snapshots.take()
     assert run.locked
     assert (run.rows, run.files) == (0, [])
     assert Snapshot.objects.count() == 0
@@ -181,15 +178,24 @@ def test_it_releases_the_lock_when_a_run_fails(settings, queues, tmp_path: Path)
     settings.RSMQ_LAKE_DIR.write_text("")
     with pytest.raises(OSError):
         snapshots.take()
-    assert snapshots.snapshot_lock().acquire()
+    assert not locks.going_on("snapshot")
 
 
-def test_it_keeps_the_lock_in_the_brokers_redis(settings, queues, broker_url: str) -> None:
-    held = snapshots.snapshot_lock()
-    assert held.acquire()
-    with redis.Redis.from_url(broker_url) as broker:
-        ttl = broker.pttl(PREFIX + "snapshot")
-    held.release()
+def test_it_keeps_the_lock_in_the_brokers_redis(
+    settings, queues, broker_url: str, monkeypatch
+) -> None:
+    # Looked at during a run (the task's own lock, in the broker's Redis).
+    real_take = snapshots._take
+    ttls: list[int] = []
+
+    def take_and_look() -> snapshots.Run:
+        with redis.Redis.from_url(broker_url) as broker:
+            ttls.append(broker.pttl(locks.key("snapshot")))
+        return real_take()
+
+    monkeypatch.setattr(snapshots, "_take", take_and_look)
+    snapshots.take()
+    [ttl] = ttls
     # It frees itself if its holder dies: after a minute, or six snapshot intervals.
     assert 59_000 < ttl <= 60_000
     settings.RSMQ_SNAPSHOT_INTERVAL = 30
@@ -204,7 +210,7 @@ def test_it_says_when_a_run_outlived_its_lock(
 
     def slow_take() -> snapshots.Run:
         with redis.Redis.from_url(broker_url) as broker:
-            broker.delete(PREFIX + "snapshot")
+            broker.delete(locks.key("snapshot"))
         return real_take()
 
     monkeypatch.setattr(snapshots, "_take", slow_take)

@@ -10,14 +10,14 @@ from pipeline_rows import at, utc
 
 from pipeline import anomalies, rollups
 from pipeline.anomalies import Rules
-from pipeline.lake import SNAPSHOTS
+from pipeline.lake import spark_schema
 
 pytest_plugins = ["pipeline_fixtures"]
 
 
 @pytest.fixture(scope="module")
 def minute_schema(spark):
-    empty = spark.createDataFrame([], SNAPSHOTS)
+    empty = spark.createDataFrame([], spark_schema())
     return rollups.rollup(rollups.intervals(empty)).schema
 
 

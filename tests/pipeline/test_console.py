@@ -15,7 +15,7 @@ import pytest
 from django.conf import settings as django_settings
 from django.core.management import CommandError, call_command
 
-from dashboard import pipeline_runs, snapshots, tasks
+from dashboard import locks, pipeline_runs, snapshots, tasks
 from dashboard.models import AnomalyFlag, CensusResult, Rollup
 
 pytest_plugins = ["console_fixtures", "snapshot_fixtures", "pipeline_fixtures"]
@@ -132,9 +132,5 @@ def test_the_task_starts_a_run_and_returns_at_once(pipeline_dir, lake, monkeypat
 
 def test_the_task_starts_nothing_while_a_run_is_going_on(pipeline_dir, lake, monkeypatch):
     monkeypatch.setattr(pipeline_runs, "command", lambda job: pytest.fail("started"))
-    lock = pipeline_runs._lock("rollups")
-    assert lock.acquire()
-    try:
+    with locks.only_one(pipeline_runs.lock_name("rollups"), 60):
         assert tasks.pipeline_rollups() == {"started": False, "reason": "a run is going on"}
-    finally:
-        lock.release()

@@ -7,13 +7,13 @@ import pytest
 from pipeline_rows import at, snap, utc
 
 from pipeline import rollups
-from pipeline.lake import SNAPSHOTS
+from pipeline.lake import spark_schema
 
 pytest_plugins = ["pipeline_fixtures"]
 
 
 def minutes(spark, rows: list[tuple], grain: str = "minute") -> list[dict]:
-    df = spark.createDataFrame(rows, SNAPSHOTS)
+    df = spark.createDataFrame(rows, spark_schema())
     out = rollups.rollup(rollups.intervals(df), (grain,))
     return [r.asDict() for r in out.orderBy(*rollups.KEY, "bucket_start").collect()]
 
@@ -158,7 +158,7 @@ def test_queues_namespaces_and_connections_are_rolled_up_apart(spark):
 
 
 def test_rollups_has_minutes_and_hours_with_the_same_columns(spark):
-    df = spark.createDataFrame([snap("10:00:00", 0, 0), snap("10:00:30", 3, 0)], SNAPSHOTS)
+    df = spark.createDataFrame([snap("10:00:00", 0, 0), snap("10:00:30", 3, 0)], spark_schema())
     out = rollups.rollups(df)
     assert out.columns == rollups.ROLLUP_COLUMNS
     got = sorted((r.grain, utc(r.bucket_start), r.sent) for r in out.collect())
