@@ -48,8 +48,8 @@ def message_action(
 
     def page(status: int, result: Result) -> HttpResponse:
         return render_message(
-            request, post.place, qname, msg_id, status, after_action=True, shown=result.shown,
-            invalid=result.invalid,
+            request, post.place, qname, msg_id, status=status, after_action=True,
+            shown=result.shown, invalid=result.invalid,
         )  # fmt: skip
 
     here = post.place.url("rsmq-message", qname, msg_id)
@@ -61,6 +61,7 @@ def render_message(
     place: Place,
     qname: str,
     msg_id: str,
+    *,
     status: int = 200,
     after_action: bool = False,
     shown: MessageInfo | None = None,

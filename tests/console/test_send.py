@@ -42,13 +42,8 @@ def test_it_audits_a_send(console, q1, operator: Client, rsmq: RedisSMQ, states)
     operator.post(console.act(), {"action": "send", "body": "hello", "delay": "5"})
     (new_id,) = set(states()) - set(q1)
     row = AuditEntry.objects.get()
-    assert (row.user, row.username, row.connection, row.namespace, row.queue) == (
-        operator.user,
-        "otto",
-        "default",
-        console.ns,
-        "q1",
-    )
+    assert (row.user, row.username) == (operator.user, "otto")
+    assert (row.connection, row.namespace, row.queue) == ("default", console.ns, "q1")
     assert (row.action, row.ids, row.count, row.params, row.outcome, row.detail) == (
         "send",
         [],
