@@ -179,12 +179,14 @@ def run_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def start(clone: Path, *args: str, log_name: str = "run.log", **env: str) -> Served:
+def start(
+    clone: Path, *args: str, log_name: str = "run.log", host: str = "127.0.0.1", **env: str
+) -> Served:
     port, redis_port = free_port(), free_port()
     log = clone.parent / log_name
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [str(clone / "run"), f"127.0.0.1:{port}", "--redis-port", str(redis_port), *args],
+            [str(clone / "run"), f"{host}:{port}", "--redis-port", str(redis_port), *args],
             cwd=clone, env=run_env(**env), stdin=subprocess.DEVNULL, stdout=out,
             stderr=subprocess.STDOUT, start_new_session=True,  # no terminal, as systemd or Docker
         )  # fmt: skip

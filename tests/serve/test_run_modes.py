@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from conftest import processes_in, run_env, start
+from conftest import processes_in, request, run_env, start
 
 pytestmark = pytest.mark.slow
 
@@ -90,3 +90,14 @@ def test_run_killed_with_sigkill_leaves_no_orphan(clone: Path) -> None:
         assert processes_in(clone) == [], [p.cmdline() for p in processes_in(clone)]
     finally:
         console.stop()
+
+
+def test_served_on_all_addresses_it_answers_other_host_names(clone: Path) -> None:
+    console = start(clone, "--no-celery", log_name="any.log", host="0.0.0.0")
+    try:
+        console.wait_ready()
+        page = request(console.port, "/login/", headers={"Host": "console.example.com:9000"})
+        assert page.status == 200
+        assert "answering any host name" in console.output()
+    finally:
+        assert console.stop() == 0

@@ -33,6 +33,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
+from django.db import DatabaseError
 
 from dashboard import demo
 from queues import RedisSMQ
@@ -166,6 +167,9 @@ class Command(BaseCommand):
             code = self._run(host, port, embedded, options)
         except Stop:
             code = 0
+        except (DatabaseError, redis.RedisError, OSError, RuntimeError) as e:
+            # The database, Redis or a port failing at start: one line, not a traceback.
+            say(f"{type(e).__name__}: {' '.join(str(e).split())[:300]}: stopping everything")
         finally:
             self._stop_all(embedded)
         sys.exit(code)
@@ -229,15 +233,18 @@ class Command(BaseCommand):
         env["RSMQ_CONNECTIONS"] = json.dumps(settings.RSMQ_CONNECTIONS)
         if not os.environ.get("ALLOWED_HOSTS") and host not in ("127.0.0.1", "localhost"):
             # Served on another address: reached by names this process can't know.
-            env["ALLOWED_HOSTS"] = "*" if host in ("0.0.0.0", "::") else host
-            say(f"answering as any host name on {host}: set ALLOWED_HOSTS to restrict it")
+            if host in ("0.0.0.0", "::"):
+                env["ALLOWED_HOSTS"] = "*"
+                say(f"on {host}, answering any host name: set ALLOWED_HOSTS to restrict it")
+            else:
+                env["ALLOWED_HOSTS"] = host
 
         call_command("migrate", interactive=False, verbosity=0)
         if not options["dev"]:
             call_command("collectstatic", interactive=False, verbosity=0)
         demo_data = (embedded or options["demo"]) and not options["no_demo"]
         if demo_data:
-            self._seed()
+            self._seed(embedded.url if embedded else None)
 
         celery = [sys.executable, "-m", "celery", "--app", "dashboard"]
         # DEBUG keeps every SQL query in memory: a worker that runs for days must not.
@@ -274,9 +281,16 @@ class Command(BaseCommand):
         self.stdout.flush()
         return self._supervise()
 
-    def _seed(self) -> None:
-        # The first namespace of the connection: RSMQ_NAMESPACE="a,b" is two namespaces.
-        conn = settings.RSMQ_CONNECTIONS[0]
+    def _seed(self, embedded_url: str | None) -> None:
+        """Demo queues in the first namespace of the embedded Redis's connection (with
+        --demo on a real Redis: of the first connection). RSMQ_NAMESPACE="a,b" is two."""
+        conns = settings.RSMQ_CONNECTIONS
+        if embedded_url:
+            conns = [c for c in conns if c["url"] == embedded_url]
+        if not conns:
+            say("no connection is on the embedded Redis (RSMQ_CONNECTIONS): no demo queues")
+            return
+        conn = conns[0]
         namespaces = conn.get("namespaces") or ["rsmq"]
         with RedisSMQ(url=conn["url"], ns=namespaces[0]) as rsmq:
             created = demo.seed(rsmq)
