@@ -23,8 +23,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from .connections import connections, get_rsmq
+from .formatting import duration
 from .models import Snapshot
-from .templatetags.console import duration
 
 # When this process started: no snapshot at all is news only after a few intervals.
 STARTED = time.time()

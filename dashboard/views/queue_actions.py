@@ -200,11 +200,23 @@ def _redrive(post: Posted) -> Result:
 # The button's value → the role it needs, its handler, its name in the audit log.
 QUEUE_ACTIONS: dict[str, Action] = {
     "send": Action(Role.OPERATOR, _send, "send"),
-    "requeue": Action(Role.OPERATOR, _on_selection("requeued", RedisSMQ.requeue), "requeue"),
-    "delete": Action(Role.OPERATOR, _on_selection("deleted", RedisSMQ.delete_messages), "delete"),
+    "requeue": Action(
+        Role.OPERATOR, _on_selection("requeued", lambda r, q, ids: r.requeue(q, ids)), "requeue"
+    ),
+    "delete": Action(
+        Role.OPERATOR,
+        _on_selection("deleted", lambda r, q, ids: r.delete_messages(q, ids)),
+        "delete",
+    ),
     "move": Action(Role.OPERATOR, _move_selected, "move"),
-    "requeue_all": Action(Role.ADMIN, _on_state("requeued", RedisSMQ.requeue_state), "requeue_all"),
-    "delete_all": Action(Role.ADMIN, _on_state("deleted", RedisSMQ.delete_state), "delete_all"),
+    "requeue_all": Action(
+        Role.ADMIN,
+        _on_state("requeued", lambda r, q, state: r.requeue_state(q, state)),
+        "requeue_all",
+    ),
+    "delete_all": Action(
+        Role.ADMIN, _on_state("deleted", lambda r, q, state: r.delete_state(q, state)), "delete_all"
+    ),
     "edit": Action(Role.ADMIN, _edit, "edit_queue"),
     "purge": Action(Role.ADMIN, _confirmed("purge", _purge), "purge"),
     "delete_queue": Action(
