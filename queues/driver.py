@@ -21,7 +21,6 @@ from typing import (
     NamedTuple,
     ParamSpec,
     Protocol,
-    Self,
     TypeVar,
     overload,
 )
@@ -193,6 +192,10 @@ class AsyncDriver(Protocol):
     def _drive(self, op: Op[T]) -> Awaitable[T]: ...
 
 
+A = TypeVar("A", bound=AsyncDriver)
+S = TypeVar("S", bound=SyncDriver)
+
+
 class operation(Generic[P, T]):  # noqa: N801 (a decorator, named like one)
     """A public method made of an operation: the client's driver carries it out.
 
@@ -212,7 +215,11 @@ class operation(Generic[P, T]):  # noqa: N801 (a decorator, named like one)
         self.__wrapped__ = fn
 
     @overload
-    def __get__(self, client: None, owner: type) -> Self: ...
+    def __get__(
+        self, client: None, owner: type[A]
+    ) -> Callable[Concatenate[A, P], Awaitable[T]]: ...
+    @overload
+    def __get__(self, client: None, owner: type[S]) -> Callable[Concatenate[S, P], T]: ...
     @overload
     def __get__(
         self, client: AsyncDriver, owner: type | None = None
@@ -220,8 +227,8 @@ class operation(Generic[P, T]):  # noqa: N801 (a decorator, named like one)
     @overload
     def __get__(self, client: SyncDriver, owner: type | None = None) -> Callable[P, T]: ...
     def __get__(self, client: object, owner: type | None = None) -> Any:
-        if client is None:
-            return self
+        if client is None:  # on the class: the function, called with a client first
+            return self.method
         return MethodType(self.method, client)
 
 
