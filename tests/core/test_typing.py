@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from mypy import api
 
+from queues import RedisSMQ
+
 ROOT = Path(__file__).resolve().parents[2]
 
 SNIPPET = """
@@ -87,3 +89,11 @@ def test_an_operation_keeps_its_parameters(checked):
     assert checked[line].startswith(
         'error: Argument 2 has incompatible type "int"; expected "str | bytes"'
     )
+
+
+def test_an_operation_on_the_class_takes_the_client_first(rsmq, queue):
+    send = RedisSMQ.send_message  # as the dashboard's bulk actions hold them
+
+    mid = send(rsmq, queue, "m")
+
+    assert rsmq.get_message(queue, mid).message == "m"
