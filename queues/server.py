@@ -112,10 +112,12 @@ def default_redis_url(quiet: bool = False) -> str:
 class EmbeddedRedis:
     """Start redis-server on 127.0.0.1 with its data in ``data_dir``; stop it on exit.
 
-    With ``persist=True`` every write goes to an append-only file in ``data_dir``, synced
-    every second (a crash loses at most a second of messages); otherwise nothing is
-    written. The server runs in a process group of its own: a terminal's Ctrl-C reaches
-    whoever started it, who stops it in its turn.
+    With ``persist=True`` the dataset is saved to ``data_dir``: with ``aof=True`` (./run's)
+    every write goes to an append-only file synced every second, so a crash loses at most
+    a second of messages; else an RDB snapshot on shutdown and every 60 s after a change
+    (a restart then also forgets loaded scripts: the core's NOSCRIPT tests rely on that).
+    Otherwise nothing is written. The server runs in a process group of its own: a
+    terminal's Ctrl-C reaches whoever started it, who stops it in its turn.
     """
 
     def __init__(
@@ -124,10 +126,12 @@ class EmbeddedRedis:
         port: int | None = None,
         persist: bool = False,
         extra_args: list[str] | None = None,
+        aof: bool = False,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
         self.persist = persist
+        self.aof = persist and aof
         self.extra_args = extra_args or []
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -154,14 +158,16 @@ class EmbeddedRedis:
         ]
         # A data dir of an older ./run has only the RDB file: load it, then switch to AOF.
         from_rdb = (
-            self.persist
+            self.aof
             and (self.data_dir / "dump.rdb").exists()
             and not (self.data_dir / "appendonly.aof").exists()
         )
-        if self.persist:
+        if self.aof:
             # AOF, not RDB every 60 s: a crash of Redis or of the machine loses one second.
             aof = "no" if from_rdb else "yes"
             args += ["--appendonly", aof, "--appendfsync", "everysec", "--save", ""]
+        elif self.persist:
+            args += ["--save", "60", "1", "--dbfilename", "dump.rdb"]
         else:
             args += ["--save", "", "--appendonly", "no"]
         args += self.extra_args

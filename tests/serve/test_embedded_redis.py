@@ -34,7 +34,7 @@ def test_a_port_in_time_wait_is_free_to_listen_on() -> None:
 
 
 def test_persisting_uses_an_append_only_file_synced_every_second(tmp_path: Path) -> None:
-    server = EmbeddedRedis(tmp_path, persist=True).start()
+    server = EmbeddedRedis(tmp_path, persist=True, aof=True).start()
     try:
         r = redis.Redis(port=server.port, decode_responses=True)
         assert r.config_get("appendonly") == {"appendonly": "yes"}
@@ -58,7 +58,7 @@ def test_a_data_dir_with_only_an_rdb_file_is_loaded_then_kept_as_aof(tmp_path: P
         r.save()
         r.close()
     assert (tmp_path / "dump.rdb").exists()
-    with EmbeddedRedis(tmp_path, persist=True) as server:
+    with EmbeddedRedis(tmp_path, persist=True, aof=True) as server:
         r = redis.Redis(port=server.port, decode_responses=True)
         assert r.get("k") == "from rdb"
         assert r.config_get("appendonly") == {"appendonly": "yes"}

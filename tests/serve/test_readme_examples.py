@@ -61,10 +61,16 @@ def copy(tmp_path: Path) -> Iterator[Path]:
     yield where
 
 
+@pytest.fixture
+def redis(tmp_path: Path) -> Iterator[EmbeddedRedis]:
+    """A fresh Redis of this test's own, stopped whatever happens."""
+    with EmbeddedRedis(tmp_path / "redis") as server:
+        yield server
+
+
 def test_every_runnable_readme_block_runs_in_order(
-    copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    copy: Path, redis: EmbeddedRedis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    redis = EmbeddedRedis(tmp_path / "redis").start()
     env = {
         k: v for k, v in os.environ.items()
         if not k.startswith(("RSMQ_", "PYTEST_", "CELERY_")) and k not in ("DEBUG", "SECRET_KEY")
@@ -84,27 +90,24 @@ def test_every_runnable_readme_block_runs_in_order(
     )  # fmt: skip
     namespace: dict[str, object] = {"__name__": "readme"}
     java = shutil.which("java") is not None
-    try:
-        for lang, opts, code in blocks():
-            if not java and ("pipeline" in code and "manage.py check" not in code):
-                continue  # Spark needs Java 17+ (installed here and by .ci/run)
-            where = f"README block:\n{code}"
-            if "file" in opts:
-                (copy / opts["file"]).parent.mkdir(parents=True, exist_ok=True)
-                (copy / opts["file"]).write_text(code + "\n")
-            elif lang == "python":
-                monkeypatch.chdir(copy)
-                exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102
-            elif opts.get("until") == "SIGTERM":
-                run_until_sigterm(code, copy, env, where)
-            else:
-                done = subprocess.run(
-                    ["bash", "-euo", "pipefail", "-c", code], cwd=copy, env=env,
-                    capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
-                )  # fmt: skip
-                assert done.returncode == 0, f"{where}\n{done.stdout[-2000:]}{done.stderr[-3000:]}"
-    finally:
-        redis.stop()
+    for lang, opts, code in blocks():
+        if not java and ("pipeline" in code and "manage.py check" not in code):
+            continue  # Spark needs Java 17+ (installed here and by .ci/run)
+        where = f"README block:\n{code}"
+        if "file" in opts:
+            (copy / opts["file"]).parent.mkdir(parents=True, exist_ok=True)
+            (copy / opts["file"]).write_text(code + "\n")
+        elif lang == "python":
+            monkeypatch.chdir(copy)
+            exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102
+        elif opts.get("until") == "SIGTERM":
+            run_until_sigterm(code, copy, env, where)
+        else:
+            done = subprocess.run(
+                ["bash", "-euo", "pipefail", "-c", code], cwd=copy, env=env,
+                capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+            assert done.returncode == 0, f"{where}\n{done.stdout[-2000:]}{done.stderr[-3000:]}"
 
 
 def run_until_sigterm(code: str, cwd: Path, env: dict[str, str], where: str) -> None:

@@ -184,7 +184,8 @@ class Command(BaseCommand):
 
     def _embedded(self, redis_port: int) -> EmbeddedRedis | None:
         """The embedded Redis to start, or None when RSMQ_REDIS_URL names another."""
-        server = EmbeddedRedis(settings.DATA_DIR / "redis", port=redis_port, persist=True)
+        data = settings.DATA_DIR / "redis"
+        server = EmbeddedRedis(data, port=redis_port, persist=True, aof=True)
         url = os.environ.get("RSMQ_REDIS_URL")
         # The embedded Redis's own address (exported from an earlier ./run): start it.
         return server if not url or url == server.url else None
