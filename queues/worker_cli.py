@@ -78,7 +78,7 @@ def run_workers(args: argparse.Namespace) -> int:
 
     def forward(signum: int, _frame: Any) -> None:
         for child in children:
-            if child.is_alive():
+            if child.pid is not None and child.is_alive():
                 try:
                     os.kill(child.pid, signal.SIGTERM)
                 except ProcessLookupError:

@@ -205,7 +205,8 @@ def test_sigterm_under_load_leaves_no_message_in_flight(rsmq: RedisSMQ, start: S
     names = [f"q{i}" for i in range(8)]
     for name in names:
         rsmq.create_queue(name, vt=60)
-        rsmq.send_messages(name, ["{}"] * 3000)
+        for _ in range(3):  # enough that each one is still busy when its SIGTERM comes
+            rsmq.send_messages(name, ["{}"] * 10_000)
     workers = [start(f"{name}:noop=1:concurrency=16:batch=16") for name in names]
     for worker in workers:
         worker.wait_started()
