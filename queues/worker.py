@@ -17,11 +17,12 @@ How it behaves, per queue:
   only a few threads are free it waits a moment (``SLOT_WAIT``) for more to free up, so
   that fast handlers get batches, not a receive per message.
 * A finished message is acknowledged (deleted) in a batch with the others that finished
-  about then: one ``delete_messages`` call per ``ack_batch`` messages or per
-  ``ack_linger`` s, whichever comes first. An ack is never held while its message's vt
-  runs low: one with less than a third of its vt left is deleted at once. A worker that
-  dies holding acks (even by SIGKILL) loses nothing: those messages come back after vt
-  and run again, as with any ack that fails (at least once).
+  about then, by the receive loop: one ``delete_messages`` call per ``ack_batch`` (100)
+  messages or per ``ack_linger`` (5 ms), whichever comes first. An ack is never held
+  while its message's vt runs low: it goes while a third of its vt is left at least (at
+  once by its handler thread if less is). A worker that dies holding acks (even by
+  SIGKILL) loses nothing: those messages come back after vt and run again, as with any
+  ack that fails (at least once).
 * While a handler runs, a heartbeat extends the message's visibility timeout, so a long
   job is never handed to a second worker; a worker that dies simply stops extending, and
   the message comes back after vt for another worker.
@@ -133,6 +134,7 @@ class _Runner:
     counts: Counts = field(default_factory=Counts)
     acks: list[_Job] = field(default_factory=list)  # finished, to delete (under ``lock``)
     acks_since: float = 0.0  # when the oldest of them finished
+    acks_deadline: float = math.inf  # the earliest deadline of theirs
     # Notified (under ``lock``) when the first handler thread frees up, and when enough
     # of them have for a batch: the receive loop waits on it while they are busy.
     slots: threading.Condition = field(init=False)
@@ -154,7 +156,7 @@ class Worker:
         realtime: bool = True,
         grace: float = 30.0,
         ack_batch: int = 100,
-        ack_linger: float = 0.002,
+        ack_linger: float = 0.005,
     ) -> None:
         v.integer("ack_batch", ack_batch, 1, v.MAX_BATCH)
         _seconds("ack_linger", ack_linger)
@@ -269,47 +271,42 @@ class Worker:
 
     def _free_slots(self, runner: _Runner) -> int:
         """Free handler threads to receive for: once ``enough`` are, or after SLOT_WAIT
-        with fewer; 0 when stopping."""
+        with fewer; 0 when stopping or when finished jobs are due to be deleted."""
         first_free: float | None = None
         with runner.slots:
-            while not self._stopping.is_set():
+            while True:
+                now = time.monotonic()
+                due = self._acks_due(runner)
+                if now >= due or self._stopping.is_set():
+                    return 0
                 free = runner.handler.concurrency - runner.busy
                 if free >= runner.enough:
                     return free
                 if free <= 0:
-                    # Notified as a thread frees up; the timeout only notices a stop.
-                    runner.slots.wait(0.1)
+                    # Notified as a thread frees up; the timeout notices a stop.
+                    runner.slots.wait(min(0.1, due - now))
                     continue
-                now = time.monotonic()
                 if first_free is None:
                     first_free = now
                 elif now - first_free >= SLOT_WAIT:
                     return free
-                runner.slots.wait(SLOT_WAIT - (now - first_free))
-        return 0
+                runner.slots.wait(min(first_free + SLOT_WAIT, due) - now)
 
     def _receive_loop(self, runner: _Runner) -> None:
-        """Receive for the free handler threads; delete what finished meanwhile."""
+        """Receive for the free handler threads; delete what finished, in batches."""
         h = runner.handler
         next_poll = 0.0  # after an empty receive: when to look again (unless announced)
         while True:
-            stopping = self._stopping.is_set()
             now = time.monotonic()
             with runner.lock:
-                due = bool(runner.acks) and (
-                    stopping
-                    or now - runner.acks_since >= self.ack_linger
-                    or len(runner.acks) >= self.ack_batch
-                )
-            if due:
+                due = self._acks_due(runner)
+            if now >= due:
                 self._flush(runner)
-            if stopping:
+                due = math.inf
+            if self._stopping.is_set():
                 return
             if now < next_poll and not runner.announced:
-                with runner.lock:
-                    if runner.acks:  # wake to delete them once they have lingered
-                        next_poll = min(next_poll, runner.acks_since + self.ack_linger)
-                runner.wake.wait(max(0.0, next_poll - now))
+                runner.wake.wait(max(0.0, min(next_poll, due) - now))
                 runner.wake.clear()
                 continue
             runner.announced = False
@@ -337,8 +334,6 @@ class Worker:
                 runner.jobs.update(jobs)
             for job in jobs:
                 runner.work.put(job)
-            # While the handlers run the new batch: delete the ones that finished.
-            self._flush(runner)
 
     def _handle_loop(self, runner: _Runner) -> None:
         """One handler thread: run the jobs the receive loop hands out, until a None."""
@@ -356,29 +351,22 @@ class Worker:
             error = e
         urgent = False
         with job.lock, runner.lock:
-            if job.given_up:
+            given_up = job.given_up
+            if given_up:
                 runner.jobs.discard(job)
             else:
                 # Still registered while it is deleted or released, so that a drain
                 # waits for it and the heartbeat leaves it alone.
                 job.finishing = True
-            if error is None and not job.given_up:
-                now = time.monotonic()
-                # Little of its vt left (the heartbeat fell behind: Redis slow or away):
-                # no waiting for a batch.
-                urgent = job.deadline - now < runner.vt / 3
-                if not runner.acks:
-                    runner.acks_since = now
-                runner.acks.append(job)
-                if len(runner.acks) in (1, self.ack_batch):
-                    runner.wake.set()  # the receive loop may be waiting for a poll
+            if error is None and not given_up:
+                urgent = self._add_ack(runner, job)
                 self._free_slot(runner)
-        if urgent:
-            self._flush(runner)
-        if error is None or job.given_up:
-            if job.given_up:
+        if error is None or given_up:
+            if given_up:
                 with runner.lock:
                     self._free_slot(runner)
+            elif urgent:
+                self._flush(runner)
             return
         delay = h.retry_delay(msg.rc)
         runner.counts.failed += 1
@@ -405,11 +393,37 @@ class Worker:
 
     # -- acks ------------------------------------------------------------------------
 
+    def _acks_due(self, runner: _Runner) -> float:
+        """When the finished jobs must be deleted (math.inf: none); under ``runner.lock``.
+
+        After ``ack_linger``, and while each still has a third of its vt left at least.
+        """
+        if not runner.acks:
+            return math.inf
+        if len(runner.acks) >= self.ack_batch or self._stopping.is_set():
+            return 0.0
+        return min(runner.acks_since + self.ack_linger, runner.acks_deadline - runner.vt / 3)
+
+    def _add_ack(self, runner: _Runner, job: _Job) -> bool:
+        """Queue a finished job for deletion (under ``runner.lock``); True: delete now."""
+        now = time.monotonic()
+        due = self._acks_due(runner)
+        if not runner.acks:
+            runner.acks_since = now
+        runner.acks.append(job)
+        runner.acks_deadline = min(runner.acks_deadline, job.deadline)
+        new_due = self._acks_due(runner)
+        if new_due < due:  # the receive loop may be waiting for a poll or for threads
+            runner.wake.set()
+            runner.slots.notify()
+        return new_due <= now
+
     def _flush(self, runner: _Runner) -> None:
         """Delete the finished jobs, ``ack_batch`` per delete_messages call (at least
         once: if a call fails, its messages come back after vt and run again)."""
         with runner.lock:
             jobs, runner.acks = runner.acks, []
+            runner.acks_deadline = math.inf
         for i in range(0, len(jobs), self.ack_batch):
             self._delete(runner, jobs[i : i + self.ack_batch])
 
