@@ -407,16 +407,17 @@ class Worker:
     def _add_ack(self, runner: _Runner, job: _Job) -> bool:
         """Queue a finished job for deletion (under ``runner.lock``); True: delete now."""
         now = time.monotonic()
-        due = self._acks_due(runner)
-        if not runner.acks:
-            runner.acks_since = now
-        runner.acks.append(job)
-        runner.acks_deadline = min(runner.acks_deadline, job.deadline)
-        new_due = self._acks_due(runner)
-        if new_due < due:  # the receive loop may be waiting for a poll or for threads
+        acks = runner.acks
+        acks.append(job)
+        wake = len(acks) == 1 or len(acks) == self.ack_batch
+        if len(acks) == 1:
+            runner.acks_since, runner.acks_deadline = now, job.deadline
+        elif job.deadline < runner.acks_deadline:
+            runner.acks_deadline, wake = job.deadline, True
+        if wake:  # due sooner: the receive loop may be waiting for a poll or for threads
             runner.wake.set()
             runner.slots.notify()
-        return new_due <= now
+        return runner.acks_deadline - runner.vt / 3 <= now
 
     def _flush(self, runner: _Runner) -> None:
         """Delete the finished jobs, ``ack_batch`` per delete_messages call (at least

@@ -230,6 +230,7 @@ def test_finished_messages_are_deleted_in_batches_of_up_to_ack_batch_each_id_onc
 ):
     rsmq.create_queue("jobs")
     ids = rsmq.send_messages("jobs", ["{}"] * 1000) + rsmq.send_messages("jobs", ["{}"] * 1000)
+    rsmq.delete_messages("jobs", [])  # the script loaded: MONITOR shows a NOSCRIPT try too
 
     with Monitor(redis_url) as monitor:
         start("jobs:noop=1:concurrency=16:batch=16", ack_linger=0.05, ack_batch=100)
