@@ -233,15 +233,21 @@ class Bench:
         self.rsmq.close()
 
 
-def measurements() -> list[tuple[str, str, int]]:
-    return [(m, c, n) for m in MODES for c in CLIENTS for n in PROCESSES] + [
-        (m, c, n) for m in MODES for c, n in EXTRA
+def measurements(
+    modes: tuple[str, ...] = MODES,
+    clients: tuple[str, ...] = CLIENTS,
+    processes: tuple[int, ...] = PROCESSES,
+) -> list[tuple[str, str, int]]:
+    return [(m, c, n) for m in modes for c in clients for n in processes] + [
+        (m, c, n) for m in modes for c, n in EXTRA if c.split()[0] in clients and n in processes
     ]
 
 
-def run(rounds: int, seconds: float, log: Any) -> tuple[dict[str, str], dict]:
+def run(
+    rounds: int, seconds: float, log: Any, runs: list[tuple[str, str, int]] | None = None
+) -> tuple[dict[str, str], dict]:
     ensure_node_modules()
-    runs = measurements()
+    runs = runs or measurements()
     with tempfile.TemporaryDirectory(prefix="rsmq-bench-worker-") as tmp:
         server = EmbeddedRedis(Path(tmp) / "redis")
         server.start()
@@ -322,6 +328,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, help="interleaved rounds (default 5, quick 2)")
     parser.add_argument("--seconds", type=float, help="per run (default 2, quick 1)")
     parser.add_argument("--write", action="store_true", help="record in bench/RESULTS.md")
+    parser.add_argument("--only", metavar="CLIENT,...", help="measure these clients only")
+    parser.add_argument("--processes", metavar="N,...", help="these process counts only")
+    parser.add_argument("--mode", choices=MODES, help="this mode only")
     parser.add_argument("--pyrsmq-consumer", metavar="CONFIG", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.pyrsmq_consumer:
@@ -333,7 +342,19 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("needs 2 cores: redis-server on core 0, the workers on core 1")
 
     started = time.monotonic()
-    info, samples = run(rounds, seconds, lambda m: print(m, file=sys.stderr, flush=True))
+    runs = measurements(
+        (args.mode,) if args.mode else MODES,
+        tuple(args.only.split(",")) if args.only else CLIENTS,
+        tuple(int(n) for n in args.processes.split(",")) if args.processes else PROCESSES,
+    )
+    if args.write and len(runs) < len(measurements()):
+        raise SystemExit("--write records a full run: drop --only / --processes / --mode")
+    info, samples = run(rounds, seconds, lambda m: print(m, file=sys.stderr, flush=True), runs)
+    if len(runs) < len(measurements()):
+        for m, ss in samples.items():
+            rates = [s.rate for s in ss]
+            print(f"{m}: {statistics.median(rates):,.0f} ({min(rates):,.0f}–{max(rates):,.0f})")
+        return 0
     table = render(info, samples)
     print(table)
     print(f"\n({time.monotonic() - started:.0f} s)", file=sys.stderr)
