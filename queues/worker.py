@@ -338,7 +338,11 @@ class Worker:
     def _handle_loop(self, runner: _Runner) -> None:
         """One handler thread: run the jobs the receive loop hands out, until a None."""
         while (job := runner.work.get()) is not None:
-            self._run_job(runner, job)
+            try:
+                self._run_job(runner, job)
+            except Exception:
+                # Never lose a handler thread: the queue's concurrency would shrink.
+                log.exception("worker error", extra={"queue": runner.handler.queue})
 
     def _run_job(self, runner: _Runner, job: _Job) -> None:
         h, msg = runner.handler, job.msg
@@ -351,38 +355,38 @@ class Worker:
             error = e
         urgent = False
         with job.lock, runner.lock:
-            given_up = job.given_up
-            if given_up:
+            done = error is None or job.given_up  # nothing more for this thread to do
+            if job.given_up:
                 runner.jobs.discard(job)
             else:
                 # Still registered while it is deleted or released, so that a drain
                 # waits for it and the heartbeat leaves it alone.
                 job.finishing = True
-            if error is None and not given_up:
-                urgent = self._add_ack(runner, job)
+                if error is None:
+                    urgent = self._add_ack(runner, job)
+            if done:
                 self._free_slot(runner)
-        if error is None or given_up:
-            if given_up:
-                with runner.lock:
-                    self._free_slot(runner)
-            elif urgent:
-                self._flush(runner)
+        if urgent:
+            self._flush(runner)
+        if done:
             return
-        delay = h.retry_delay(msg.rc)
-        runner.counts.failed += 1
-        log.warning(
-            "handler failed: %r; visible again in %d s",
-            error,
-            delay,
-            extra={
-                "queue": h.queue, "msg_id": msg.id, "rc": msg.rc, "event": "failed",
-                "retry_in": delay,
-            },
-        )  # fmt: skip
-        self._set_visibility(runner, msg, delay)
-        with runner.lock:
-            runner.jobs.discard(job)
-            self._free_slot(runner)
+        try:
+            delay = h.retry_delay(msg.rc)
+            runner.counts.failed += 1
+            log.warning(
+                "handler failed: %r; visible again in %d s",
+                error,
+                delay,
+                extra={
+                    "queue": h.queue, "msg_id": msg.id, "rc": msg.rc, "event": "failed",
+                    "retry_in": delay,
+                },
+            )  # fmt: skip
+            self._set_visibility(runner, msg, delay)
+        finally:
+            with runner.lock:
+                runner.jobs.discard(job)
+                self._free_slot(runner)
 
     def _free_slot(self, runner: _Runner) -> None:
         """A handler thread is free again (called under ``runner.lock``)."""
