@@ -322,6 +322,32 @@ def render(info: dict[str, str], samples: dict) -> str:
     return "\n".join(lines)
 
 
+HEADING = "Worker throughput (`bench/worker.py`)"
+
+
+def describe(rounds: int) -> str:
+    """What a recorded run measured, as RESULTS.md says it above the table."""
+    return (
+        f"Recorded by `python bench/worker.py --write` on "
+        f"{dt.datetime.now(dt.UTC):%Y-%m-%d}: end-to-end processed messages/s "
+        "(received, handled by a handler that does nothing, deleted) of 1, 2 and 4 "
+        "worker processes on one redis-server: queues' `rsmq worker --processes N` "
+        f"({CONCURRENCY} handler threads per process, batch receives of up to "
+        f"{CONCURRENCY}, finished messages deleted in batches: ack_batch "
+        f"{worker.ack_batch}, ack_linger {worker.ack_linger * 1000:g} ms), PyRSMQ 0.6.1's "
+        "`RedisSMQConsumer` (N processes, one message "
+        "at a time) and rsmq-worker 0.5.2 (N node processes on rsmq 0.12.4, one "
+        "message at a time; its interval array [-1, 0.01] so that the next receive "
+        "follows a message at once: with [0, …], as its README writes it, Node's "
+        "setTimeout(0) costs at least 1 ms per message, shown for 1 process). Every "
+        f"client polls an empty queue every {POLL * 1000:g} ms. A run pre-fills a "
+        "staging queue, starts the processes and waits until they poll, moves the "
+        "messages in and times until the queue is empty; "
+        f"{rounds} interleaved rounds after a warm-up round, medians. Message body: "
+        f"{len(BODY)} bytes."
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2 short rounds")
@@ -359,24 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     print(table)
     print(f"\n({time.monotonic() - started:.0f} s)", file=sys.stderr)
     if args.write:
-        record(
-            "Worker throughput (`bench/worker.py`)",
-            f"Recorded by `python bench/worker.py --write` on "
-            f"{dt.datetime.now(dt.UTC):%Y-%m-%d}: end-to-end processed messages/s "
-            "(received, handled by a handler that does nothing, deleted) of 1, 2 and 4 "
-            "worker processes on one redis-server: queues' `rsmq worker --processes N` "
-            f"({CONCURRENCY} handler threads per process, batch receives of up to "
-            f"{CONCURRENCY}), PyRSMQ 0.6.1's `RedisSMQConsumer` (N processes, one message "
-            "at a time) and rsmq-worker 0.5.2 (N node processes on rsmq 0.12.4, one "
-            "message at a time; its interval array [-1, 0.01] so that the next receive "
-            "follows a message at once: with [0, …], as its README writes it, Node's "
-            "setTimeout(0) costs at least 1 ms per message, shown for 1 process). Every "
-            f"client polls an empty queue every {POLL * 1000:g} ms. A run pre-fills a "
-            "staging queue, starts the processes and waits until they poll, moves the "
-            "messages in and times until the queue is empty; "
-            f"{rounds} interleaved rounds after a warm-up round, medians. Message body: "
-            f"{len(BODY)} bytes.\n\n" + table,
-        )
+        record(HEADING, describe(rounds) + "\n\n" + table)
         print(f"wrote {RESULTS.relative_to(ROOT)}", file=sys.stderr)
     return 0
 
