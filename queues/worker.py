@@ -49,10 +49,10 @@ import json
 import logging
 import math
 import os
-import queue as queuelib
 import signal
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +70,9 @@ HandlerFn = Callable[[Message], Any]
 
 #: s a receive waits for more handler threads to free up once fewer than half are free
 SLOT_WAIT = 0.002
+#: s received jobs wait for the one handler thread woken for them before more are woken
+#: (fast handlers: one thread runs the batch, without a wake-up per job)
+HELP_AFTER = 0.001
 
 
 @dataclass
@@ -123,7 +126,10 @@ class _Runner:
 
     handler: Handler
     vt: int
-    work: queuelib.SimpleQueue[_Job | None] = field(default_factory=queuelib.SimpleQueue)
+    # Received jobs not yet started (None: a handler thread's end), under ``lock``; one
+    # idle handler thread is woken for a batch, the others once it waited HELP_AFTER.
+    work: deque[_Job | None] = field(default_factory=deque)
+    queued_at: float = 0.0
     # Wakes the receive loop while it waits for the next poll: a realtime announcement
     # (``announced``), a stop, or a first finished job to delete.
     wake: threading.Event = field(default_factory=threading.Event)
@@ -138,10 +144,12 @@ class _Runner:
     # Notified (under ``lock``) when the first handler thread frees up, and when enough
     # of them have for a batch: the receive loop waits on it while they are busy.
     slots: threading.Condition = field(init=False)
+    ready: threading.Condition = field(init=False)  # idle handler threads wait on it
     enough: int = field(init=False)  # free handler threads worth a receive at once
 
     def __post_init__(self) -> None:
         self.slots = threading.Condition(self.lock)
+        self.ready = threading.Condition(self.lock)
         self.enough = max(1, min(self.handler.batch, self.handler.concurrency) // 2)
 
 
@@ -271,7 +279,8 @@ class Worker:
 
     def _free_slots(self, runner: _Runner) -> int:
         """Free handler threads to receive for: once ``enough`` are, or after SLOT_WAIT
-        with fewer; 0 when stopping or when finished jobs are due to be deleted."""
+        with fewer; 0 when stopping or when finished jobs are due to be deleted.
+        Meanwhile, wakes more handler threads for jobs that wait (slow handlers)."""
         first_free: float | None = None
         with runner.slots:
             while True:
@@ -279,18 +288,24 @@ class Worker:
                 due = self._acks_due(runner)
                 if now >= due or self._stopping.is_set():
                     return 0
+                help_at = math.inf
+                if runner.work:
+                    help_at = runner.queued_at + HELP_AFTER
+                    if now >= help_at:
+                        runner.ready.notify(len(runner.work))
+                        help_at = math.inf
                 free = runner.handler.concurrency - runner.busy
                 if free >= runner.enough:
                     return free
                 if free <= 0:
                     # Notified as a thread frees up; the timeout notices a stop.
-                    runner.slots.wait(min(0.1, due - now))
+                    runner.slots.wait(min(now + 0.1, due, help_at) - now)
                     continue
                 if first_free is None:
                     first_free = now
                 elif now - first_free >= SLOT_WAIT:
                     return free
-                runner.slots.wait(min(first_free + SLOT_WAIT, due) - now)
+                runner.slots.wait(min(first_free + SLOT_WAIT, due, help_at) - now)
 
     def _receive_loop(self, runner: _Runner) -> None:
         """Receive for the free handler threads; delete what finished, in batches."""
@@ -304,6 +319,8 @@ class Worker:
                 self._flush(runner)
                 due = math.inf
             if self._stopping.is_set():
+                with runner.lock:
+                    runner.ready.notify_all()  # no more help from this loop: all hands
                 return
             if now < next_poll and not runner.announced:
                 runner.wake.wait(max(0.0, min(next_poll, due) - now))
@@ -332,12 +349,22 @@ class Worker:
                 runner.busy += len(jobs)
                 runner.counts.received += len(jobs)
                 runner.jobs.update(jobs)
-            for job in jobs:
-                runner.work.put(job)
+                if not runner.work:
+                    runner.queued_at = time.monotonic()
+                runner.work.extend(jobs)
+                runner.ready.notify()
 
     def _handle_loop(self, runner: _Runner) -> None:
         """One handler thread: run the jobs the receive loop hands out, until a None."""
-        while (job := runner.work.get()) is not None:
+        while True:
+            with runner.lock:
+                while not runner.work:
+                    runner.ready.wait()
+                job = runner.work.popleft()
+                if runner.work:
+                    runner.queued_at = time.monotonic()  # the next one waits for help
+            if job is None:
+                return
             try:
                 self._run_job(runner, job)
             except Exception:
@@ -579,8 +606,9 @@ class Worker:
             self._flush(runner)  # what finished since the last look
             # Handler threads still running (given up on) are left behind: their
             # messages were released.
-            for _ in range(runner.handler.concurrency):
-                runner.work.put(None)
+            with runner.lock:
+                runner.work.extend([None] * runner.handler.concurrency)
+                runner.ready.notify_all()
         log.info("worker stopped", extra={"event": "stop", "pid": os.getpid()})
 
 
