@@ -348,6 +348,20 @@ def describe(rounds: int) -> str:
     )
 
 
+def busy_note(info: dict[str, str]) -> str:
+    """A warning above the table when other work took a fifth of the machine or more."""
+    other = info.get("CPU used by other processes during the run", "0%")
+    if int(other.split("%")[0]) < 20:
+        return ""
+    return (
+        f"\n\n**A busy machine**: other work used {other.split(' (')[0]} during this run "
+        f"(load average {info['load average at start']} at its start), so every client's "
+        "absolute figures are low and spread (min–max); the ratios, measured side by side "
+        "in the same rounds, are the comparison. Pinned runs suffer most: on core 1 a "
+        "worker can't move off a core that other processes hold."
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2 short rounds")
@@ -385,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     print(table)
     print(f"\n({time.monotonic() - started:.0f} s)", file=sys.stderr)
     if args.write:
-        record(HEADING, describe(rounds) + "\n\n" + table)
+        record(HEADING, describe(rounds) + busy_note(info) + "\n\n" + table)
         print(f"wrote {RESULTS.relative_to(ROOT)}", file=sys.stderr)
     return 0
 
