@@ -233,15 +233,21 @@ class Bench:
         self.rsmq.close()
 
 
-def measurements() -> list[tuple[str, str, int]]:
-    return [(m, c, n) for m in MODES for c in CLIENTS for n in PROCESSES] + [
-        (m, c, n) for m in MODES for c, n in EXTRA
+def measurements(
+    modes: tuple[str, ...] = MODES,
+    clients: tuple[str, ...] = CLIENTS,
+    processes: tuple[int, ...] = PROCESSES,
+) -> list[tuple[str, str, int]]:
+    return [(m, c, n) for m in modes for c in clients for n in processes] + [
+        (m, c, n) for m in modes for c, n in EXTRA if c.split()[0] in clients and n in processes
     ]
 
 
-def run(rounds: int, seconds: float, log: Any) -> tuple[dict[str, str], dict]:
+def run(
+    rounds: int, seconds: float, log: Any, runs: list[tuple[str, str, int]] | None = None
+) -> tuple[dict[str, str], dict]:
     ensure_node_modules()
-    runs = measurements()
+    runs = runs or measurements()
     with tempfile.TemporaryDirectory(prefix="rsmq-bench-worker-") as tmp:
         server = EmbeddedRedis(Path(tmp) / "redis")
         server.start()
@@ -316,12 +322,55 @@ def render(info: dict[str, str], samples: dict) -> str:
     return "\n".join(lines)
 
 
+HEADING = "Worker throughput (`bench/worker.py`)"
+
+
+def describe(rounds: int) -> str:
+    """What a recorded run measured, as RESULTS.md says it above the table."""
+    return (
+        f"Recorded by `python bench/worker.py --write` on "
+        f"{dt.datetime.now(dt.UTC):%Y-%m-%d}: end-to-end processed messages/s "
+        "(received, handled by a handler that does nothing, deleted) of 1, 2 and 4 "
+        "worker processes on one redis-server: queues' `rsmq worker --processes N` "
+        f"({CONCURRENCY} handler threads per process, batch receives of up to "
+        f"{CONCURRENCY}, finished messages deleted in batches: ack_batch "
+        f"{worker.ack_batch}, ack_linger {worker.ack_linger * 1000:g} ms), PyRSMQ 0.6.1's "
+        "`RedisSMQConsumer` (N processes, one message "
+        "at a time) and rsmq-worker 0.5.2 (N node processes on rsmq 0.12.4, one "
+        "message at a time; its interval array [-1, 0.01] so that the next receive "
+        "follows a message at once: with [0, …], as its README writes it, Node's "
+        "setTimeout(0) costs at least 1 ms per message, shown for 1 process). Every "
+        f"client polls an empty queue every {POLL * 1000:g} ms. A run pre-fills a "
+        "staging queue, starts the processes and waits until they poll, moves the "
+        "messages in and times until the queue is empty; "
+        f"{rounds} interleaved rounds after a warm-up round, medians. Message body: "
+        f"{len(BODY)} bytes."
+    )
+
+
+def busy_note(info: dict[str, str]) -> str:
+    """A warning above the table when other work took a fifth of the machine or more."""
+    other = info.get("CPU used by other processes during the run", "0%")
+    if int(other.split("%")[0]) < 20:
+        return ""
+    return (
+        f"\n\n**A busy machine**: other work used {other.split(' (')[0]} during this run "
+        f"(load average {info['load average at start']} at its start), so every client's "
+        "absolute figures are low and spread (min–max); the ratios, measured side by side "
+        "in the same rounds, are the comparison. Pinned runs suffer most: on core 1 a "
+        "worker can't move off a core that other processes hold."
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2 short rounds")
     parser.add_argument("--rounds", type=int, help="interleaved rounds (default 5, quick 2)")
     parser.add_argument("--seconds", type=float, help="per run (default 2, quick 1)")
     parser.add_argument("--write", action="store_true", help="record in bench/RESULTS.md")
+    parser.add_argument("--only", metavar="CLIENT,...", help="measure these clients only")
+    parser.add_argument("--processes", metavar="N,...", help="these process counts only")
+    parser.add_argument("--mode", choices=MODES, help="this mode only")
     parser.add_argument("--pyrsmq-consumer", metavar="CONFIG", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.pyrsmq_consumer:
@@ -333,29 +382,24 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("needs 2 cores: redis-server on core 0, the workers on core 1")
 
     started = time.monotonic()
-    info, samples = run(rounds, seconds, lambda m: print(m, file=sys.stderr, flush=True))
+    runs = measurements(
+        (args.mode,) if args.mode else MODES,
+        tuple(args.only.split(",")) if args.only else CLIENTS,
+        tuple(int(n) for n in args.processes.split(",")) if args.processes else PROCESSES,
+    )
+    if args.write and len(runs) < len(measurements()):
+        raise SystemExit("--write records a full run: drop --only / --processes / --mode")
+    info, samples = run(rounds, seconds, lambda m: print(m, file=sys.stderr, flush=True), runs)
+    if len(runs) < len(measurements()):
+        for m, ss in samples.items():
+            rates = [s.rate for s in ss]
+            print(f"{m}: {statistics.median(rates):,.0f} ({min(rates):,.0f}–{max(rates):,.0f})")
+        return 0
     table = render(info, samples)
     print(table)
     print(f"\n({time.monotonic() - started:.0f} s)", file=sys.stderr)
     if args.write:
-        record(
-            "Worker throughput (`bench/worker.py`)",
-            f"Recorded by `python bench/worker.py --write` on "
-            f"{dt.datetime.now(dt.UTC):%Y-%m-%d}: end-to-end processed messages/s "
-            "(received, handled by a handler that does nothing, deleted) of 1, 2 and 4 "
-            "worker processes on one redis-server: queues' `rsmq worker --processes N` "
-            f"({CONCURRENCY} handler threads per process, batch receives of up to "
-            f"{CONCURRENCY}), PyRSMQ 0.6.1's `RedisSMQConsumer` (N processes, one message "
-            "at a time) and rsmq-worker 0.5.2 (N node processes on rsmq 0.12.4, one "
-            "message at a time; its interval array [-1, 0.01] so that the next receive "
-            "follows a message at once: with [0, …], as its README writes it, Node's "
-            "setTimeout(0) costs at least 1 ms per message, shown for 1 process). Every "
-            f"client polls an empty queue every {POLL * 1000:g} ms. A run pre-fills a "
-            "staging queue, starts the processes and waits until they poll, moves the "
-            "messages in and times until the queue is empty; "
-            f"{rounds} interleaved rounds after a warm-up round, medians. Message body: "
-            f"{len(BODY)} bytes.\n\n" + table,
-        )
+        record(HEADING, describe(rounds) + busy_note(info) + "\n\n" + table)
         print(f"wrote {RESULTS.relative_to(ROOT)}", file=sys.stderr)
     return 0
 

@@ -13,10 +13,19 @@
 How it behaves, per queue:
 
 * It receives in batches, never more messages than it has free handler threads for
-  (``concurrency``), so a message never waits in the worker while its vt runs out.
+  (``concurrency``), so a message never waits in the worker while its vt runs out. When
+  only a few threads are free it waits a moment (``SLOT_WAIT``) for more to free up, so
+  that fast handlers get batches, not a receive per message.
+* A finished message is acknowledged (deleted) in a batch with the others that finished
+  about then, by the receive loop: one ``delete_messages`` call per ``ack_batch`` (100)
+  messages or per ``ack_linger`` (5 ms), whichever comes first. An ack is never held
+  while its message's vt runs low: it goes while a third of its vt is left at least (at
+  once by its handler thread if less is). A worker that dies holding acks (even by
+  SIGKILL) loses nothing: those messages come back after vt and run again, as with any
+  ack that fails (at least once).
 * While a handler runs, a heartbeat extends the message's visibility timeout, so a long
-  job is never handed to a second worker; a worker that dies (even by SIGKILL) simply
-  stops extending, and the message comes back after vt for another worker.
+  job is never handed to a second worker; a worker that dies simply stops extending, and
+  the message comes back after vt for another worker.
 * A handler that raises makes the message visible again after an exponential backoff
   (``backoff`` × 2^(rc-1) s, at most ``max_backoff``): it comes back with rc + 1. With a
   dead-letter policy on the queue (``set_dead_letter_policy``), the receive that would
@@ -28,13 +37,13 @@ How it behaves, per queue:
 * New messages wake the receiver at once through the queue's realtime channel (senders
   with ``realtime=True``); polling every ``poll_interval`` s is the fallback.
 * SIGTERM / SIGINT / ``stop()``: stop receiving, let running handlers finish for up to
-  ``grace`` s, then release what is still running (visible again at once) and return.
+  ``grace`` s, delete what finished, then release what is still running (visible again
+  at once) and return.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import inspect
 import json
 import logging
@@ -43,8 +52,8 @@ import os
 import signal
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +68,12 @@ from .models import Message
 log = logging.getLogger("queues.worker")
 
 HandlerFn = Callable[[Message], Any]
+
+#: s a receive waits for more handler threads to free up once fewer than half are free
+SLOT_WAIT = 0.002
+#: s received jobs wait for the one handler thread woken for them before more are woken
+#: (fast handlers: one thread runs the batch, without a wake-up per job)
+HELP_AFTER = 0.001
 
 
 @dataclass
@@ -86,8 +101,9 @@ class _Job:
     still runs is a different job (jobs are keyed by attempt, not by message id)."""
 
     msg: Message
-    started: float
-    extended: float
+    started: float  # time.monotonic() just before the receive that handed it out
+    extended: float  # ... before the heartbeat's last extension was asked for
+    deadline: float  # its vt runs out then at the earliest (as the last success set it)
     given_up: bool = False  # timed out or released: its handler's outcome is ignored
     finishing: bool = False  # its handler returned: being deleted or released
     # Held while the heartbeat extends this attempt's vt and while its handler's end is
@@ -107,16 +123,35 @@ class Counts:
 
 @dataclass
 class _Runner:
-    """One queue's receive loop, handler threads and running jobs."""
+    """One queue's receive loop, handler threads, acks and running jobs."""
 
     handler: Handler
     vt: int
-    pool: ThreadPoolExecutor
+    # Received jobs not yet started (None: a handler thread's end), under ``lock``; one
+    # idle handler thread is woken for a batch, the others once it waited HELP_AFTER.
+    work: deque[_Job | None] = field(default_factory=deque)
+    queued_at: float = 0.0
+    # Wakes the receive loop while it waits for the next poll: a realtime announcement
+    # (``announced``), a stop, or a first finished job to delete.
     wake: threading.Event = field(default_factory=threading.Event)
+    announced: bool = False
     jobs: set[_Job] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
     busy: int = 0  # handler threads running, given-up ones included
     counts: Counts = field(default_factory=Counts)
+    acks: list[_Job] = field(default_factory=list)  # finished, to delete (under ``lock``)
+    acks_since: float = 0.0  # when the oldest of them finished
+    acks_deadline: float = math.inf  # the earliest deadline of theirs
+    # Notified (under ``lock``) when the first handler thread frees up, and when enough
+    # of them have for a batch: the receive loop waits on it while they are busy.
+    slots: threading.Condition = field(init=False)
+    ready: threading.Condition = field(init=False)  # idle handler threads wait on it
+    enough: int = field(init=False)  # free handler threads worth a receive at once
+
+    def __post_init__(self) -> None:
+        self.slots = threading.Condition(self.lock)
+        self.ready = threading.Condition(self.lock)
+        self.enough = max(1, min(self.handler.batch, self.handler.concurrency) // 2)
 
 
 class Worker:
@@ -129,12 +164,18 @@ class Worker:
         poll_interval: float = 1.0,
         realtime: bool = True,
         grace: float = 30.0,
+        ack_batch: int = 100,
+        ack_linger: float = 0.005,
     ) -> None:
+        v.integer("ack_batch", ack_batch, 1, v.MAX_BATCH)
+        _seconds("ack_linger", ack_linger)
         self._rsmq = rsmq
         self._url, self._ns = url, ns
         self.poll_interval = poll_interval
         self.realtime = realtime
         self.grace = grace
+        self.ack_batch = ack_batch
+        self.ack_linger = ack_linger
         self.handlers: dict[str, Handler] = {}
         self._runners: dict[str, _Runner] = {}
         self._stopping = threading.Event()
@@ -185,12 +226,8 @@ class Worker:
             ("backoff", backoff),
             ("max_backoff", max_backoff),
         ):
-            if value is not None and (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not 0 <= value < math.inf
-            ):
-                raise InvalidArgument(name, f"{name} must be a finite number of seconds, 0 or more")
+            if value is not None:
+                _seconds(name, value)
         if queue in self.handlers:
             raise ValueError(f"a handler for queue {queue!r} is already registered")
 
@@ -219,15 +256,14 @@ class Worker:
                 raise InvalidArgument(
                     "vt", f"queue {h.queue} has vt 0: give its handler a vt of 1 s or more"
                 )
-            pool = ThreadPoolExecutor(h.concurrency, thread_name_prefix=f"rsmq-{h.queue}")
-            self._runners[h.queue] = _Runner(h, vt, pool)
+            self._runners[h.queue] = _Runner(h, vt)
         self._start(self._heartbeat, "rsmq-heartbeat")
         if self.realtime:
             self._start(self._listen, "rsmq-realtime")
-        for runner in self._runners.values():
-            self._start(
-                functools.partial(self._receive_loop, runner), f"rsmq-recv-{runner.handler.queue}"
-            )
+        for q, runner in self._runners.items():
+            for i in range(runner.handler.concurrency):
+                self._start(self._handle_loop, f"rsmq-{q}-{i}", runner)
+            self._start(self._receive_loop, f"rsmq-recv-{q}", runner)
         log.info(
             "worker started",
             extra={"event": "start", "queues": sorted(self._runners), "pid": os.getpid()},
@@ -241,96 +277,233 @@ class Worker:
         for runner in self._runners.values():
             runner.wake.set()
 
-    def _start(self, target: Callable[[], None], name: str) -> None:
-        t = threading.Thread(target=target, name=name, daemon=True)
+    def _start(self, target: Callable[..., None], name: str, *args: Any) -> threading.Thread:
+        t = threading.Thread(target=target, name=name, args=args, daemon=True)
         t.start()
         self._threads.append(t)
+        return t
+
+    def _free_slots(self, runner: _Runner) -> int:
+        """Free handler threads to receive for: once ``enough`` are, or after SLOT_WAIT
+        with fewer; 0 when stopping or when finished jobs are due to be deleted.
+        Meanwhile, wakes more handler threads for jobs that wait (slow handlers)."""
+        first_free: float | None = None
+        with runner.slots:
+            while True:
+                now = time.monotonic()
+                due = self._acks_due(runner)
+                if now >= due or self._stopping.is_set():
+                    return 0
+                help_at = math.inf
+                if runner.work:
+                    help_at = runner.queued_at + HELP_AFTER
+                    if now >= help_at:
+                        runner.ready.notify(len(runner.work))
+                        help_at = math.inf
+                free = runner.handler.concurrency - runner.busy
+                if free >= runner.enough:
+                    return free
+                if free <= 0:
+                    # Notified as a thread frees up; the timeout notices a stop.
+                    runner.slots.wait(min(now + 0.1, due, help_at) - now)
+                    continue
+                if first_free is None:
+                    first_free = now
+                elif now - first_free >= SLOT_WAIT:
+                    return free
+                runner.slots.wait(min(first_free + SLOT_WAIT, due, help_at) - now)
 
     def _receive_loop(self, runner: _Runner) -> None:
+        """Receive for the free handler threads; delete what finished, in batches."""
         h = runner.handler
-        while not self._stopping.is_set():
+        next_poll = 0.0  # after an empty receive: when to look again (unless announced)
+        while True:
+            now = time.monotonic()
             with runner.lock:
-                free = h.concurrency - runner.busy
-            if free <= 0:
-                runner.wake.wait(self.poll_interval)
+                due = self._acks_due(runner)
+            if now >= due:
+                self._flush(runner)
+                due = math.inf
+            if self._stopping.is_set():
+                with runner.lock:
+                    runner.ready.notify_all()  # no more help from this loop: all hands
+                return
+            if now < next_poll and not runner.announced:
+                runner.wake.wait(max(0.0, min(next_poll, due) - now))
                 runner.wake.clear()
                 continue
+            runner.announced = False
+            free = self._free_slots(runner)
+            if not free:
+                continue
+            before = time.monotonic()
             try:
                 msgs = self.rsmq.receive_messages(h.queue, min(free, h.batch), vt=runner.vt)
             except (redis.RedisError, RsmqError) as e:
                 log.warning(
                     "receive failed: %s", e, extra={"event": "receive_error", "queue": h.queue}
                 )
-                self._stopping.wait(self.poll_interval)
+                next_poll = time.monotonic() + self.poll_interval
                 continue
             if not msgs:
-                runner.wake.wait(self.poll_interval)
-                runner.wake.clear()
+                next_poll = time.monotonic() + self.poll_interval
                 continue
-            now = time.monotonic()
-            jobs = [_Job(m, now, now) for m in msgs]
+            next_poll = 0.0
+            deadline = before + runner.vt
+            jobs = [_Job(m, before, before, deadline) for m in msgs]
             with runner.lock:
                 runner.busy += len(jobs)
                 runner.counts.received += len(jobs)
                 runner.jobs.update(jobs)
-            for job in jobs:
-                # The pool lives until _drain, which first waits for this loop to end.
-                runner.pool.submit(self._run_job, runner, job)
+                if not runner.work:
+                    runner.queued_at = time.monotonic()
+                runner.work.extend(jobs)
+                runner.ready.notify()
+
+    def _handle_loop(self, runner: _Runner) -> None:
+        """One handler thread: run the jobs the receive loop hands out, until a None."""
+        while True:
+            with runner.lock:
+                while not runner.work:
+                    runner.ready.wait()
+                job = runner.work.popleft()
+                if runner.work:
+                    runner.queued_at = time.monotonic()  # the next one waits for help
+            if job is None:
+                return
+            try:
+                self._run_job(runner, job)
+            except Exception:
+                # Never lose a handler thread: the queue's concurrency would shrink.
+                log.exception("worker error", extra={"queue": runner.handler.queue})
 
     def _run_job(self, runner: _Runner, job: _Job) -> None:
         h, msg = runner.handler, job.msg
-        extra = {"queue": h.queue, "msg_id": msg.id, "rc": msg.rc}
-        t0 = time.monotonic()
         error: BaseException | None = None
         try:
-            try:
-                result = h.fn(msg)
-                if inspect.isawaitable(result):
-                    asyncio.run(_awaited(result))
-            except BaseException as e:  # SystemExit too: a handler's end is never the worker's
-                error = e
-            with job.lock, runner.lock:
-                if job.given_up:
-                    return
+            result = h.fn(msg)
+            if result is not None and inspect.isawaitable(result):
+                asyncio.run(_awaited(result))
+        except BaseException as e:  # SystemExit too: a handler's end is never the worker's
+            error = e
+        urgent = False
+        with job.lock, runner.lock:
+            done = error is None or job.given_up  # nothing more for this thread to do
+            if job.given_up:
+                runner.jobs.discard(job)
+            else:
                 # Still registered while it is deleted or released, so that a drain
                 # waits for it and the heartbeat leaves it alone.
                 job.finishing = True
-            if error is not None:
-                delay = h.retry_delay(msg.rc)
-                runner.counts.failed += 1
-                log.warning(
-                    "handler failed: %r; visible again in %d s",
-                    error,
-                    delay,
-                    extra={**extra, "event": "failed", "retry_in": delay},
-                )
-                self._set_visibility(runner, msg, delay)
-                return
-            try:
-                if self.rsmq.delete_message(h.queue, msg.id):
-                    runner.counts.succeeded += 1
-                    log.debug(
-                        "done in %.3f s", time.monotonic() - t0, extra={**extra, "event": "done"}
-                    )
-                else:
-                    runner.counts.lost += 1
-                    log.warning(
-                        "message left the queue while its handler ran",
-                        extra={**extra, "event": "lost"},
-                    )
-            except (redis.RedisError, RsmqError) as e:
-                # Not deleted: it comes back after vt and runs again (at least once).
-                log.error("delete failed: %s", e, extra={**extra, "event": "delete_error"})
+                if error is None:
+                    urgent = self._add_ack(runner, job)
+            if done:
+                self._free_slot(runner)
+        if urgent:
+            self._flush(runner)
+        if done:
+            return
+        try:
+            delay = h.retry_delay(msg.rc)
+            runner.counts.failed += 1
+            log.warning(
+                "handler failed: %r; visible again in %d s",
+                error,
+                delay,
+                extra={
+                    "queue": h.queue, "msg_id": msg.id, "rc": msg.rc, "event": "failed",
+                    "retry_in": delay,
+                },
+            )  # fmt: skip
+            self._set_visibility(runner, msg, delay)
         finally:
             with runner.lock:
                 runner.jobs.discard(job)
-                runner.busy -= 1
-            runner.wake.set()
+                self._free_slot(runner)
 
-    def _set_visibility(self, runner: _Runner, msg: Message, seconds: int) -> None:
+    def _free_slot(self, runner: _Runner) -> None:
+        """A handler thread is free again (called under ``runner.lock``)."""
+        runner.busy -= 1
+        free = runner.handler.concurrency - runner.busy
+        if free == 1 or free == runner.enough:
+            runner.slots.notify()
+
+    # -- acks ------------------------------------------------------------------------
+
+    def _acks_due(self, runner: _Runner) -> float:
+        """When the finished jobs must be deleted (math.inf: none); under ``runner.lock``.
+
+        After ``ack_linger``, and while each still has a third of its vt left at least.
+        """
+        if not runner.acks:
+            return math.inf
+        if len(runner.acks) >= self.ack_batch or self._stopping.is_set():
+            return 0.0
+        return min(runner.acks_since + self.ack_linger, runner.acks_deadline - runner.vt / 3)
+
+    def _add_ack(self, runner: _Runner, job: _Job) -> bool:
+        """Queue a finished job for deletion (under ``runner.lock``); True: delete now."""
+        now = time.monotonic()
+        acks = runner.acks
+        acks.append(job)
+        wake = len(acks) == 1 or len(acks) == self.ack_batch
+        if len(acks) == 1:
+            runner.acks_since, runner.acks_deadline = now, job.deadline
+        elif job.deadline < runner.acks_deadline:
+            runner.acks_deadline, wake = job.deadline, True
+        if wake:  # due sooner: the receive loop may be waiting for a poll or for threads
+            runner.wake.set()
+            runner.slots.notify()
+        return runner.acks_deadline - runner.vt / 3 <= now
+
+    def _flush(self, runner: _Runner) -> None:
+        """Delete the finished jobs, ``ack_batch`` per delete_messages call (at least
+        once: if a call fails, its messages come back after vt and run again)."""
+        with runner.lock:
+            jobs, runner.acks = runner.acks, []
+            runner.acks_deadline = math.inf
+        for i in range(0, len(jobs), self.ack_batch):
+            self._delete(runner, jobs[i : i + self.ack_batch])
+
+    def _delete(self, runner: _Runner, jobs: list[_Job]) -> None:
+        q = runner.handler.queue
         try:
-            if not self.rsmq.change_message_visibility(runner.handler.queue, msg.id, seconds):
-                runner.counts.lost += 1
+            deleted: int | None = self.rsmq.delete_messages(q, [j.msg.id for j in jobs])
+        except (redis.RedisError, RsmqError) as e:
+            deleted = None
+            log.error(
+                "delete of %d message(s) failed: %s",
+                len(jobs),
+                e,
+                extra={"queue": q, "event": "delete_error"},
+            )
+        with runner.lock:
+            runner.jobs.difference_update(jobs)
+            if deleted is not None:
+                runner.counts.succeeded += deleted
+                runner.counts.lost += len(jobs) - deleted
+        if deleted is not None and deleted < len(jobs):
+            log.warning(
+                "%d of %d message(s) left the queue while their handlers ran",
+                len(jobs) - deleted,
+                len(jobs),
+                extra={"queue": q, "event": "lost"},
+            )
+        if deleted is not None and log.isEnabledFor(logging.DEBUG):
+            now = time.monotonic()
+            for j in jobs:
+                log.debug(
+                    "done in %.3f s",
+                    now - j.started,
+                    extra={"queue": q, "msg_id": j.msg.id, "rc": j.msg.rc, "event": "done"},
+                )
+
+    def _set_visibility(self, runner: _Runner, msg: Message, seconds: int) -> bool:
+        """Whether the message's vt is now ``seconds`` from now."""
+        try:
+            if self.rsmq.change_message_visibility(runner.handler.queue, msg.id, seconds):
+                return True
+            runner.counts.lost += 1
         except (redis.RedisError, RsmqError) as e:
             # It comes back by itself when its vt runs out.
             log.error(
@@ -338,6 +511,9 @@ class Worker:
                 e,
                 extra={"queue": runner.handler.queue, "msg_id": msg.id, "event": "vis_error"},
             )
+        return False
+
+    # -- heartbeat -------------------------------------------------------------------
 
     def _heartbeat(self) -> None:
         """Extend running messages' vt before it runs out; give up on timed-out ones."""
@@ -361,7 +537,7 @@ class Worker:
                     if h.timeout is not None and now - job.started > h.timeout:
                         job.given_up = True
                         timed_out.append(job)
-                    elif runner.vt and now - job.extended >= runner.vt / 3:
+                    elif now - job.extended >= runner.vt / 3:
                         job.extended = now
                         due.append(job)
             for job in timed_out:
@@ -375,9 +551,12 @@ class Worker:
                 )
                 self._set_visibility(runner, job.msg, delay)
             for job in due:
+                before = time.monotonic()
                 with job.lock:
-                    if not (job.given_up or job.finishing):
-                        self._set_visibility(runner, job.msg, runner.vt)
+                    if job.given_up or job.finishing:
+                        continue
+                    if self._set_visibility(runner, job.msg, runner.vt):
+                        job.deadline = before + runner.vt
 
     def _listen(self) -> None:
         """Wake a queue's receiver as soon as a realtime send announces a message."""
@@ -393,7 +572,9 @@ class Worker:
                     if event:
                         name = event["channel"]
                         name = name.decode() if isinstance(name, bytes) else name
-                        channels[name].wake.set()
+                        runner = channels[name]
+                        runner.announced = True
+                        runner.wake.set()
             except redis.RedisError as e:
                 # Polling goes on meanwhile; subscribe again in a moment.
                 log.warning("realtime channel lost: %s", e, extra={"event": "realtime_error"})
@@ -401,21 +582,26 @@ class Worker:
             finally:
                 pubsub.close()
 
+    # -- stopping --------------------------------------------------------------------
+
     def _drain(self) -> None:
-        """Stop receiving, let running handlers finish for up to `grace` s, release the rest."""
+        """Stop receiving, let running handlers finish for up to `grace` s, delete what
+        finished, release the rest."""
         deadline = time.monotonic() + self.grace
         for t in self._threads:
             if t.name.startswith("rsmq-recv-"):
-                # A receive already on its way registers its messages before the loop ends.
+                # A receive already on its way registers its messages before the loop
+                # ends, and the loop deletes what finished before it.
                 t.join(max(0.0, deadline - time.monotonic()))
-        while time.monotonic() < deadline:
+        while True:
             with_jobs = False
             for runner in self._runners.values():
+                self._flush(runner)
                 with runner.lock:
                     with_jobs = with_jobs or any(not j.given_up for j in runner.jobs)
-            if not with_jobs:
+            if not with_jobs or time.monotonic() >= deadline:
                 break
-            time.sleep(0.05)
+            time.sleep(0.02)
         for runner in self._runners.values():
             with runner.lock:
                 left = [j for j in runner.jobs if not j.given_up and not j.finishing]
@@ -424,8 +610,18 @@ class Worker:
             for job in left:
                 runner.counts.released += 1
                 self._set_visibility(runner, job.msg, 0)
-            runner.pool.shutdown(wait=False, cancel_futures=True)
+            self._flush(runner)  # what finished since the last look
+            # Handler threads still running (given up on) are left behind: their
+            # messages were released.
+            with runner.lock:
+                runner.work.extend([None] * runner.handler.concurrency)
+                runner.ready.notify_all()
         log.info("worker stopped", extra={"event": "stop", "pid": os.getpid()})
+
+
+def _seconds(name: str, value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+        raise InvalidArgument(name, f"{name} must be a finite number of seconds, 0 or more")
 
 
 async def _awaited(awaitable: Any) -> Any:

@@ -205,7 +205,8 @@ def test_sigterm_under_load_leaves_no_message_in_flight(rsmq: RedisSMQ, start: S
     names = [f"q{i}" for i in range(8)]
     for name in names:
         rsmq.create_queue(name, vt=60)
-        rsmq.send_messages(name, ["{}"] * 3000)
+        for _ in range(3):  # enough that each one is still busy when its SIGTERM comes
+            rsmq.send_messages(name, ["{}"] * 10_000)
     workers = [start(f"{name}:noop=1:concurrency=16:batch=16") for name in names]
     for worker in workers:
         worker.wait_started()
@@ -219,6 +220,84 @@ def test_sigterm_under_load_leaves_no_message_in_flight(rsmq: RedisSMQ, start: S
     in_flight = {name: rsmq.list_messages(name, state="inflight").total for name in names}
     assert in_flight == dict.fromkeys(names, 0)
     assert all(rsmq.get_queue_attributes(name).msgs > 0 for name in names)  # were busy
+
+
+# -- acks: finished messages are deleted in batches -------------------------------------------
+
+
+def test_finished_messages_are_deleted_in_batches_of_up_to_ack_batch_each_id_once(
+    rsmq: RedisSMQ, ns: str, redis_url: str, start: Start
+):
+    rsmq.create_queue("jobs")
+    ids = rsmq.send_messages("jobs", ["{}"] * 1000) + rsmq.send_messages("jobs", ["{}"] * 1000)
+    rsmq.delete_messages("jobs", [])  # the script loaded: MONITOR shows a NOSCRIPT try too
+
+    with Monitor(redis_url) as monitor:
+        start("jobs:noop=1:concurrency=16:batch=16", ack_linger=0.05, ack_batch=100)
+        wait_for(lambda: queue_empty(rsmq, "jobs"), 30, "every message deleted")
+
+    deletes = [argv for _, argv in monitor.calls(S.DELETE.sha, f"{ns}:jobs")]
+    assert sorted(i for argv in deletes for i in argv) == sorted(ids)
+    assert max(len(argv) for argv in deletes) <= 100
+    assert len(deletes) <= len(ids) / 10  # one call per message before
+    assert rsmq.get_queue_attributes("jobs").totalrecv == len(ids)
+
+
+def test_an_ack_is_held_for_its_linger_but_never_while_its_vt_runs_low(
+    rsmq: RedisSMQ, records: Records, start: Start
+):
+    rsmq.create_queue("jobs", vt=3)
+    start("jobs", ack_linger=30)
+
+    send(rsmq, "jobs")
+
+    (end,) = records.wait(1)
+    wait_for(lambda: queue_empty(rsmq, "jobs"), 5, "the message deleted")
+    deleted = time.time()
+    # held, not deleted at once; deleted while a third of its 3 s vt was left
+    assert 1.5 <= deleted - end["start"] < 2.5
+    time.sleep(1.5)  # past its vt: it was never handed out again
+    assert rsmq.get_queue_attributes("jobs").totalrecv == 1
+    assert len(records.ends()) == 1
+
+
+def test_a_worker_killed_holding_acks_loses_nothing_the_messages_run_again(
+    rsmq: RedisSMQ, records: Records, start: Start
+):
+    rsmq.create_queue("jobs", vt=3)
+    ids = rsmq.send_messages("jobs", ["{}"] * 100)
+    first = start("jobs:concurrency=16", ack_linger=30, ack_batch=1000)
+    records.wait(100)
+
+    first.signal(signal.SIGKILL)
+    first.wait(5)
+    held = rsmq.get_queue_attributes("jobs").msgs
+    start("jobs:concurrency=16")
+
+    wait_for(lambda: queue_empty(rsmq, "jobs"), 15, "every message deleted")
+    assert held > 0  # the killed worker's acks were never sent ...
+    ends = records.ends()
+    assert {e["id"] for e in ends} == set(ids)  # ... every message ran and is deleted ...
+    assert len([e for e in ends if e["rc"] == 2]) == held  # ... those ran once more
+    assert all(e["ok"] for e in ends)
+    assert rsmq.get_queue_attributes("jobs").totalrecv == len(ids) + held
+
+
+def test_sigterm_deletes_the_acks_it_holds_before_it_exits(
+    rsmq: RedisSMQ, records: Records, start: Start
+):
+    rsmq.create_queue("jobs", vt=60)
+    worker = start("jobs:concurrency=4", ack_linger=30)
+    rsmq.send_messages("jobs", ["{}"] * 10)
+    records.wait(10)
+    assert rsmq.get_queue_attributes("jobs").msgs == 10  # finished, their acks held
+
+    worker.signal(signal.SIGTERM)
+    stopped = time.time()
+
+    assert worker.wait(5) == 0
+    assert time.time() - stopped < 1.5
+    assert rsmq.get_queue_attributes("jobs").msgs == 0
 
 
 # -- heartbeat, concurrency, timeout, batches ------------------------------------------------

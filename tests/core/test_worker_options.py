@@ -22,6 +22,15 @@ def test_handler_options_must_be_finite_seconds(option: str, value: float) -> No
     assert err.value.field == option
 
 
+@pytest.mark.parametrize(
+    ("option", "value"), [("ack_batch", 0), ("ack_batch", 1001), ("ack_linger", -0.001)]
+)
+def test_ack_batch_and_ack_linger_must_be_in_range(option: str, value: float) -> None:
+    with pytest.raises(InvalidArgument) as err:
+        Worker(url="redis://127.0.0.1:1/0", **{option: value})
+    assert err.value.field == option
+
+
 def test_a_handler_vt_of_0_is_refused() -> None:
     with pytest.raises(InvalidArgument) as err:
         Worker(url="redis://127.0.0.1:1/0").handler("jobs", vt=0)

@@ -7,8 +7,9 @@ Set up by environment variables, so that each test starts the processes it needs
   max_backoff), ``async=1`` for an ``async def`` handler and ``noop=1`` for one that
   does nothing at all (no record either);
 * ``WORKER_RESULTS``: the queue every handler attempt sends its record to;
-* ``WORKER_POLL``, ``WORKER_GRACE``, ``WORKER_REALTIME``: the Worker's poll_interval,
-  grace and realtime.
+* ``WORKER_POLL``, ``WORKER_GRACE``, ``WORKER_REALTIME``, ``WORKER_ACK_LINGER``,
+  ``WORKER_ACK_BATCH``: the Worker's poll_interval, grace, realtime, ack_linger and
+  ack_batch.
 
 What a handler does is said by the message's body, a JSON object (all keys optional):
 
@@ -66,6 +67,8 @@ def build(url: str | None = None, ns: str | None = None, client: bool = False) -
         poll_interval=float(env.get("WORKER_POLL", "0.1")),
         grace=float(env.get("WORKER_GRACE", "10")),
         realtime=env.get("WORKER_REALTIME", "1") == "1",
+        ack_linger=float(env.get("WORKER_ACK_LINGER", "0.005")),
+        ack_batch=int(env.get("WORKER_ACK_BATCH", "100")),
     )
     results = env.get("WORKER_RESULTS", "results")
 

@@ -160,7 +160,7 @@ class Monitor:
     def __init__(self, url: str) -> None:
         self.url = url
         self.commands: list[dict[str, Any]] = []
-        self._stopping = False
+        self._last = f"monitor-end-{os.getpid()}-{time.monotonic_ns()}"
 
     def __enter__(self) -> Monitor:
         self._client = redis.Redis.from_url(self.url, decode_responses=True)
@@ -171,14 +171,16 @@ class Monitor:
         return self
 
     def _read(self) -> None:
-        while not self._stopping:
-            self.commands.append(self._monitor.next_command())
+        while True:
+            command = self._monitor.next_command()
+            if command["command"] == f"ECHO {self._last}":
+                return
+            self.commands.append(command)
 
     def __exit__(self, *exc: object) -> None:
-        self._stopping = True
         poke = redis.Redis.from_url(self.url)
-        poke.ping()  # the reader's last command
-        self._thread.join(5)
+        poke.echo(self._last)  # the reader reads up to this command: nothing is left out
+        self._thread.join(10)
         poke.close()
         self._monitor.__exit__()
         self._client.close()
