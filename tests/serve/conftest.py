@@ -96,7 +96,9 @@ class Served:
                     f"./run exited with {self.process.returncode}:\n{self.output()[-3000:]}"
                 )
             try:
-                if request(self.port, "/healthz", timeout=2).status == 200:
+                # Serving, and ./run has said so (it prints the URL once /healthz answers).
+                up = request(self.port, "/healthz", timeout=2).status == 200
+                if up and "RSMQ Console: http" in self.output():
                     return
             except OSError:
                 pass
