@@ -15,8 +15,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def console_redis(settings, redis_url: str, ns: str) -> None:
-    settings.RSMQ_REDIS_URL = redis_url
-    settings.RSMQ_NAMESPACE = ns
+    settings.RSMQ_CONNECTIONS = [{"name": "default", "url": redis_url, "namespaces": [ns]}]
 
 
 def test_manage_py_rsmq_uses_the_consoles_redis_and_namespace(

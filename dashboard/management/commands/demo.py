@@ -2,12 +2,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
 from dashboard import demo
+from dashboard.connections import connections
 from queues import RedisSMQ
 
 
@@ -15,7 +15,9 @@ class Command(BaseCommand):
     help = "Create the demo queues (with messages in every state) and a demo login."
 
     def handle(self, *args: Any, **options: Any) -> None:
-        with RedisSMQ(url=settings.RSMQ_REDIS_URL, ns=settings.RSMQ_NAMESPACE) as rsmq:
+        # The first configured namespace: RSMQ_NAMESPACE="a,b" is two namespaces, not one.
+        conn = connections()[0]
+        with RedisSMQ(url=conn.url, ns=conn.namespaces[0]) as rsmq:
             created = demo.seed(rsmq)
         self.stdout.write(f"demo queues created: {', '.join(created) or 'none (already there)'}")
         ensure_demo_login()

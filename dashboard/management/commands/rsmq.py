@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from dashboard.connections import connections
 from queues import cli
 
 
@@ -27,7 +27,8 @@ class Command(BaseCommand):
     def _run(argv: list[str]) -> int:
         defaults = []
         if not any(a == "--url" or a.startswith("--url=") for a in argv):
-            defaults += ["--url", settings.RSMQ_REDIS_URL]
+            defaults += ["--url", connections()[0].url]
         if not any(a == "--ns" or a.startswith("--ns=") for a in argv):
-            defaults += ["--ns", settings.RSMQ_NAMESPACE]
+            # The first configured namespace: RSMQ_NAMESPACE="a,b" is two, not one.
+            defaults += ["--ns", connections()[0].namespaces[0]]
         return cli.main(defaults + argv)
