@@ -17,8 +17,8 @@ from typing import Any
 
 import redis
 
-from .client import RedisSMQ
 from . import validation as v
+from .client import RedisSMQ
 from .errors import InvalidArgument, QueueNotFound, QueueUnreadable, RsmqError
 from .models import LIST_STATES
 from .server import default_redis_url

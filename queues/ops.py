@@ -458,8 +458,8 @@ class Operations(Generic[R]):
         browsing lists it) is deleted. Returns how many were in the queue."""
         keys = self._queue_keys(qname)
         checked = list(members)
-        if not all(isinstance(m, (bytes, str)) and m for m in checked):
-            raise InvalidArgument("members", "members must be non-empty strings or bytes")
+        if not all(isinstance(m, (bytes, str)) for m in checked):
+            raise InvalidArgument("members", "members must be strings or bytes")
         if not checked:
             return 0
         deleted: int = yield Call(S.DELETE_MEMBERS, keys, checked, qname)
