@@ -129,6 +129,8 @@ def _info(f: list[Any], now: int) -> MessageInfo:
     if rc is None:
         notes.append(f"rc is {_shown(f[4])}, not a number")
     fr = _whole(f[5]) if f[5] else None
+    if fr is not None and not 0 <= fr < 2**53:
+        fr = None
     if f[5] and fr is None:
         notes.append(f"fr is {_shown(f[5])}, not a time")
     hidden = float(f[1]) > now if score is None else score > now

@@ -131,6 +131,7 @@ def render_queue(
         qname=qname,
         stats=stats,
         now=browser.pop("now", stats.now),
+        unreadable_messages=browser.pop("unreadable_messages", None),
         tabs=TABS,
         params=params,
         current=current(request),
