@@ -72,7 +72,7 @@ def _text(raw: bytes | str) -> str:
 
 def _shown(raw: bytes | str) -> str:
     text = _text(raw)
-    return repr(text[:40] + "…" if len(text) > 40 else text)
+    return "'" + (text[:40] + "…" if len(text) > 40 else text) + "'"
 
 
 def _sent(mid: str) -> float | None:

@@ -91,7 +91,7 @@ def test_the_dead_letter_queue_field_that_is_not_a_queue_name_is_reported(
     (b,) = rsmq.queue_stats(["b"])
 
     assert b.dlq is None
-    assert b.unreadable == "x:dlq is '<script>\\\\xff', not a queue name"
+    assert b.unreadable == "x:dlq is '<script>\\xff', not a queue name"
     assert rsmq.receive_message("b", vt=5) is not None  # the policy can't apply: delivered
 
 
