@@ -688,9 +688,12 @@ class Operations(Generic[R]):
         keys = self._queue_keys(qname)
         total = skip = 0
         # Bounded even while producers keep adding: no more rounds than the queue had
-        # messages when it started (each round handles or skips a whole chunk).
-        attrs = _attributes((yield Call(S.GET_QUEUE_ATTRIBUTES, keys, (), qname)))
-        for _ in range(attrs.msgs // CHUNK + 2):
+        # messages when it started (each round handles or skips a whole chunk). Read as
+        # stats: a queue whose counters another client spoiled can still be cleaned up.
+        stats = yield from self._stats_of([qname], 1)
+        if not stats:
+            raise QueueNotFound(qname)
+        for _ in range(stats[0].msgs // CHUNK + 2):
             done, skipped, seen = yield Call(S.BULK, keys, (action, state, skip, CHUNK), qname)
             total += done
             skip += skipped

@@ -169,7 +169,9 @@ def _purge(post: Posted) -> tuple[str, int | None]:
 
 
 def _delete_queue(post: Posted) -> tuple[str, int | None]:
-    msgs = post.place.rsmq.get_queue_attributes(post.qname).msgs
+    # Its stats read even when its counters are spoiled: deleting is how that is cleaned up.
+    stats = post.place.rsmq.queue_stats([post.qname])
+    msgs = stats[0].msgs if stats else 0
     post.place.rsmq.delete_queue(post.qname)
     return f"Deleted queue {post.qname} and its {plural(msgs, 'message')}.", msgs
 

@@ -329,3 +329,15 @@ def test_a_wrong_type_is_a_data_error_not_an_outage(world: World, console, viewe
     assert response.status_code == 409
     assert "Redis is unavailable" not in text(response)
     assert f"Queue {BAD} has data the console can&#x27;t read" in text(response)
+
+
+@pytest.mark.parametrize("kind", ["vt-abc", "zset-is-string", "hash-is-list"])
+def test_an_admin_can_delete_a_queue_whose_data_cant_be_read(
+    kind: str, world: World, console, admin: Client
+) -> None:
+    KINDS[kind](world)
+
+    admin.post(console.act(BAD), {"action": "delete_queue", "delete-confirm": BAD})
+
+    assert console.rsmq.list_queues() == list(HEALTHY)
+    assert world.r.exists(f"{world.ns}:{BAD}", f"{world.ns}:{BAD}:Q") == 0

@@ -239,3 +239,13 @@ def test_the_cli_lists_a_message_that_is_not_an_rsmq_one_as_json(
     assert [(m["id"], m["note"]) for m in items if m["note"]] == [
         ("\\xff<x>", "not an RSMQ message id")
     ]
+
+
+def test_a_queue_with_a_spoiled_counter_can_still_be_emptied_and_deleted(
+    rsmq: RedisSMQ, r: redis.Redis, ns: str, three: list[str]
+):
+    r.hset(f"{ns}:b:Q", "vt", "abc")
+
+    assert rsmq.delete_state("b", "all") == 2
+    rsmq.delete_queue("b")
+    assert rsmq.list_queues() == ["a", "c"]
