@@ -17,7 +17,9 @@ from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
 from dashboard import tasks
+from dashboard.connections import Connection
 from dashboard.models import Snapshot
+from dashboard.web_errors import web_error
 from queues import RedisSMQ
 from queues.cli import main
 
@@ -341,3 +343,18 @@ def test_an_admin_can_delete_a_queue_whose_data_cant_be_read(
 
     assert console.rsmq.list_queues() == list(HEALTHY)
     assert world.r.exists(f"{world.ns}:{BAD}", f"{world.ns}:{BAD}:Q") == 0
+
+
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [(redis.ResponseError("WRONGTYPE Operation against a key holding the wrong kind"), 409),
+     (redis.exceptions.ReadOnlyError("READONLY You can't write against a replica"), 503),
+     (redis.exceptions.OutOfMemoryError("OOM command not allowed"), 503),
+     (redis.ConnectionError("Connection refused"), 503),
+     (redis.TimeoutError("Timeout reading from socket"), 503)],
+)  # fmt: skip
+def test_only_redis_failing_is_called_unavailable(error: Exception, status: int) -> None:
+    answer = web_error(error, Connection("c", "redis://h:6379/0", ("rsmq",)))
+
+    assert answer is not None and answer.status == status
+    assert ("Redis is unavailable" in answer.text) == (status == 503)
