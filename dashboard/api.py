@@ -82,7 +82,10 @@ def queue_list(request: HttpRequest, place: Place) -> JsonResponse:
     queues = []
     for s in stats:
         counts, attributes = _fields(s)
-        queues.append({"name": s.qname, **counts, **attributes, **_rates(rates.get(s.qname))})
+        queues.append(
+            {"name": s.qname, "unreadable": s.unreadable, **counts, **attributes,
+             **_rates(rates.get(s.qname))}
+        )  # fmt: skip
     return JsonResponse({**_where(place, now), "queues": queues})
 
 
@@ -113,6 +116,7 @@ def queue_detail(request: HttpRequest, place: Place, qname: str) -> JsonResponse
         {
             **_where(place, s.now),
             "name": s.qname,
+            "unreadable": s.unreadable,  # what can't be read, if anything (counts: 0)
             "counts": counts,
             "attributes": attributes,
             "series": {

@@ -55,12 +55,17 @@ def duration(seconds: float | None) -> str:
 
 
 def epoch_ms(value: float | int | None) -> dt.datetime | None:
+    """Epoch ms as a time; None for none, and for a number no calendar holds (another
+    client may have stored 10^17 as a first-receive time)."""
     if value is None:
         return None
-    return dt.datetime.fromtimestamp(value / 1000, tz=dt.UTC)
+    try:
+        return dt.datetime.fromtimestamp(value / 1000, tz=dt.UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
-def iso(ms: float) -> str:
-    """Epoch ms as ISO 8601 UTC with ms: 2026-11-21T01:02:03.456Z."""
-    t = dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
-    return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def iso(ms: float) -> str | None:
+    """Epoch ms as ISO 8601 UTC with ms: 2026-11-21T01:02:03.456Z (None: not a time)."""
+    t = epoch_ms(ms)
+    return t.isoformat(timespec="milliseconds").replace("+00:00", "Z") if t else None

@@ -4,6 +4,8 @@
     rsmq_queue_visible_messages / _hidden_ / _inflight_ / _delayed_messages
     rsmq_queue_oldest_visible_age_seconds                 gauge (0: nothing visible)
     rsmq_queue_sent_total / rsmq_queue_received_total     counters (totalsent / totalrecv)
+    rsmq_queue_unreadable{connection,namespace,queue}     1 for a queue whose data can't be
+                                                          read (no other series of it)
     rsmq_up{connection,namespace}                         1: read, 0: Redis failed
 
 A scrape reads each namespace once (``queue_stats``: its queue list and counters in one
@@ -59,6 +61,12 @@ class QueueCollector:
         received = CounterMetricFamily(
             "rsmq_queue_received", "Messages received (totalrecv)", labels=LABELS
         )
+        unreadable = GaugeMetricFamily(
+            "rsmq_queue_unreadable",
+            "1: the queue's data can't be read (written by some other client), or its name "
+            "is not an RSMQ queue name",
+            labels=LABELS,
+        )
         up = GaugeMetricFamily(
             "rsmq_up", "1 if the namespace was read in this scrape", labels=LABELS[:2]
         )
@@ -74,6 +82,10 @@ class QueueCollector:
                 continue
             up.add_metric([conn.name, ns], 1)
             for s in stats:
+                if s.unreadable:
+                    log.warning("metrics: %s/%s queue %r: %s", conn.name, ns, s.qname, s.unreadable)
+                    unreadable.add_metric([conn.name, ns, s.qname], 1)
+                    continue
                 d = s.as_dict()
                 labels = [conn.name, ns, d["name"]]
                 for name, (_, field) in GAUGES.items():
@@ -83,7 +95,7 @@ class QueueCollector:
                 sent.add_metric(labels, d["totalsent"], created=d["created"])
                 received.add_metric(labels, d["totalrecv"], created=d["created"])
         yield from gauges.values()
-        yield from (age, sent, received, up)
+        yield from (age, sent, received, unreadable, up)
 
 
 @require_GET

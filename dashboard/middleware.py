@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-import redis
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
@@ -18,7 +17,7 @@ from django.template.loader import render_to_string
 
 from .connections import get_connection
 from .htmx import HtmxHttpRequest
-from .web_errors import web_error
+from .web_errors import DATA_ERROR, web_error
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +40,7 @@ class RedisUnavailableMiddleware:
         error = web_error(exception, conn)
         if error is None:
             return None
-        if isinstance(exception, redis.RedisError):
+        if error.status == 503:
             log.warning("Redis unavailable at %s: %s", error.url, error.error)
             if request.htmx:
                 return self._fragment(request, 503, f"{error.text} Retrying.")
@@ -49,6 +48,11 @@ class RedisUnavailableMiddleware:
             return render(request, "redis_unavailable.html", context, status=503)
         if error.status == 403:
             return self._fragment(request, 403, error.text)
+        if error.status == DATA_ERROR:
+            log.warning("%s", error.text)
+            if request.htmx:
+                return self._fragment(request, DATA_ERROR, error.text)
+            return render(request, "data_error.html", {"message": error.text}, status=DATA_ERROR)
         return self._page(request, "404.html", error.status, message=error.text)
 
     @staticmethod

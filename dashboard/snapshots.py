@@ -36,6 +36,7 @@ class Run:
     rows: int = 0
     files: list[Path] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # "connection/namespace": Redis failed
+    unreadable: list[str] = field(default_factory=list)  # "connection/namespace/queue"
     locked: bool = False  # another run was going on: this one did nothing
 
 
@@ -74,7 +75,7 @@ def _take() -> Run:
                 )  # fmt: skip
                 run.skipped.append(f"{conn.name}/{ns}")
                 continue
-            rows += _rows(conn, ns, stats)
+            rows += _rows(conn, ns, stats, run)
     if rows:
         run.files = store(rows)
         run.rows = len(rows)
@@ -87,9 +88,16 @@ COLUMNS = ("queue", "taken_at", "msgs", "hiddenmsgs", "inflight", "delayed", "to
            "totalrecv", "oldest_age", "created")  # fmt: skip
 
 
-def _rows(conn: Connection, ns: str, stats: list[QueueStats]) -> list[Snapshot]:
+def _rows(conn: Connection, ns: str, stats: list[QueueStats], run: Run) -> list[Snapshot]:
     rows = []
     for s in stats:
+        if s.unreadable:
+            # No row of it (its counts can't be trusted); every other queue's is stored.
+            log.warning(
+                "snapshot of %s/%s skipped queue %r: %s", conn.name, ns, s.qname, s.unreadable
+            )
+            run.unreadable.append(f"{conn.name}/{ns}/{s.qname}")
+            continue
         d = s.as_dict()
         counts = {c: d[FROM_STATS.get(c, c)] for c in COLUMNS}
         rows.append(Snapshot(connection=conn.name, namespace=ns, **counts))

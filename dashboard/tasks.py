@@ -14,7 +14,10 @@ def snapshot() -> dict[str, Any]:
     """Every queue's counters, every RSMQ_SNAPSHOT_INTERVAL seconds."""
     run = snapshots.take()
     # What the worker logs as the task's result.
-    return {"rows": run.rows, "files": len(run.files), "skipped": run.skipped, "locked": run.locked}
+    return {
+        "rows": run.rows, "files": len(run.files), "skipped": run.skipped,
+        "unreadable": run.unreadable, "locked": run.locked,
+    }  # fmt: skip
 
 
 @shared_task(name="dashboard.tasks.prune_snapshots", ignore_result=True)

@@ -12,10 +12,14 @@ import redis
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from queues import InvalidArgument, QueueNotFound, RsmqError
+from queues import InvalidArgument, QueueNotFound, QueueUnreadable, RsmqError
 from queues.urls import redacted
 
 from .connections import Connection
+
+#: what the console answers when a queue's data can't be read: the request was fine and
+#: Redis is up; the data conflicts with what RSMQ writes (never a 500, never a 503)
+DATA_ERROR = 409
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +34,10 @@ class WebError:
 def web_error(exception: Exception, conn: Connection) -> WebError | None:
     """What to answer for ``exception`` raised while reading ``conn``; None: not ours to
     answer (Django's own handling applies)."""
+    if isinstance(exception, QueueUnreadable):
+        return WebError(
+            DATA_ERROR, f"Queue {exception.qname} has data the console can't read: {exception.why}."
+        )
     if isinstance(exception, QueueNotFound):
         # Deleted under the operator's feet (or never there).
         return WebError(404, f"Queue {exception.qname} does not exist (any more).")
@@ -41,6 +49,12 @@ def web_error(exception: Exception, conn: Connection) -> WebError | None:
         return WebError(404, str(exception))
     if isinstance(exception, PermissionDenied):
         return WebError(403, f"Not allowed: {exception} Nothing was changed.")
+    if isinstance(exception, redis.ResponseError) and not isinstance(
+        exception, (redis.exceptions.ReadOnlyError, redis.exceptions.OutOfMemoryError)
+    ):
+        # Redis is up and answered: about the data (WRONGTYPE, ...), not an outage.
+        error = " ".join(str(exception).split()).rstrip(".")
+        return WebError(DATA_ERROR, f"Redis refused a read of data the console can't use: {error}.")
     if isinstance(exception, redis.RedisError):
         url = redacted(conn.url)
         error = " ".join(str(exception).split()).rstrip(".")

@@ -11,6 +11,7 @@ from .errors import (
     NoAttributeSupplied,
     QueueExists,
     QueueNotFound,
+    QueueUnreadable,
     RsmqError,
 )
 from .models import (
@@ -37,6 +38,7 @@ __all__ = [
     "QueueExists",
     "QueueNotFound",
     "QueueStats",
+    "QueueUnreadable",
     "RedisSMQ",
     "RsmqError",
     "SearchResult",

@@ -21,8 +21,11 @@ MAX_COUNT = MAX_CENSUS_COUNT
 
 def queue_sizes(rsmq: RedisSMQ, qnames: Iterable[str] | None = None) -> dict[str, int]:
     """Messages per queue (default: every queue of the namespace), in one pipelined round
-    trip (two for every queue). Queues that don't exist are left out."""
-    return {s.qname: s.msgs for s in rsmq.queue_stats(qnames, sample=1)}
+    trip (two for every queue). Queues that don't exist are left out, and so are those
+    nothing could be read of (a name that is not a queue's, keys of the wrong type): a
+    queue whose counters alone are bad still has messages to read."""
+    stats = rsmq.queue_stats(qnames, sample=1)
+    return {s.qname: s.msgs for s in stats if s.msgs or not s.unreadable}
 
 
 def read_range(rsmq: RedisSMQ, qname: str, first: int, count: int, body: bool = False) -> Slice:

@@ -17,8 +17,9 @@ from typing import Any
 
 import redis
 
+from . import validation as v
 from .client import RedisSMQ
-from .errors import InvalidArgument, QueueNotFound, RsmqError
+from .errors import InvalidArgument, QueueNotFound, QueueUnreadable, RsmqError
 from .models import LIST_STATES
 from .server import default_redis_url
 from .urls import redacted
@@ -28,7 +29,8 @@ DEFAULT_NS = "rsmq"
 
 EXIT_ERROR = 1  # an RSMQ error: bad input, missing queue, ...
 EXIT_USAGE = 2  # argparse's own code for bad command lines
-EXIT_REDIS = 3  # Redis unreachable or failing
+EXIT_DATA = 2  # data the command can't use: a queue's record another client spoiled
+EXIT_REDIS = 3  # Redis unreachable (or timing out): never for an error about the data
 
 Handler = Callable[[RedisSMQ, argparse.Namespace], Any]
 
@@ -43,9 +45,11 @@ def _queue_create(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
 
 
 def _queue_describe(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
-    stats = rsmq.queue_stats([a.name])  # attributes and counts in one round trip
+    stats = rsmq.queue_stats([v.qname(a.name)])  # attributes and counts in one round trip
     if not stats:
         raise QueueNotFound(a.name)
+    if stats[0].unreadable:
+        raise QueueUnreadable(a.name, stats[0].unreadable)
     return stats[0].as_dict()
 
 
@@ -236,6 +240,17 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _line(e: Exception) -> str:
+    return " ".join(str(e).split())
+
+
+def _raw(value: object) -> str:
+    """JSON for what only data another client wrote holds: a message's raw zset member."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "backslashreplace")
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.group == "worker":
@@ -251,16 +266,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     try:
         result = args.handler(rsmq, args)
+    except QueueUnreadable as e:
+        print(f"rsmq: {e.name}: {_line(e)}", file=sys.stderr)
+        return EXIT_DATA
     except RsmqError as e:
         print(f"rsmq: {e.name}: {e}", file=sys.stderr)
         return EXIT_ERROR
-    except redis.RedisError as e:
-        detail = " ".join(str(e).split())
-        print(f"rsmq: redis error at {redacted(args.url)}: {detail}", file=sys.stderr)
+    except (redis.ConnectionError, redis.TimeoutError) as e:
+        print(f"rsmq: redis unreachable at {redacted(args.url)}: {_line(e)}", file=sys.stderr)
         return EXIT_REDIS
+    except redis.RedisError as e:
+        # Redis answered: with an error about the data (WRONGTYPE, ...), not an outage.
+        print(f"rsmq: redis error at {redacted(args.url)}: {_line(e)}", file=sys.stderr)
+        return EXIT_DATA
     finally:
         rsmq.close()
-    json.dump(result, sys.stdout, ensure_ascii=False)
+    json.dump(result, sys.stdout, ensure_ascii=False, default=_raw)
     sys.stdout.write("\n")
     return 0
 

@@ -28,7 +28,7 @@ from typing import (
 from redis.exceptions import NoScriptError, ResponseError
 
 from . import validation as v
-from .errors import InvalidArgument, MessageTooLong, QueueExists, QueueNotFound
+from .errors import InvalidArgument, MessageTooLong, QueueExists, QueueNotFound, QueueUnreadable
 from .scripts import Script
 
 T = TypeVar("T")
@@ -55,6 +55,14 @@ def error_for(e: ResponseError, names: str | tuple[str, str]) -> Exception:
         return InvalidArgument(
             "when", f"when must be at most {v.MAX_SECONDS} seconds from now (the Redis clock)"
         )
+    # Bad data another client wrote, found by the script or by Redis: not Redis failing.
+    name = names if isinstance(names, str) else names[1 if "queueUnreadable dst" in text else 0]
+    if "queueUnreadable" in text:
+        return QueueUnreadable(name, text[text.index("queueUnreadable") + 16 :])
+    if "WRONGTYPE" in text:
+        return QueueUnreadable(name, "one of its keys holds the wrong kind of Redis value")
+    if "not an integer" in text:
+        return QueueUnreadable(name, "a counter or receive count is not a number")
     return e
 
 

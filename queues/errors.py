@@ -35,6 +35,18 @@ class MessageTooLong(RsmqError):
         self.maxsize = maxsize
 
 
+class QueueUnreadable(RsmqError):
+    """The queue's record holds data no RSMQ client wrote as it is (a counter that is not
+    a number, a key of the wrong type): a data error, not Redis failing."""
+
+    name = "queueUnreadable"
+
+    def __init__(self, qname: str, why: str) -> None:
+        super().__init__(f"Queue {qname} has data that can't be read: {why}")
+        self.qname = qname
+        self.why = why
+
+
 class MessageNotString(RsmqError):
     name = "messageNotString"
 

@@ -46,6 +46,12 @@ class MessageInfo:
     visible_at: int  # epoch ms: the zset score
     state: State
     read_at: int = 0  # the Redis server's time (epoch ms) this was read at
+    # What of it could not be read as RSMQ data (another client wrote it), else None;
+    # the fields it names hold safe stand-ins (0, None).
+    note: str | None = None
+    # The exact zset member when ``id`` is not an RSMQ id (``id`` then shows it, invalid
+    # UTF-8 escaped): what deleting it takes (``delete_members``).
+    member: bytes | None = None
 
     @property
     def truncated(self) -> bool:
@@ -123,6 +129,19 @@ class QueueStats:
     dlq: str | None = None  # the dead-letter policy: where messages go ...
     maxrc: int | None = None  # ... once received this many times
     deadlettered: int = 0  # messages this queue has sent to its dead-letter queue
+    # What of the queue's record can't be read (another client wrote it), e.g. "vt is
+    # 'abc', not a number", else None. The fields it names read 0; a queue whose keys
+    # can't be read at all, or whose name is not an RSMQ name, reads 0 everywhere.
+    unreadable: str | None = None
+
+    @classmethod
+    def of_unreadable(cls, qname: str, why: str, now: int = 0) -> QueueStats:
+        """A queue nothing could be read of: zeros, and why."""
+        return cls(
+            qname=qname, vt=0, delay=0, maxsize=0, totalsent=0, totalrecv=0, created=0,
+            modified=0, msgs=0, visible=0, hidden=0, inflight=0, delayed=0, oldest_sent=None,
+            now=now, unreadable=why,
+        )  # fmt: skip
 
     @property
     def oldest_age(self) -> float | None:
@@ -141,5 +160,5 @@ class QueueStats:
             "delayed": self.delayed, "exact": self.exact, "totalsent": self.totalsent,
             "totalrecv": self.totalrecv, "oldest_sent": self.oldest_sent,
             "oldest_age": self.oldest_age, "dlq": self.dlq, "maxrc": self.maxrc,
-            "deadlettered": self.deadlettered, "now": self.now,
+            "deadlettered": self.deadlettered, "now": self.now, "unreadable": self.unreadable,
         }  # fmt: skip

@@ -61,31 +61,89 @@ def _decode(raw: bytes | str) -> str:
     return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
 
 
+# Data any client may have written (queue names, message ids, policy fields) is read
+# without trusting it: invalid UTF-8 shows as \x escapes, a value that is not what RSMQ
+# writes is reported as such, and nothing of it ever raises.
+
+
+def _text(raw: bytes | str) -> str:
+    return raw.decode("utf-8", "backslashreplace") if isinstance(raw, bytes) else raw
+
+
+def _shown(raw: bytes | str) -> str:
+    text = _text(raw)
+    return "'" + (text[:40] + "…" if len(text) > 40 else text) + "'"
+
+
+def _sent(mid: str) -> float | None:
+    """``sent`` from an RSMQ id; None for a member that does not start with base 36."""
+    try:
+        return sent_ms(mid)
+    except ValueError:
+        return None
+
+
+def _whole(raw: Any) -> int | None:
+    """A stored integer (rc, fr), or None when it is not one."""
+    if isinstance(raw, int):
+        return raw
+    try:
+        return int(_text(raw))
+    except (TypeError, ValueError):
+        return None
+
+
+def _score(raw: Any) -> int | None:
+    """A zset score as epoch ms, or None when it is not a time (±inf, 1e300, nan)."""
+    try:
+        score = float(raw)
+    except (TypeError, ValueError):
+        return None
+    return int(score) if 0 <= score < 2**53 else None
+
+
 def _message(r: list[Any], i: int) -> Message:
-    mid = _str(r[i])
+    mid = _text(r[i])
     body = r[i + 1]
     return Message(
         id=mid,
         message=_decode(body) if body is not None else "",
         rc=r[i + 2],
-        fr=int(r[i + 3] or 0),
-        sent=sent_ms(mid),
+        fr=_whole(r[i + 3] or 0) or 0,
+        sent=_sent(mid) or 0.0,
     )
 
 
 def _info(f: list[Any], now: int) -> MessageInfo:
-    mid = _str(f[0])
-    score = int(float(f[1]))
-    rc = int(f[4])
-    fr = int(f[5]) if f[5] else None
+    mid = _text(f[0])
+    notes = []
+    member = None
+    if not v.ID_RE.fullmatch(mid):
+        notes.append("not an RSMQ message id")
+        member = f[0] if isinstance(f[0], bytes) else f[0].encode()
+    sent = _sent(mid)
+    score = _score(f[1])
+    if score is None:
+        notes.append(f"its score is {_shown(f[1])}, not a time")
+    rc = _whole(f[4])
+    if rc is None:
+        notes.append(f"rc is {_shown(f[4])}, not a number")
+    fr = _whole(f[5]) if f[5] else None
+    if fr is not None and not 0 <= fr < 2**53:
+        fr = None
+    if f[5] and fr is None:
+        notes.append(f"fr is {_shown(f[5])}, not a time")
+    hidden = float(f[1]) > now if score is None else score > now
     state: State
-    if score <= now:
+    if not hidden:
         state = "visible"
     else:
-        state = "inflight" if rc >= 1 else "delayed"
+        # in flight: its rc field is there (the scripts' own test), even if unreadable
+        state = "inflight" if rc is None or rc >= 1 else "delayed"
     return MessageInfo(
-        id=mid, message=_decode(f[3]), size=f[2], rc=rc, fr=fr,
-        sent=sent_ms(mid), visible_at=score, state=state, read_at=now,
+        id=mid, message=_decode(f[3]), size=f[2], rc=rc or 0, fr=fr,
+        sent=sent or 0.0, visible_at=score or 0, state=state, read_at=now,
+        note="; ".join(notes) or None, member=member,
     )  # fmt: skip
 
 
@@ -96,14 +154,31 @@ def _attributes(a: list[int]) -> QueueAttributes:
     )  # fmt: skip
 
 
+def _queue_name(raw: bytes | str) -> str | None:
+    """A queue name read from Redis, or None when it is not an RSMQ name."""
+    name = _text(raw)
+    try:
+        return v.qname(name)
+    except InvalidArgument:
+        return None
+
+
+NOT_A_QUEUE = "not an RSMQ queue name"
+
+
 def _stats(qname: str, row: list[Any], now: int) -> QueueStats:
     head, dlq, maxrc = row[12], row[14], row[15]
+    why = None if row[0] == 1 else _text(row[0])
+    policy = _queue_name(dlq) if dlq else None
+    if dlq and policy is None:
+        bad = f"x:dlq is {_shown(dlq)}, not a queue name"
+        why = f"{why}; {bad}" if why else bad
     return QueueStats(
         qname=qname, vt=row[1], delay=row[2], maxsize=row[3], totalsent=row[4],
         totalrecv=row[5], created=row[6], modified=row[7], msgs=row[8],
         visible=row[8] - row[9], hidden=row[9], inflight=row[10], delayed=row[11],
-        oldest_sent=sent_ms(_str(head)) if head else None, now=now, exact=row[13] == 1,
-        dlq=_str(dlq) if dlq else None, maxrc=maxrc or None, deadlettered=row[16],
+        oldest_sent=_sent(_text(head)) if head else None, now=now, exact=row[13] == 1,
+        dlq=policy, maxrc=maxrc or None, deadlettered=row[16], unreadable=why,
     )  # fmt: skip
 
 
@@ -200,7 +275,7 @@ class Operations(Generic[R]):
     @operation
     def list_queues(self) -> Op[list[str]]:
         members = yield Command(("SMEMBERS", self.queues_key))
-        return sorted(_str(m) for m in members)
+        return sorted(_text(m) for m in members)
 
     @operation
     def delete_queue(self, qname: str) -> Op[None]:
@@ -379,6 +454,20 @@ class Operations(Generic[R]):
         return deleted == 1
 
     @operation
+    def delete_members(self, qname: str, members: Iterable[bytes | str]) -> Op[int]:
+        """Delete messages by their exact zset member, RSMQ id or not: how a message some
+        other client wrote under an id no RSMQ client would (``MessageInfo.member``, as
+        browsing lists it) is deleted. Returns how many were in the queue."""
+        keys = self._queue_keys(qname)
+        checked = list(members)
+        if not all(isinstance(m, (bytes, str)) for m in checked):
+            raise InvalidArgument("members", "members must be strings or bytes")
+        if not checked:
+            return 0
+        deleted: int = yield Call(S.DELETE_MEMBERS, keys, checked, qname)
+        return deleted
+
+    @operation
     def delete_messages(self, qname: str, ids: Iterable[str]) -> Op[int]:
         """Delete many in one atomic round trip; returns how many were in the queue."""
         keys = self._queue_keys(qname)
@@ -393,39 +482,71 @@ class Operations(Generic[R]):
         self, qnames: Iterable[str] | None = None, sample: int = DEFAULT_SAMPLE
     ) -> Op[list[QueueStats]]:
         """Counters of the given queues (default: all), in one pipelined round trip
-        (all queues: one more, for their names). Queues that don't exist are left out."""
+        (all queues: one more, for their names). Queues that don't exist are left out.
+
+        Nothing another client wrote makes it fail: a queue whose record can't be read
+        and a name that is not an RSMQ name (the queue set may hold any) come back as
+        rows with ``unreadable`` saying why, and every other queue is read as usual.
+        No key is made of a name that is not an RSMQ name."""
         if qnames is not None:
-            return (yield from self._stats_of([v.qname(q) for q in qnames], sample))
+            names = list(qnames)
+            for q in names:
+                if not isinstance(q, str):
+                    v.qname(q)  # raises: only text can be a listed name
+            return (yield from self._stats_of(names, sample))
         v.integer("sample", sample, 1, 100_000)
         # One round trip: the queue set and the counters of the queues it held last time.
         # Queues created since cost one more; deleted ones come back absent and drop out.
         known = self._known_names
-        members, results = yield Batch(
-            self._stats_calls(known, sample), first=("SMEMBERS", self.queues_key)
-        )
-        names = sorted(_str(m) for m in members)
+        calls, _ = self._stats_calls(known, sample)
+        members, results = yield Batch(calls, first=("SMEMBERS", self.queues_key))
+        names = sorted(_text(m) for m in members)
         current = set(names)
         stats = [s for s in self._parse_stats(known, results) if s.qname in current]
         seen = set(known)
         new = [n for n in names if n not in seen]
         if new:
-            stats += yield from self._stats_of(new, sample)
+            now = results[0][0] if results else 0
+            stats += yield from self._stats_of(new, sample, now)
             stats.sort(key=lambda s: s.qname)
-        self._known_names = names
+        foreign = {s.qname for s in stats if s.unreadable == NOT_A_QUEUE}
+        self._known_names = [n for n in names if n not in foreign] if foreign else names
         return stats
 
-    def _stats_of(self, names: list[str], sample: int = DEFAULT_SAMPLE) -> Op[list[QueueStats]]:
+    def _stats_of(
+        self, names: list[str], sample: int = DEFAULT_SAMPLE, now: int = 0
+    ) -> Op[list[QueueStats]]:
         v.integer("sample", sample, 1, 100_000)
-        if not names:
-            return []
-        return self._parse_stats(names, (yield Batch(self._stats_calls(names, sample))))
-
-    def _stats_calls(self, names: list[str], sample: int) -> list[Call]:
+        calls, readable = self._stats_calls(names, sample)
+        stats = self._parse_stats(readable, (yield Batch(calls))) if calls else []
+        if len(readable) == len(names):
+            return stats
+        # Names that are not RSMQ names (written by some other client): listed, never read.
+        now = stats[0].now if stats else now
+        by_name = {s.qname: s for s in stats}
         return [
-            Call(S.STATS, [key for q in names[k : k + STATS_CHUNK] for key in self._queue_keys(q)],
-                 (sample, random.random()))
-            for k in range(0, len(names), STATS_CHUNK)
-        ]  # fmt: skip
+            by_name[n] if n in by_name else QueueStats.of_unreadable(n, NOT_A_QUEUE, now)
+            for n in names
+            if n in by_name or n not in readable
+        ]
+
+    def _stats_calls(self, names: list[str], sample: int) -> tuple[list[Call], list[str]]:
+        """The stats script calls for ``names``, and the names they read: those that are
+        RSMQ queue names (no key is made of any other)."""
+        keys: list[str] = []
+        readable: list[str] = []
+        for q in names:
+            try:
+                keys += self._queue_keys(q)
+            except InvalidArgument:
+                continue
+            readable.append(q)
+        step = 2 * STATS_CHUNK
+        calls = [
+            Call(S.STATS, keys[k : k + step], (sample, random.random()))
+            for k in range(0, len(keys), step)
+        ]
+        return calls, readable
 
     @staticmethod
     def _parse_stats(names: list[str], results: list[Any]) -> list[QueueStats]:
@@ -434,7 +555,7 @@ class Operations(Generic[R]):
             now = r[0]
             for j, q in enumerate(names[k : k + STATS_CHUNK]):
                 row = r[1 + STATS_ROW * j : 1 + STATS_ROW * (j + 1)]
-                if row[0] == 1:
+                if row[0] != 0:
                     stats.append(_stats(q, row, now))
         return stats
 
@@ -521,12 +642,13 @@ class Operations(Generic[R]):
             rows += r[2:]
             if r[1] == 0:  # not cut short by the byte budget: the range, or the queue, ended
                 break
-        ids = [_str(i) for i in rows[0::stride]]
+        ids = [_text(i) for i in rows[0::stride]]
         return Slice(
             read_at=read_at,
             ids=ids,
-            sent=[int(sent_ms(i)) for i in ids],
-            visible_at=rows[1::stride],
+            # 0: a member that is no RSMQ id, a score that is no time (another client's)
+            sent=[int(_sent(i) or 0) for i in ids],
+            visible_at=[_score(s) or 0 for s in rows[1::stride]],
             rc=rows[2::stride],
             fr=rows[3::stride],
             size=rows[4::stride],
@@ -566,9 +688,12 @@ class Operations(Generic[R]):
         keys = self._queue_keys(qname)
         total = skip = 0
         # Bounded even while producers keep adding: no more rounds than the queue had
-        # messages when it started (each round handles or skips a whole chunk).
-        attrs = _attributes((yield Call(S.GET_QUEUE_ATTRIBUTES, keys, (), qname)))
-        for _ in range(attrs.msgs // CHUNK + 2):
+        # messages when it started (each round handles or skips a whole chunk). Read as
+        # stats: a queue whose counters another client spoiled can still be cleaned up.
+        stats = yield from self._stats_of([qname], 1)
+        if not stats:
+            raise QueueNotFound(qname)
+        for _ in range(stats[0].msgs // CHUNK + 2):
             done, skipped, seen = yield Call(S.BULK, keys, (action, state, skip, CHUNK), qname)
             total += done
             skip += skipped

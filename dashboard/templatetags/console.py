@@ -11,6 +11,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from dashboard import formatting, thresholds
+from queues import validation as v
 from queues.models import MessageInfo, QueueStats
 
 register = template.Library()
@@ -23,6 +24,13 @@ register.filter("per_second", formatting.per_second)
 # How a message state reads in a sentence; attributive: before a noun ("in-flight messages").
 STATE_LABELS = {"inflight": "in flight"}
 ATTRIBUTIVE = {"inflight": "in-flight"}
+
+
+@register.filter
+def is_queue_name(name: str) -> bool:
+    """Whether a name from the queue set is an RSMQ name (only those get a page and a link:
+    another client may have put anything in the set)."""
+    return bool(v.QNAME_RE.fullmatch(name)) and name not in v.RESERVED_QNAMES
 
 
 @register.filter

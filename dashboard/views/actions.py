@@ -24,6 +24,19 @@ from ..models import AuditEntry
 from ..place import Place, place_for
 from .common import UNPROCESSABLE, go
 
+#: a ticked message whose id is no RSMQ id (another client's): its exact zset member, hex
+MEMBER = "member:"
+
+
+def member(value: str) -> bytes | None:
+    """The zset member a ``MEMBER`` value names, or None."""
+    if not value.startswith(MEMBER):
+        return None
+    try:
+        return bytes.fromhex(value[len(MEMBER) :])
+    except ValueError:
+        return None
+
 
 @dataclass(frozen=True, slots=True)
 class Posted:
@@ -39,9 +52,14 @@ class Posted:
     def data(self) -> Any:
         return self.request.POST
 
-    def selected_ids(self) -> list[str]:
-        """The ticked messages; anything that is not a message id is no selection."""
-        return [i for i in self.request.POST.getlist("ids") if v.ID_RE.fullmatch(i)]
+    def selected_ids(self, members: bool = False) -> list[str]:
+        """The ticked messages; anything that is not a message id is no selection (nor,
+        unless ``members``, a listed message whose id is no RSMQ id: ``MEMBER`` + hex)."""
+        return [
+            i
+            for i in self.request.POST.getlist("ids")
+            if v.ID_RE.fullmatch(i) or (members and member(i) is not None)
+        ]
 
     def act(
         self,

@@ -13,6 +13,7 @@ from django.shortcuts import redirect, render
 from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_GET
 
+from queues import QueueUnreadable
 from queues import validation as v
 from queues.models import LIST_STATES
 
@@ -36,7 +37,11 @@ def queue_detail(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> Ht
     place = place_for(request, conn, ns)
     v.qname(qname)  # a bad name in the URL: the middleware answers 404
     lookup = request.GET.get("id", "").strip()
-    if lookup and v.ID_RE.fullmatch(lookup) and place.rsmq.get_message(qname, lookup):
+    try:
+        found = lookup and v.ID_RE.fullmatch(lookup) and place.rsmq.get_message(qname, lookup)
+    except QueueUnreadable:
+        found = None  # the page says what can't be read
+    if found:
         return redirect(place.url("rsmq-message", qname, lookup))
     return render_queue(request, place, qname, request.GET, lookup_done=True)
 
@@ -114,13 +119,19 @@ def render_queue(
     invalid: Mapping[str, forms.Form] | None = None,
 ) -> HttpResponse:
     stats = places.queue_stats(place, qname)
-    browser = browse(place, qname, params, lookup_done)
+    try:
+        browser = browse(place, qname, params, lookup_done)
+    except QueueUnreadable as e:
+        # Its counters may still read: the page shows them, and why there's no list.
+        browser = {"state": "all", "min_rc": 0, "text": "", "lookup": "", "items": [],
+                   "mode": "unreadable", "unreadable_messages": e.why}  # fmt: skip
     forms_ = queue_page_forms(stats) | dict(invalid or {})
     ctx = context(
         place,
         qname=qname,
         stats=stats,
         now=browser.pop("now", stats.now),
+        unreadable_messages=browser.pop("unreadable_messages", None),
         tabs=TABS,
         params=params,
         current=current(request),

@@ -22,7 +22,7 @@ from ..forms import (
     SendForm,
 )
 from ..htmx import HtmxHttpRequest
-from .actions import DONE, Action, Handler, Posted, Result, plural, posted, respond
+from .actions import DONE, Action, Handler, Posted, Result, member, plural, posted, respond
 from .common import back, query_of
 from .queue import render_queue
 
@@ -72,9 +72,11 @@ def _edit(post: Posted) -> Result:
     return DONE
 
 
-def _on_selection(verb: str, call: Callable[[RedisSMQ, str, list[str]], int]) -> Handler:
+def _on_selection(
+    verb: str, call: Callable[[RedisSMQ, str, list[str]], int], members: bool = False
+) -> Handler:
     def run(post: Posted) -> Result:
-        ids = post.selected_ids()
+        ids = post.selected_ids(members)
         if not ids:
             messages.error(post.request, "Select at least one message.")
             return DONE
@@ -90,6 +92,16 @@ def _on_selection(verb: str, call: Callable[[RedisSMQ, str, list[str]], int]) ->
         return DONE
 
     return run
+
+
+def _delete_selected(rsmq: RedisSMQ, qname: str, ids: list[str]) -> int:
+    """Ids as typed are checked strictly; a listed message whose id is no RSMQ id (another
+    client's) is deleted by its exact member, as the page listed it."""
+    raw = [m for m in map(member, ids) if m is not None]
+    plain = [i for i in ids if member(i) is None]
+    return (rsmq.delete_messages(qname, plain) if plain else 0) + (
+        rsmq.delete_members(qname, raw) if raw else 0
+    )
 
 
 def _move_selected(post: Posted) -> Result:
@@ -157,7 +169,9 @@ def _purge(post: Posted) -> tuple[str, int | None]:
 
 
 def _delete_queue(post: Posted) -> tuple[str, int | None]:
-    msgs = post.place.rsmq.get_queue_attributes(post.qname).msgs
+    # Its stats read even when its counters are spoiled: deleting is how that is cleaned up.
+    stats = post.place.rsmq.queue_stats([post.qname])
+    msgs = stats[0].msgs if stats else 0
     post.place.rsmq.delete_queue(post.qname)
     return f"Deleted queue {post.qname} and its {plural(msgs, 'message')}.", msgs
 
@@ -205,7 +219,7 @@ QUEUE_ACTIONS: dict[str, Action] = {
     ),
     "delete": Action(
         Role.OPERATOR,
-        _on_selection("deleted", lambda r, q, ids: r.delete_messages(q, ids)),
+        _on_selection("deleted", _delete_selected, members=True),
         "delete",
     ),
     "move": Action(Role.OPERATOR, _move_selected, "move"),

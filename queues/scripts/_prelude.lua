@@ -32,19 +32,55 @@ local function not_found()
   return redis.error_reply("queueNotFound")
 end
 
--- getQueueAttributes: vt, delay, maxsize, totalrecv, totalsent, created, modified, msgs, hiddenmsgs
+-- At most 40 bytes of a value, for a message saying what is wrong with it.
+local function shown(raw)
+  raw = tostring(raw)
+  return #raw > 40 and (string.sub(raw, 1, 40) .. "…") or raw
+end
+
+-- A stored integer, or nil and why it is not one: "abc", "nan", "inf", "1.5" or 1e300
+-- written by another client must be reported, never pushed as a nil (a nil in a table
+-- cuts the reply short there, and every later value would shift).
+local function integer(name, raw)
+  local n = tonumber(raw)
+  if n and n == math.floor(n) and n > -2 ^ 53 and n < 2 ^ 53 then
+    return n
+  end
+  return nil, name .. " is '" .. shown(raw) .. "', not a number"
+end
+
+-- A queue whose record can't be used as it is: the client raises QueueUnreadable.
+local function unreadable(why)
+  return redis.error_reply("queueUnreadable " .. why)
+end
+
+-- Whether a name read from Redis (a policy's queue, a message's source) is an RSMQ queue
+-- name: only those are made into keys.
+local function queue_name(s)
+  return #s <= 160 and s ~= "QUEUES" and string.match(s, "^[%w_-]+$") ~= nil
+end
+
+local ATTRIBUTES = {"vt", "delay", "maxsize", "totalrecv", "totalsent", "created", "modified"}
+
+-- getQueueAttributes: vt, delay, maxsize, totalrecv, totalsent, created, modified, msgs,
+-- hiddenmsgs (nil if the queue is missing); then what is not a number among them (nil
+-- if all are: a field that is not counts as 0)
 local function attributes(zkey, qkey, ms)
-  local a = redis.call("HMGET", qkey, "vt", "delay", "maxsize", "totalrecv", "totalsent",
-    "created", "modified")
+  local a = redis.call("HMGET", qkey, unpack(ATTRIBUTES))
   if not a[1] then
     return nil
   end
+  local bad
   for i = 1, 7 do
-    a[i] = tonumber(a[i] or 0)
+    local n, why = integer(ATTRIBUTES[i], a[i] or 0)
+    if not n then
+      bad = bad and (bad .. "; " .. why) or why
+    end
+    a[i] = n or 0
   end
   a[8] = redis.call("ZCARD", zkey)
   a[9] = redis.call("ZCOUNT", zkey, "(" .. int(ms), "+inf")
-  return a
+  return a, bad
 end
 
 -- the first `n` bytes of a body, never ending inside a UTF-8 character

@@ -28,19 +28,19 @@ while rank <= last do
     end
     local id = range[i]
     out[#out + 1] = id
-    out[#out + 1] = tonumber(range[i + 1])
+    out[#out + 1] = range[i + 1] -- a string: "inf" and 1e300 are not integers
     if with_body then
       local f = redis.call("HMGET", qkey, id, id .. ":rc", id .. ":fr")
       local body = f[1] or ""
-      out[#out + 1] = tonumber(f[2] or 0)
-      out[#out + 1] = f[3] and tonumber(f[3]) or false
+      out[#out + 1] = integer("rc", f[2] or 0) or 0
+      out[#out + 1] = f[3] and integer("fr", f[3]) or false
       out[#out + 1] = #body
       out[#out + 1] = body
       bytes = bytes + #body
     else
       local f = redis.call("HMGET", qkey, id .. ":rc", id .. ":fr")
-      out[#out + 1] = tonumber(f[1] or 0)
-      out[#out + 1] = f[2] and tonumber(f[2]) or false
+      out[#out + 1] = integer("rc", f[1] or 0) or 0
+      out[#out + 1] = f[2] and integer("fr", f[2]) or false
       out[#out + 1] = redis.call("HSTRLEN", qkey, id)
     end
     bytes = bytes + per_message

@@ -10,7 +10,11 @@ local dmax = redis.call("HGET", KEYS[4], "maxsize")
 if not dmax then
   return redis.error_reply("queueNotFound dst")
 end
-dmax = tonumber(dmax)
+local why
+dmax, why = integer("maxsize", dmax)
+if not dmax then
+  return unreadable("dst " .. why)
+end
 local ids = {}
 if #ARGV > 2 then
   for i = 3, #ARGV do ids[#ids + 1] = ARGV[i] end

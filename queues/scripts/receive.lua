@@ -10,10 +10,13 @@ local q = redis.call("HMGET", KEYS[2], "vt", "x:maxrc", "x:dlq")
 if not q[1] then
   return not_found()
 end
-local vt = tonumber(ARGV[2] ~= "" and ARGV[2] or q[1])
+local vt, why = integer("vt", ARGV[2] ~= "" and ARGV[2] or q[1])
+if not vt then
+  return unreadable(why)
+end
 local maxrc = tonumber(q[2])
 local dlq_z, dlq_q
-if maxrc and q[3] then
+if maxrc and q[3] and queue_name(q[3]) then
   dlq_z = ARGV[3] .. q[3]
   dlq_q = dlq_z .. ":Q"
   if queue_missing(dlq_q) then
@@ -32,9 +35,12 @@ local received, dead = 0, 0
 -- in this call is never looked at again by it: with vt 0 it is still visible.
 local seen = {}
 local again = (vt == 0 and not pop)
+-- Messages whose rc another client made a non-number: left where they are (the console
+-- lists them with a note, to be deleted), never a failed receive of the others.
+local skipped = 0
 -- Bounded: at most 1,000 dead-letter moves per call, however many poison messages wait.
 while received < n and dead < 1000 do
-  local want = n - received + (again and received or 0)
+  local want = n - received + skipped + (again and received or 0)
   local ids = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", ms, "LIMIT", 0, want)
   local progress = false
   for _, id in ipairs(ids) do
@@ -44,21 +50,28 @@ while received < n and dead < 1000 do
     if not seen[id] then
       seen[id] = true
       progress = true
-      if maxrc and tonumber(redis.call("HGET", KEYS[2], id .. ":rc") or 0) >= maxrc then
+      local rc
+      if maxrc and (tonumber(redis.call("HGET", KEYS[2], id .. ":rc") or 0) or 0) >= maxrc then
         transfer(KEYS[1], KEYS[2], dlq_z, dlq_q, id, int(ms), true, ARGV[4])
         dead = dead + 1
       else
-        local rc = redis.call("HINCRBY", KEYS[2], id .. ":rc", 1)
+        -- an error reply (a table) when rc is not an integer
+        rc = redis.pcall("HINCRBY", KEYS[2], id .. ":rc", 1)
+      end
+      if type(rc) == "table" then
+        skipped = skipped + 1
+      elseif rc then
         local fr
         if rc == 1 then
           fr = int(ms)
         else
           fr = redis.call("HGET", KEYS[2], id .. ":fr")
         end
+        -- never a nil: it would cut the flat reply short
         out[#out + 1] = id
-        out[#out + 1] = redis.call("HGET", KEYS[2], id)
+        out[#out + 1] = redis.call("HGET", KEYS[2], id) or ""
         out[#out + 1] = rc
-        out[#out + 1] = fr
+        out[#out + 1] = fr or false
         if pop then
           redis.call("ZREM", KEYS[1], id)
           redis.call("HDEL", KEYS[2], id, id .. ":rc", id .. ":fr", "x:src:" .. id)

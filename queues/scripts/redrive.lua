@@ -24,12 +24,12 @@ for _, id in ipairs(ids) do
   local dz, dq = to_z, to_q
   if not dz then
     local src = redis.call("HGET", KEYS[2], "x:src:" .. id)
-    if src then
+    if src and queue_name(src) then
       dz = ARGV[1] .. src
       dq = dz .. ":Q"
     end
   end
-  local max = dq and tonumber(redis.call("HGET", dq, "maxsize"))
+  local max = dq and integer("maxsize", redis.call("HGET", dq, "maxsize") or "")
   if max and (max == -1 or redis.call("HSTRLEN", KEYS[2], id) <= max) then
     transfer(KEYS[1], KEYS[2], dz, dq, id, int(ms), false, nil)
     moved = moved + 1

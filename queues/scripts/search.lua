@@ -22,7 +22,8 @@ while rank <= last and scanned < scan_limit and #found < limit do
   for _, id in ipairs(batch) do
     scanned = scanned + 1
     rank = rank + 1
-    local rc = tonumber(redis.call("HGET", qkey, id .. ":rc") or 0)
+    -- an rc that is not a number (another client's) counts as received once
+    local rc = tonumber(redis.call("HGET", qkey, id .. ":rc") or 0) or 1
     local ok = rc >= min_rc
     if state == "inflight" then ok = ok and rc >= 1 end
     if state == "delayed" then ok = ok and rc == 0 end

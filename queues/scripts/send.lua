@@ -6,7 +6,11 @@ local q = redis.call("HMGET", KEYS[2], "vt", "delay", "maxsize")
 if not q[1] or not q[2] or not q[3] then
   return not_found()
 end
-local maxsize = tonumber(q[3])
+local maxsize, why = integer("maxsize", q[3])
+local delay, why_delay = integer("delay", q[2])
+if not maxsize or not delay then
+  return unreadable(why or why_delay)
+end
 local n = #ARGV - 3
 if maxsize ~= -1 then
   for i = 1, n do
@@ -25,7 +29,7 @@ if string.sub(ARGV[1], 1, 1) == "@" then
   end
   score = int(math.max(at, ms))
 else
-  score = int(ms + tonumber(ARGV[1] ~= "" and ARGV[1] or q[2]) * 1000)
+  score = int(ms + (ARGV[1] ~= "" and tonumber(ARGV[1]) or delay) * 1000)
 end
 local suffixes = ARGV[3]
 local ids = {}

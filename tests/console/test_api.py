@@ -52,7 +52,8 @@ def test_it_lists_every_queue_with_counts_and_attributes(
     attrs = orders.get_queue_attributes("orders")
     assert q == {
         "name": "orders", "msgs": 5, "visible": 3, "hidden": 2, "inflight": 1, "delayed": 1,
-        "exact": True, "totalsent": 5, "totalrecv": 1, "oldest_age": q["oldest_age"],
+        "unreadable": None, "exact": True, "totalsent": 5, "totalrecv": 1,
+        "oldest_age": q["oldest_age"],
         "vt": 45, "delay": 0, "maxsize": 4096, "created": iso(attrs.created),
         "modified": iso(attrs.modified), "send_rate": None, "receive_rate": None,
     }  # fmt: skip

@@ -77,7 +77,6 @@ QNAME_CALLS: dict[str, Call] = {
     "purge_queue": lambda c, p, q: c.purge_queue(q),
     "move_messages-src": lambda c, p, q: c.move_messages(q, "q2"),
     "move_messages-dst": lambda c, p, q: c.move_messages("q1", q),
-    "queue_stats": lambda c, p, q: c.queue_stats(["q1", q]),
     "realtime_channel": lambda c, p, q: c.realtime_channel(q),
 }
 
@@ -103,6 +102,18 @@ def test_a_bad_queue_name_raises_invalid_argument_and_writes_nothing(
 
     assert err.field == "qname"
 
+
+@pytest.mark.parametrize("bad", [123, None, b"q1"], ids=["int", "none", "bytes"])
+def test_queue_stats_of_a_name_that_is_not_text_raises_invalid_argument(
+    rsmq: RedisSMQ, populated: Populated, ns_state, bad: object
+):
+    rejects(
+        rsmq, populated, ns_state, lambda c, p, q: c.queue_stats(["q1", q]), bad, InvalidArgument
+    )
+
+
+# A text that is not a queue name is listed as such by queue_stats (the queue set, written
+# by any client, may hold it): tests/core/test_corrupt_data.py.
 
 QNAME_MESSAGE_CASES = [pytest.param(v, id=k) for k, v in BAD_QNAMES.items()]
 
