@@ -40,6 +40,10 @@ CHUNK = 1000
 #: pipeline, not one long script
 STATS_CHUNK = 200
 STATS_ROW = 17
+#: past this many queues a namespace's names are read in SSCAN steps of SCAN_COUNT, not
+#: one SMEMBERS: SMEMBERS of 100,000 names holds Redis for over 20 ms, an SSCAN step ~1 ms
+SMEMBERS_MAX = 10_000
+SCAN_COUNT = 1000
 DEFAULT_SAMPLE = 1000
 DEFAULT_SCAN_BUDGET = 10_000
 #: messages one census_range reads at most
@@ -156,6 +160,8 @@ class Operations(Generic[R]):
         # The namespace's queue names as the last queue_stats() of all saw them: the
         # next one reads them and their counters in the same round trip.
         self._known_names: list[str] = []
+        # How many queues the namespace held when last listed (None: not yet known).
+        self._count_hint: int | None = None
         self.redis = self._open(client, Endpoint(url, host, port, db, password, socket_timeout))
 
     def _open(self, client: R | None, endpoint: Endpoint) -> R:
@@ -199,8 +205,23 @@ class Operations(Generic[R]):
 
     @operation
     def list_queues(self) -> Op[list[str]]:
-        members = yield Command(("SMEMBERS", self.queues_key))
-        return sorted(_str(m) for m in members)
+        return (yield from self._names())
+
+    def _names(self) -> Op[list[str]]:
+        """Every queue name, sorted: one SMEMBERS in a namespace known to hold at most
+        SMEMBERS_MAX queues, else (a big one, or not read yet) SSCAN steps."""
+        if self._count_hint is not None and self._count_hint <= SMEMBERS_MAX:
+            members = yield Command(("SMEMBERS", self.queues_key))
+        else:
+            members, cursor = [], b"0"
+            while True:
+                cursor, got = yield Command(("SSCAN", self.queues_key, cursor, "COUNT", SCAN_COUNT))
+                members += got
+                if int(cursor) == 0:
+                    break
+        names = sorted({_str(m) for m in members})  # SSCAN may return a name twice
+        self._count_hint = len(names)
+        return names
 
     @operation
     def delete_queue(self, qname: str) -> Op[None]:
@@ -393,10 +414,16 @@ class Operations(Generic[R]):
         self, qnames: Iterable[str] | None = None, sample: int = DEFAULT_SAMPLE
     ) -> Op[list[QueueStats]]:
         """Counters of the given queues (default: all), in one pipelined round trip
-        (all queues: one more, for their names). Queues that don't exist are left out."""
+        (all queues: one more, for their names, read in SSCAN steps the first time and
+        past SMEMBERS_MAX queues).
+        Queues that don't exist are left out."""
         if qnames is not None:
             return (yield from self._stats_of([v.qname(q) for q in qnames], sample))
         v.integer("sample", sample, 1, 100_000)
+        if self._count_hint is None or self._count_hint > SMEMBERS_MAX:
+            names = yield from self._names()
+            self._known_names = names if len(names) <= SMEMBERS_MAX else []
+            return (yield from self._stats_of(names, sample))
         # One round trip: the queue set and the counters of the queues it held last time.
         # Queues created since cost one more; deleted ones come back absent and drop out.
         known = self._known_names
@@ -412,6 +439,7 @@ class Operations(Generic[R]):
             stats += yield from self._stats_of(new, sample)
             stats.sort(key=lambda s: s.qname)
         self._known_names = names
+        self._count_hint = len(names)
         return stats
 
     def _stats_of(self, names: list[str], sample: int = DEFAULT_SAMPLE) -> Op[list[QueueStats]]:
