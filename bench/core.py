@@ -435,6 +435,27 @@ def calibrate(bench: Bench, seconds: float) -> dict[tuple[str, str], int]:
     return calls
 
 
+def interleave(
+    measure: Callable[[str, str, int], Sample],
+    measurements: list[tuple[str, str]],
+    calls: dict[tuple[str, str], int],
+    rounds: int,
+    step: int,
+    log: Callable[[str], None],
+) -> dict[tuple[str, str], list[Sample]]:
+    """Every measurement once per round, in an order rotated by ``step`` each round."""
+    samples: dict[tuple[str, str], list[Sample]] = {m: [] for m in measurements}
+    for r in range(rounds):
+        shift = (r * step) % len(measurements)
+        for m in measurements[shift:] + measurements[:shift]:
+            s = measure(*m, calls[m])
+            if s.misses:
+                raise RuntimeError(f"{m}: {s.misses} of {s.calls} calls found nothing")
+            samples[m].append(s)
+        log(f"round {r + 1}/{rounds} done")
+    return samples
+
+
 def run(rounds: int, seconds: float, log: Callable[[str], None]) -> tuple[dict, dict]:
     ensure_node_modules()
     with tempfile.TemporaryDirectory(prefix="rsmq-bench-") as tmp:
@@ -454,16 +475,7 @@ def run(rounds: int, seconds: float, log: Callable[[str], None]) -> tuple[dict, 
             meter = CpuMeter([os.getpid(), server.process.pid, bench.node.proc.pid])
             try:
                 calls = calibrate(bench, seconds)
-                samples: dict[tuple[str, str], list[Sample]] = {m: [] for m in MEASUREMENTS}
-                for r in range(rounds):
-                    shift = (r * 5) % len(MEASUREMENTS)
-                    order = MEASUREMENTS[shift:] + MEASUREMENTS[:shift]
-                    for m in order:
-                        s = bench.measure(*m, calls[m])
-                        if s.misses:
-                            raise RuntimeError(f"{m}: {s.misses} of {s.calls} calls found nothing")
-                        samples[m].append(s)
-                    log(f"round {r + 1}/{rounds} done")
+                samples = interleave(bench.measure, MEASUREMENTS, calls, rounds, 5, log)
                 info["CPU used by other processes during the run"] = meter.others()
             finally:
                 bench.close()
@@ -612,15 +624,7 @@ def run_async(rounds: int, seconds: float, log: Callable[[str], None]) -> tuple[
                 for m in measurements:  # warm up and size each to about `seconds`
                     probe = bench.measure(*m, 2000)
                     calls[m] = max(2000, int(probe.rate * seconds))
-                samples: dict[tuple[str, str], list[Sample]] = {m: [] for m in measurements}
-                for r in range(rounds):
-                    shift = r % len(measurements)
-                    for m in measurements[shift:] + measurements[:shift]:
-                        s = bench.measure(*m, calls[m])
-                        if s.misses:
-                            raise RuntimeError(f"{m}: {s.misses} of {s.calls} calls found nothing")
-                        samples[m].append(s)
-                    log(f"round {r + 1}/{rounds} done")
+                samples = interleave(bench.measure, measurements, calls, rounds, 1, log)
                 info["CPU used by other processes during the run"] = meter.others()
                 info["load average at the end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
             finally:
