@@ -39,6 +39,11 @@ CHUNK = 1000
 #: queues per stats script call, so a 10,000-queue read is many short scripts in one
 #: pipeline, not one long script
 STATS_CHUNK = 200
+#: queues per stats call in a read of more than STATS_CHUNK_BIG_AFTER queues: 200 took
+#: over 5 ms a call on a busy 2-core machine (SLOWLOG); a big namespace's read is many
+#: back-to-back calls, each one a wait for every other client of Redis
+STATS_CHUNK_BIG = 50
+STATS_CHUNK_BIG_AFTER = 1000
 STATS_ROW = 17
 #: past this many queues a namespace's names are read in SSCAN steps of SCAN_COUNT, not
 #: one SMEMBERS: SMEMBERS of 100,000 names holds Redis for over 20 ms, an SSCAN step ~1 ms
@@ -109,6 +114,10 @@ def _stats(qname: str, row: list[Any], now: int) -> QueueStats:
         oldest_sent=sent_ms(_str(head)) if head else None, now=now, exact=row[13] == 1,
         dlq=_str(dlq) if dlq else None, maxrc=maxrc or None, deadlettered=row[16],
     )  # fmt: skip
+
+
+def _stats_chunk(names: list[str]) -> int:
+    return STATS_CHUNK_BIG if len(names) > STATS_CHUNK_BIG_AFTER else STATS_CHUNK
 
 
 def _epoch_ms(when: dt.datetime | float | int) -> int:
@@ -450,17 +459,18 @@ class Operations(Generic[R]):
 
     def _stats_calls(self, names: list[str], sample: int) -> list[Call]:
         return [
-            Call(S.STATS, [key for q in names[k : k + STATS_CHUNK] for key in self._queue_keys(q)],
+            Call(S.STATS, [key for q in names[k : k + n] for key in self._queue_keys(q)],
                  (sample, random.random()))
-            for k in range(0, len(names), STATS_CHUNK)
+            for n in [_stats_chunk(names)] for k in range(0, len(names), n)
         ]  # fmt: skip
 
     @staticmethod
     def _parse_stats(names: list[str], results: list[Any]) -> list[QueueStats]:
         stats: list[QueueStats] = []
-        for k, r in zip(range(0, len(names), STATS_CHUNK), results, strict=True):
+        n = _stats_chunk(names)
+        for k, r in zip(range(0, len(names), n), results, strict=True):
             now = r[0]
-            for j, q in enumerate(names[k : k + STATS_CHUNK]):
+            for j, q in enumerate(names[k : k + n]):
                 row = r[1 + STATS_ROW * j : 1 + STATS_ROW * (j + 1)]
                 if row[0] == 1:
                     stats.append(_stats(q, row, now))
