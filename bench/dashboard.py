@@ -11,6 +11,7 @@ the overview with 1,000 queues, and the queue page + one message page on a
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -25,15 +26,64 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="100,000 messages instead of 1,000,000")
     ap.add_argument("--write", action="store_true", help="record the results in bench/RESULTS.md")
     ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument("--queues", type=int, help="only the overview of this many queues")
     args = ap.parse_args()
 
     from bench.machine import console_env, pinned_redis
     from bench.results import publish
 
     with pinned_redis("rsmq-bench-dash-") as (server, tmp):
-        console_env(server.url, tmp)
-        rows = run(server.url, args)
+        console_env(server.url, tmp, RSMQ_LAKE_DIR=str(tmp / "lake"))
+        rows = run_big(server.url, args) if args.queues else run(server.url, args)
     publish(render(rows, args), args.write)
+
+
+SORTS = ["name", "-name", "-msgs", "visible", "-inflight", "delayed", "-oldest", "totalsent"]
+
+
+def run_big(url: str, args: argparse.Namespace) -> list[tuple[str, float, float, int, str]]:
+    """The overview of ``args.queues`` queues in every snapshot sort order, after one
+    snapshot run (as the Celery task takes it), with SLOWLOG of calls over 5 ms."""
+    import django
+
+    django.setup()
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+    from django.test import Client
+    from django.test.utils import setup_test_environment
+    from redis.connection import AbstractConnection
+
+    from bench.machine import SlowLog, create_queues, rss_mb
+    from dashboard import snapshots
+
+    setup_test_environment()
+    call_command("migrate", verbosity=0)
+    client = Client()
+    client.force_login(User.objects.create_superuser("bench", "b@example.com", "bench"))
+    n = args.queues
+    print(f"creating {n:,} queues ...", flush=True)
+    create_queues(url, "bench", [f"queue-{i:06d}" for i in range(n)], messages=3)
+    slowlog = SlowLog(url)
+    sent = {"n": 0}
+    original = AbstractConnection.send_packed_command
+
+    def counting(self, command, check_health=True):  # noqa: ANN001
+        sent["n"] += 1
+        return original(self, command, check_health)
+
+    AbstractConnection.send_packed_command = counting
+    rows = []
+    paths = [(f"?sort={sort}", sort) for sort in SORTS] + [("?q=queue-09&sort=-msgs", "search")]
+    for query, what in paths:
+        run_ = snapshots.take()  # the page reads the last one: at most an interval old
+        assert run_.rows == n, run_
+        slowlog.reset()
+        label = f"overview, {n:,} queues, {what}"
+        row = measure(client, sent, label, "/c/default/bench/" + query, 300, args.rounds)
+        rows.append((*row[:4], f"{row[4]}; SLOWLOG: {slowlog.summary()}"))
+    AbstractConnection.send_packed_command = original
+    args.note = f" The console process's memory (RSS) at the end: {rss_mb()}."
+    return rows
 
 
 def run(url: str, args: argparse.Namespace) -> list[tuple[str, float, float, int, str]]:
@@ -116,6 +166,7 @@ def measure(client, sent: dict[str, int], label: str, path: str, budget: int | N
         headers = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "live"}
     response = client.get(path, **headers)  # warm up
     assert response.status_code == 200, (path, response.status_code)
+    assert b"Sorted by the snapshot of" in response.content or "queues," not in label
     times, trips = [], []
     for _ in range(rounds):
         sent["n"] = 0
@@ -137,11 +188,19 @@ def measure(client, sent: dict[str, int], label: str, path: str, budget: int | N
 def render(rows: list[tuple[str, float, float, int, str]], args: argparse.Namespace) -> str:
     from bench.machine import describe
 
+    big = f" --queues {args.queues}" if args.queues else ""
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     lines = [
-        "## Dashboard pages (`bench/dashboard.py" + (" --quick" if args.quick else "") + "`)",
+        "## Dashboard pages (`bench/dashboard.py" + (" --quick" if args.quick else "") + big + "`)",
         "",
         f"{describe()}; redis-server on core 0, Django on core 1; server time of the view"
-        f" (Django test client, logged-in admin), median and p90 of {args.rounds} requests.",
+        f" (Django test client, logged-in admin), median and p90 of {args.rounds} requests."
+        + (
+            f" Each sort order is measured right after a snapshot run (the page sorts by it);"
+            f" load average at the end {load}.{args.note}"
+            if args.queues
+            else ""
+        ),
         "",
         "| page | median | p90 | Redis round trips | budget |",
         "|---|---:|---:|---:|---|",

@@ -34,20 +34,23 @@ ORDER: dict[str, Expression | F] = {
 def last_run(conn: str, ns: str) -> tuple[int, QuerySet[Snapshot]] | None:
     """(when it was taken, its rows) of the namespace's last snapshot run, or None when
     there is none recent (three intervals, at least a minute: snapshots aren't running)."""
-    latest = (
-        Snapshot.objects.filter(connection=conn, namespace=ns)
+    mine = Snapshot.objects.filter(connection=conn, namespace=ns)
+    last = mine.order_by("-taken_at").values_list("taken_at", "queue").first()
+    interval_ms = settings.RSMQ_SNAPSHOT_INTERVAL * 1000
+    if last is None or round(time.time() * 1000) - last[0] > max(3 * interval_ms, 60_000):
+        return None
+    latest, queue = last
+    # A run's rows carry the Redis time of their stats call, spread over the run's read,
+    # and runs never overlap (a lock): the run before ended with the previous reading of
+    # the queue read last (the last in name order), so what came after is this run's.
+    before = (
+        mine.filter(queue=queue, taken_at__lt=latest)
         .order_by("-taken_at")
         .values_list("taken_at", flat=True)
         .first()
     )
-    interval_ms = settings.RSMQ_SNAPSHOT_INTERVAL * 1000
-    if latest is None or round(time.time() * 1000) - latest > max(3 * interval_ms, 60_000):
-        return None
-    # A run's rows carry the Redis time of their stats call, spread over the run's read;
-    # runs are an interval apart, so half an interval back holds this run alone.
-    rows = Snapshot.objects.filter(
-        connection=conn, namespace=ns, taken_at__gt=latest - interval_ms / 2, taken_at__lte=latest
-    )
+    start = before if before is not None else latest - interval_ms / 2
+    rows = mine.filter(taken_at__gt=start, taken_at__lte=latest)
     return latest, rows
 
 

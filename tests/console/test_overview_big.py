@@ -126,3 +126,13 @@ def test_it_sorts_a_namespace_smaller_than_the_limit_live(console, many, viewer:
     response = viewer.get(console.overview("?sort=-msgs"))
 
     assert _names(response)[0] == "q0000"
+
+
+def test_it_sorts_by_the_last_snapshot_run_alone(console, many, big, viewer: Client) -> None:
+    snapshot(console.ns, many, age_s=20)
+    snapshot(console.ns, many)
+
+    response = viewer.get(console.overview("?sort=-msgs"))
+
+    assert response.context["page_obj"].paginator.count == N
+    assert len(set(_names(response))) == 50
