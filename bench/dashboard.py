@@ -16,6 +16,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -64,14 +65,7 @@ def run_big(url: str, args: argparse.Namespace) -> list[tuple[str, float, float,
     print(f"creating {n:,} queues ...", flush=True)
     create_queues(url, "bench", [f"queue-{i:06d}" for i in range(n)], messages=3)
     slowlog = SlowLog(url)
-    sent = {"n": 0}
-    original = AbstractConnection.send_packed_command
-
-    def counting(self, command, check_health=True):  # noqa: ANN001
-        sent["n"] += 1
-        return original(self, command, check_health)
-
-    AbstractConnection.send_packed_command = counting
+    sent, original = count_sends()
     rows = []
     paths = [(f"?sort={sort}", sort) for sort in SORTS] + [("?q=queue-09&sort=-msgs", "search")]
     for query, what in paths:
@@ -120,14 +114,7 @@ def run(url: str, args: argparse.Namespace) -> list[tuple[str, float, float, int
         rsmq.receive_messages("big", 1000, vt=3600)  # 20,000 in flight
     some_id = rsmq.list_messages("big", limit=1, offset=n_msgs // 2).items[0].id
 
-    sent = {"n": 0}
-    original = AbstractConnection.send_packed_command
-
-    def counting(self, command, check_health=True):  # noqa: ANN001
-        sent["n"] += 1
-        return original(self, command, check_health)
-
-    AbstractConnection.send_packed_command = counting
+    sent, original = count_sends()
 
     pages = [
         ("overview, 1,000 queues (sort by name)", "/c/default/bench/", 150),
@@ -158,6 +145,22 @@ def run(url: str, args: argparse.Namespace) -> list[tuple[str, float, float, int
         rows.append(measure(client, sent, label, path, None, args.rounds))
     AbstractConnection.send_packed_command = original
     return rows
+
+
+def count_sends() -> tuple[dict[str, int], Any]:
+    """Count every write of redis-py to a socket in ``sent["n"]``; returns redis-py's own
+    send, to put back."""
+    from redis.connection import AbstractConnection
+
+    sent = {"n": 0}
+    original = AbstractConnection.send_packed_command
+
+    def counting(self, command, check_health=True):  # noqa: ANN001
+        sent["n"] += 1
+        return original(self, command, check_health)
+
+    AbstractConnection.send_packed_command = counting
+    return sent, original
 
 
 def measure(client, sent: dict[str, int], label: str, path: str, budget: int | None, rounds: int):
