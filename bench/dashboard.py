@@ -61,6 +61,7 @@ def run_big(url: str, args: argparse.Namespace) -> list[tuple[str, float, float,
 
     setup_test_environment()
     call_command("migrate", verbosity=0)
+    call_command("collectstatic", interactive=False, verbosity=0)  # the hashed names
     client = Client()
     client.force_login(User.objects.create_superuser("bench", "b@example.com", "bench"))
     n = args.queues
@@ -96,6 +97,7 @@ def run(url: str, args: argparse.Namespace) -> list[tuple[str, float, float, int
 
     setup_test_environment()
     call_command("migrate", verbosity=0)
+    call_command("collectstatic", interactive=False, verbosity=0)  # the hashed names
     admin = User.objects.create_superuser("bench", "b@example.com", "bench")
     client = Client()
     client.force_login(admin)
