@@ -53,6 +53,7 @@ def test_the_calls_of_one_event_loop_turn_go_out_in_one_write(redis_url: str, ns
     assert ids == sorted(ids)  # written, and so run, in the order they were called
 
 
+@pytest.mark.slow
 def test_64_coroutines_doing_1000_operations_each_get_their_own_results_fifo_exactly_once(
     redis_url: str, ns: str, rsmq: RedisSMQ
 ):
