@@ -16,22 +16,26 @@ rsmq 0.12.4 that tests/node/package-lock.json pins), timing its own loops.
     python bench/core.py            # full run, 1-3 minutes
     python bench/core.py --quick    # under a minute
     python bench/core.py --write    # also record the figures in bench/RESULTS.md
+    python bench/core.py --async    # AsyncRedisSMQ with 1, 8, 64 coroutines vs the limit:
+                                    # redis-benchmark sending the same EVALSHA, 50 clients
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import datetime as dt
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,7 +49,7 @@ from rsmq import RedisSMQ as PyRSMQ  # noqa: E402
 from rsmq.cmd import NoMessageInQueue  # noqa: E402
 
 from bench.results import RESULTS, record  # noqa: E402
-from queues import RedisSMQ  # noqa: E402
+from queues import AsyncRedisSMQ, RedisSMQ  # noqa: E402
 from queues.server import EmbeddedRedis  # noqa: E402
 
 NODE_DIR = ROOT / "tests" / "node"
@@ -431,6 +435,27 @@ def calibrate(bench: Bench, seconds: float) -> dict[tuple[str, str], int]:
     return calls
 
 
+def interleave(
+    measure: Callable[[str, str, int], Sample],
+    measurements: list[tuple[str, str]],
+    calls: dict[tuple[str, str], int],
+    rounds: int,
+    step: int,
+    log: Callable[[str], None],
+) -> dict[tuple[str, str], list[Sample]]:
+    """Every measurement once per round, in an order rotated by ``step`` each round."""
+    samples: dict[tuple[str, str], list[Sample]] = {m: [] for m in measurements}
+    for r in range(rounds):
+        shift = (r * step) % len(measurements)
+        for m in measurements[shift:] + measurements[:shift]:
+            s = measure(*m, calls[m])
+            if s.misses:
+                raise RuntimeError(f"{m}: {s.misses} of {s.calls} calls found nothing")
+            samples[m].append(s)
+        log(f"round {r + 1}/{rounds} done")
+    return samples
+
+
 def run(rounds: int, seconds: float, log: Callable[[str], None]) -> tuple[dict, dict]:
     ensure_node_modules()
     with tempfile.TemporaryDirectory(prefix="rsmq-bench-") as tmp:
@@ -450,16 +475,7 @@ def run(rounds: int, seconds: float, log: Callable[[str], None]) -> tuple[dict, 
             meter = CpuMeter([os.getpid(), server.process.pid, bench.node.proc.pid])
             try:
                 calls = calibrate(bench, seconds)
-                samples: dict[tuple[str, str], list[Sample]] = {m: [] for m in MEASUREMENTS}
-                for r in range(rounds):
-                    shift = (r * 5) % len(MEASUREMENTS)
-                    order = MEASUREMENTS[shift:] + MEASUREMENTS[:shift]
-                    for m in order:
-                        s = bench.measure(*m, calls[m])
-                        if s.misses:
-                            raise RuntimeError(f"{m}: {s.misses} of {s.calls} calls found nothing")
-                        samples[m].append(s)
-                    log(f"round {r + 1}/{rounds} done")
+                samples = interleave(bench.measure, MEASUREMENTS, calls, rounds, 5, log)
                 info["CPU used by other processes during the run"] = meter.others()
             finally:
                 bench.close()
@@ -499,12 +515,163 @@ def render(info: dict[str, str], samples: dict, medians: dict) -> str:
     return "\n".join(lines)
 
 
+# -- asyncio under concurrency vs the server's own script limit ---------------------
+
+#: what the asyncio section measures, each in every round: the limit (redis-benchmark),
+#: then AsyncRedisSMQ with this many coroutines
+LIMIT_CLIENTS = 50
+COROUTINES = (1, 8, 64)
+ASYNC_SECTION = (
+    "AsyncRedisSMQ under concurrency vs the server's script limit (`bench/core.py --async`)"
+)
+
+
+def script_command(rsmq: RedisSMQ, op: str, qname: str) -> list[str]:
+    """The EVALSHA our client sends for one send / receive, as redis-benchmark arguments
+    (a send's 22 random id characters become 10 fixed ones and __rand_int__'s 12 digits)."""
+    from queues.driver import Call
+
+    fn = type(rsmq).send_message if op == "send" else type(rsmq).receive_message
+    args = (rsmq, qname, BODY) if op == "send" else (rsmq, qname)
+    call = next(fn.__wrapped__(*args))
+    assert isinstance(call, Call)
+    words = [str(a) for a in call.command()]
+    if op == "send":
+        words[-2] = "abcdefghij__rand_int__"
+    return words
+
+
+class AsyncBench:
+    """redis-benchmark and AsyncRedisSMQ on one queue each, the same scripts."""
+
+    def __init__(self, server: EmbeddedRedis) -> None:
+        self.server = server
+        self.sync = RedisSMQ(url=server.url, ns=NS)
+        for q in ("limit", "aio"):
+            self.sync.create_queue(q, vt=3600)
+        self.sync.send_message("limit", BODY)
+        self.sync.receive_message("limit")  # both scripts loaded for EVALSHA
+
+    def prepare(self, qname: str, op: str, calls: int) -> None:
+        self.sync.purge_queue(qname)
+        if op == "receive":
+            for k in range(0, calls + 10, FILL_CHUNK):
+                self.sync.send_messages(qname, [BODY] * min(FILL_CHUNK, calls + 10 - k))
+
+    def measure(self, who: str, op: str, calls: int) -> Sample:
+        qname = "limit" if who == "limit" else "aio"
+        self.prepare(qname, op, calls)
+        if who == "limit":
+            return self._redis_benchmark(op, calls)
+        return asyncio.run(self._coroutines(int(who), op, calls))
+
+    def _redis_benchmark(self, op: str, calls: int) -> Sample:
+        words = script_command(self.sync, op, "limit")
+        out = sh(
+            "taskset", "-c", str(CLIENT_CORE), "redis-benchmark", "-p", str(self.server.port),
+            "-c", str(LIMIT_CLIENTS), "-n", str(calls), "-r", "1000000000000", "-q", *words,
+        )  # fmt: skip
+        rate = float(re.findall(r"([\d.]+) requests per second", out)[-1])
+        return Sample(calls, calls, calls / rate)
+
+    async def _coroutines(self, n: int, op: str, calls: int) -> Sample:
+        async with AsyncRedisSMQ(url=self.server.url, ns=NS) as a:
+            call: Callable[[], Awaitable[object]] = (
+                (lambda: a.send_message("aio", BODY))
+                if op == "send"
+                else (lambda: a.receive_message("aio"))
+            )
+            await asyncio.gather(*(call() for _ in range(n)))  # connected, scripts loaded
+            each = max(1, (calls - n) // n)
+            misses = 0
+
+            async def loop() -> None:
+                nonlocal misses
+                for _ in range(each):
+                    if await call() is None:
+                        misses += 1
+
+            start = time.perf_counter()
+            await asyncio.gather(*(loop() for _ in range(n)))
+            return Sample(n * each, n * each, time.perf_counter() - start, misses)
+
+    def close(self) -> None:
+        self.sync.close()
+
+
+def run_async(rounds: int, seconds: float, log: Callable[[str], None]) -> tuple[dict, dict]:
+    if not shutil.which("redis-benchmark"):
+        raise SystemExit("needs redis-benchmark (Debian: apt-get install redis-tools)")
+    measurements = [
+        (who, op) for op in ("send", "receive") for who in ("limit", *map(str, COROUTINES))
+    ]
+    with tempfile.TemporaryDirectory(prefix="rsmq-bench-aio-") as tmp:
+        server = EmbeddedRedis(Path(tmp) / "redis")
+        server.start()
+        try:
+            assert server.process is not None
+            info = {
+                "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+                "redis-benchmark": sh("redis-benchmark", "--version"),
+                "load average at start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+            }
+            pin_all_threads(server.process.pid, REDIS_CORE)
+            os.sched_setaffinity(0, {CLIENT_CORE})
+            bench = AsyncBench(server)
+            meter = CpuMeter([os.getpid(), server.process.pid])
+            try:
+                calls = {}
+                for m in measurements:  # warm up and size each to about `seconds`
+                    probe = bench.measure(*m, 2000)
+                    calls[m] = max(2000, int(probe.rate * seconds))
+                samples = interleave(bench.measure, measurements, calls, rounds, 1, log)
+                info["CPU used by other processes during the run"] = meter.others()
+                info["load average at the end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+            finally:
+                bench.close()
+        finally:
+            server.stop()
+    return info, samples
+
+
+def render_async(info: dict[str, str], samples: dict[tuple[str, str], list[Sample]]) -> str:
+    medians = summarize(samples)
+    lines = [
+        "| op | client | median | min | max | of the limit |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for (who, op), ss in samples.items():
+        rates = [s.rate for s in ss]
+        client = (
+            f"redis-benchmark, {LIMIT_CLIENTS} clients (the limit)"
+            if who == "limit"
+            else f"AsyncRedisSMQ, {who} coroutine{'s' if who != '1' else ''}"
+        )
+        share = medians[(who, op)] / medians[("limit", op)]
+        lines.append(
+            f"| {op} | {client} | {medians[(who, op)]:,.0f} ops/s | {min(rates):,.0f} | "
+            f"{max(rates):,.0f} | {share:.0%} |"
+        )
+    lines += ["", "| budget (§10) | measured | result |", "|---|---:|---|"]
+    for op in ("send", "receive"):
+        share = medians[(str(COROUTINES[-1]), op)] / medians[("limit", op)]
+        verdict = "PASS" if share >= 0.6 else "FAIL"
+        lines.append(f"| {op}: 64 coroutines ≥ 60% of the limit | {share:.0%} | {verdict} |")
+    lines += ["", "| machine | |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in info.items()]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 short rounds, under a minute")
     parser.add_argument("--rounds", type=int, help="interleaved rounds (default 7, quick 3)")
     parser.add_argument("--seconds", type=float, help="per (client, op) per round")
     parser.add_argument("--write", action="store_true", help="record in bench/RESULTS.md")
+    parser.add_argument(
+        "--async", dest="aio", action="store_true",
+        help="AsyncRedisSMQ with 1, 8, 64 coroutines vs redis-benchmark's EVALSHA instead",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     rounds = args.rounds or (3 if args.quick else 7)
     seconds = args.seconds or (0.25 if args.quick else 0.75)
@@ -512,6 +679,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("needs 2 cores: redis-server on core 0, the clients on core 1")
 
     started = time.monotonic()
+    if args.aio:
+        return main_async(rounds, seconds, args.write)
     info, samples = run(rounds, seconds, lambda m: print(m, file=sys.stderr, flush=True))
     medians = summarize(samples)
     table = render(info, samples, medians)
@@ -531,6 +700,24 @@ def main(argv: list[str] | None = None) -> int:
             "and PING over a held connection is shown too, so the saving is visible.\n\n" + table,
         )
         print(f"wrote {RESULTS.relative_to(ROOT)}", file=sys.stderr)
+    return 0
+
+
+def main_async(rounds: int, seconds: float, write: bool) -> int:
+    info, samples = run_async(rounds, seconds, lambda m: print(m, file=sys.stderr, flush=True))
+    table = render_async(info, samples)
+    print(table)
+    if write:
+        record(
+            ASYNC_SECTION,
+            "Recorded by `python bench/core.py --async --write` (§10): one redis-server pinned "
+            f"to core 0; redis-benchmark and AsyncRedisSMQ (one process, one event loop) "
+            f"pinned to core 1; {rounds} interleaved rounds of about {seconds:g} s per "
+            "measurement, rotated; medians over the rounds. The limit is redis-benchmark "
+            f"with {LIMIT_CLIENTS} clients sending the very EVALSHA our client sends "
+            "(`send.lua`, `receive.lua`; a receive always finds a message). Our coroutines "
+            "share the client's pipelined connections (`queues/aio.py`).\n\n" + table,
+        )
     return 0
 
 

@@ -60,3 +60,63 @@ def console_env(redis_url: str, tmp: Path, **extra: str) -> None:
         RSMQ_NAMESPACE="bench",
         **extra,
     )
+
+
+def create_queues(url: str, ns: str, names: list[str], messages: int = 0) -> None:
+    """Create many queues fast: AsyncRedisSMQ pipelines a thousand create scripts a write.
+    Every seventh queue gets ``messages`` messages."""
+    import asyncio
+
+    from queues import AsyncRedisSMQ
+
+    async def main() -> None:
+        async with AsyncRedisSMQ(url=url, ns=ns) as a:
+            for k in range(0, len(names), 1000):
+                chunk = names[k : k + 1000]
+                await asyncio.gather(*(a.create_queue(n) for n in chunk))
+                if messages:
+                    await asyncio.gather(
+                        *(a.send_messages(n, ["m"] * messages) for n in chunk[::7])
+                    )
+
+    asyncio.run(main())
+
+
+class SlowLog:
+    """Redis's SLOWLOG of calls over ``micros``: ``reset()`` before, ``calls()`` after."""
+
+    def __init__(self, url: str, micros: int = 5000) -> None:
+        import redis
+
+        self.r = redis.Redis.from_url(url)
+        self.r.config_set("slowlog-log-slower-than", micros)
+        self.r.config_set("slowlog-max-len", 10_000)
+
+    def reset(self) -> None:
+        self.r.slowlog_reset()
+
+    def calls(self) -> list[tuple[int, str]]:
+        """(µs, the command's first 40 characters) of each call logged since reset."""
+        return [
+            (e["duration"], e["command"][:40].decode(errors="replace"))
+            for e in self.r.slowlog_get(10_000)
+            if not e["command"].startswith((b"SLOWLOG", b"CONFIG"))
+        ]
+
+    def summary(self) -> str:
+        calls = self.calls()
+        if not calls:
+            return "none over 5 ms"
+        worst = max(calls)
+        return f"{len(calls)} over 5 ms, worst {worst[0] / 1000:.1f} ms ({worst[1].split()[0]})"
+
+
+def rss_mb() -> str:
+    """This process's resident memory now and at its peak."""
+    import resource
+
+    import psutil
+
+    now = psutil.Process().memory_info().rss / 2**20
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return f"{now:.0f} MB (peak {peak:.0f} MB)"

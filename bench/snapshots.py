@@ -20,9 +20,13 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+if TYPE_CHECKING:
+    from bench.machine import SlowLog
 
 N_QUEUES = 1000
 WHERE = {"queues": "to the queues' Redis", "broker": "to the broker's Redis (the lock)"}
@@ -34,6 +38,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--write", action="store_true", help="record the results in bench/RESULTS.md")
     ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument(
+        "--queues", type=int, help="only a snapshot and a gzipped scrape of this many queues"
+    )
     args = ap.parse_args()
 
     from bench.core import CpuMeter
@@ -48,9 +55,50 @@ def main() -> None:
             RSMQ_METRICS_TOKEN=TOKEN,
         )
         meter = CpuMeter([os.getpid(), server.process.pid])
-        rows = run(server.url, args)
+        rows = run_big(server.url, args) if args.queues else run(server.url, args)
         others = meter.others()
     publish(render(rows, args, others), args.write)
+
+
+def run_big(url: str, args: argparse.Namespace) -> list[Row]:
+    """A snapshot and a gzipped /metrics scrape of ``args.queues`` queues, with SLOWLOG."""
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.test import Client
+    from django.test.utils import setup_test_environment
+
+    from bench.machine import SlowLog, create_queues
+    from dashboard import snapshots
+
+    setup_test_environment()
+    call_command("migrate", verbosity=0)
+    n = args.queues
+    print(f"creating {n:,} queues ...", flush=True)
+    create_queues(url, "bench", [f"queue-{i:06d}" for i in range(n)], messages=3)
+    meter = Meter(args.rounds, SlowLog(url))
+    client = Client()
+    bearer = {"HTTP_AUTHORIZATION": f"Bearer {TOKEN}", "HTTP_ACCEPT_ENCODING": "gzip"}
+    size = {}
+
+    def snapshot() -> None:
+        run_ = snapshots.take()
+        assert run_.rows == n and not run_.skipped and not run_.locked, run_
+
+    def scrape() -> None:
+        response = client.get("/metrics", **bearer)
+        assert response.status_code == 200 and response["Content-Encoding"] == "gzip"
+        size["gzip"] = len(response.content)
+
+    rows = [
+        meter.measure(f"snapshot of {n:,} queues (rows + Parquet file)", snapshot, "≤ 10,000 ms"),
+        meter.measure(f"/metrics scrape, {n:,} queues, gzipped", scrape, "≤ 2,000 ms"),
+    ]
+    meter.stop()
+    print(f"/metrics gzipped: {size['gzip'] / 1024:,.0f} KB", flush=True)
+    args.note = f" The gzipped scrape is {size['gzip'] / 1024:,.0f} KB."
+    return rows
 
 
 def run(url: str, args: argparse.Namespace) -> list[Row]:
@@ -61,7 +109,6 @@ def run(url: str, args: argparse.Namespace) -> list[Row]:
     from django.core.management import call_command
     from django.test import Client
     from django.test.utils import setup_test_environment
-    from redis.connection import AbstractConnection
 
     from dashboard import snapshots
     from dashboard.models import Snapshot
@@ -80,29 +127,8 @@ def run(url: str, args: argparse.Namespace) -> list[Row]:
         if i % 5 == 0:
             rsmq.send_message(name, "later", delay=3600)  # delayed
 
-    trips: Counter[str] = Counter()
-    original = AbstractConnection.send_packed_command
-    queues_db = 0
-
-    def counting(self, command, check_health=True):  # noqa: ANN001
-        trips["queues" if self.db == queues_db else "broker"] += 1
-        return original(self, command, check_health)
-
-    AbstractConnection.send_packed_command = counting
-
-    def measure(label: str, call: Callable[[], object], budget: str) -> Row:
-        call()  # warm: connected, scripts loaded
-        times, seen = [], Counter()
-        for _ in range(args.rounds):
-            trips.clear()
-            t0 = time.perf_counter()
-            call()
-            times.append((time.perf_counter() - t0) * 1000)
-            seen = Counter(trips)
-        med, p90 = statistics.median(times), statistics.quantiles(times, n=10)[-1]
-        where = "; ".join(f"{n} {WHERE[k]}" for k, n in sorted(seen.items(), reverse=True))
-        print(f"{label:60s} {med:7.1f} ms  p90 {p90:7.1f} ms  {where}", flush=True)
-        return (label, med, p90, where, budget)
+    meter = Meter(args.rounds)
+    measure = meter.measure
 
     def snapshot() -> None:
         run_ = snapshots.take()
@@ -166,8 +192,52 @@ def run(url: str, args: argparse.Namespace) -> list[Row]:
             page("/c/default/bench/q/queue-0001/?range=week"), "≤ 100 ms",
         ),
     ]  # fmt: skip
-    AbstractConnection.send_packed_command = original
+    meter.stop()
     return rows
+
+
+class Meter:
+    """Times a call over rounds and counts its Redis round trips where redis-py writes to
+    a socket, apart for the queues' Redis (db 0) and the broker's (the lock)."""
+
+    def __init__(self, rounds: int, slowlog: SlowLog | None = None) -> None:
+        from redis.connection import AbstractConnection
+
+        self.rounds = rounds
+        self.slowlog = slowlog
+        self.trips: Counter[str] = Counter()
+        self.original = original = AbstractConnection.send_packed_command
+        trips = self.trips
+
+        def counting(self, command, check_health=True):  # noqa: ANN001
+            trips["queues" if self.db == 0 else "broker"] += 1
+            return original(self, command, check_health)
+
+        AbstractConnection.send_packed_command = counting
+
+    def stop(self) -> None:
+        from redis.connection import AbstractConnection
+
+        AbstractConnection.send_packed_command = self.original
+
+    def measure(self, label: str, call: Callable[[], object], budget: str) -> Row:
+        call()  # warm: connected, scripts loaded
+        if self.slowlog:
+            self.slowlog.reset()
+        times, seen = [], Counter()
+        for _ in range(self.rounds):
+            self.trips.clear()
+            t0 = time.perf_counter()
+            call()
+            times.append((time.perf_counter() - t0) * 1000)
+            seen = Counter(self.trips)
+        med = statistics.median(times)
+        p90 = statistics.quantiles(times, n=10)[-1] if len(times) > 1 else med
+        where = "; ".join(f"{n} {WHERE[k]}" for k, n in sorted(seen.items(), reverse=True))
+        if self.slowlog:
+            where += f"; SLOWLOG: {self.slowlog.summary()}"
+        print(f"{label:60s} {med:7.1f} ms  p90 {p90:7.1f} ms  {where}", flush=True)
+        return (label, med, p90, where, budget)
 
 
 def _ok(response) -> None:  # noqa: ANN001
@@ -175,11 +245,12 @@ def _ok(response) -> None:  # noqa: ANN001
 
 
 def render(rows: list[Row], args: argparse.Namespace, others: str) -> str:
-    from bench.machine import describe
+    from bench.machine import describe, rss_mb
 
     load = os.getloadavg()
+    big = f" --queues {args.queues}" if args.queues else ""
     lines = [
-        "## Snapshots and /metrics (`bench/snapshots.py`)",
+        f"## Snapshots and /metrics (`bench/snapshots.py{big}`)",
         "",
         f"{describe()}, SQLite; redis-server on core 0, Django on core 1; median and p90 of"
         f" {args.rounds} runs; CPU used by other processes during the run: {others}, load"
@@ -187,7 +258,13 @@ def render(rows: list[Row], args: argparse.Namespace, others: str) -> str:
         " what the Celery task does: take the lock in the broker's Redis, read every queue of"
         " the namespace (`queue_stats`: the queue list and the 5 stats scripts of the queues"
         " it held last time, in one pipeline), write the rows with one bulk insert and one"
-        " Parquet file, release the lock.",
+        " Parquet file, release the lock."
+        + (
+            f" SLOWLOG logs Redis calls over 5 ms during the timed rounds. The console process's"
+            f" memory (RSS) at the end: {rss_mb()}.{getattr(args, 'note', '')}"
+            if args.queues
+            else ""
+        ),
         "",
         "| what | median | p90 | Redis round trips | budget |",
         "|---|---:|---:|---|---|",

@@ -101,6 +101,9 @@ class Snapshot(models.Model):
                 name="snapshot_queue_history",
             ),  # fmt: skip
             models.Index(fields=["taken_at"], name="snapshot_time"),  # retention
+            # A namespace's last snapshot run (the overview of a big namespace sorts by
+            # it): without it SQLite reads the namespace's whole history to find it.
+            models.Index(fields=["connection", "namespace", "taken_at"], name="snapshot_run"),
         ]
         get_latest_by = "taken_at"
 

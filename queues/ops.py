@@ -39,7 +39,16 @@ CHUNK = 1000
 #: queues per stats script call, so a 10,000-queue read is many short scripts in one
 #: pipeline, not one long script
 STATS_CHUNK = 200
+#: queues per stats call in a read of more than STATS_CHUNK_BIG_AFTER queues: 200 took
+#: over 5 ms a call on a busy 2-core machine (SLOWLOG); a big namespace's read is many
+#: back-to-back calls, each one a wait for every other client of Redis
+STATS_CHUNK_BIG = 50
+STATS_CHUNK_BIG_AFTER = 1000
 STATS_ROW = 17
+#: past this many queues a namespace's names are read in SSCAN steps of SCAN_COUNT, not
+#: one SMEMBERS: SMEMBERS of 100,000 names holds Redis for over 20 ms, an SSCAN step ~1 ms
+SMEMBERS_MAX = 10_000
+SCAN_COUNT = 1000
 DEFAULT_SAMPLE = 1000
 DEFAULT_SCAN_BUDGET = 10_000
 #: messages one census_range reads at most
@@ -182,6 +191,10 @@ def _stats(qname: str, row: list[Any], now: int) -> QueueStats:
     )  # fmt: skip
 
 
+def _stats_chunk(names: list[str]) -> int:
+    return STATS_CHUNK_BIG if len(names) > STATS_CHUNK_BIG_AFTER else STATS_CHUNK
+
+
 def _epoch_ms(when: dt.datetime | float | int) -> int:
     if isinstance(when, dt.datetime):
         if when.tzinfo is None:
@@ -231,6 +244,8 @@ class Operations(Generic[R]):
         # The namespace's queue names as the last queue_stats() of all saw them: the
         # next one reads them and their counters in the same round trip.
         self._known_names: list[str] = []
+        # How many queues the namespace held when last listed (None: not yet known).
+        self._count_hint: int | None = None
         self.redis = self._open(client, Endpoint(url, host, port, db, password, socket_timeout))
 
     def _open(self, client: R | None, endpoint: Endpoint) -> R:
@@ -274,8 +289,23 @@ class Operations(Generic[R]):
 
     @operation
     def list_queues(self) -> Op[list[str]]:
-        members = yield Command(("SMEMBERS", self.queues_key))
-        return sorted(_text(m) for m in members)
+        return (yield from self._names())
+
+    def _names(self) -> Op[list[str]]:
+        """Every queue name, sorted: one SMEMBERS in a namespace known to hold at most
+        SMEMBERS_MAX queues, else (a big one, or not read yet) SSCAN steps."""
+        if self._count_hint is not None and self._count_hint <= SMEMBERS_MAX:
+            members = yield Command(("SMEMBERS", self.queues_key))
+        else:
+            members, cursor = [], b"0"
+            while True:
+                cursor, got = yield Command(("SSCAN", self.queues_key, cursor, "COUNT", SCAN_COUNT))
+                members += got
+                if int(cursor) == 0:
+                    break
+        names = sorted({_text(m) for m in members})  # SSCAN may return a name twice
+        self._count_hint = len(names)
+        return names
 
     @operation
     def delete_queue(self, qname: str) -> Op[None]:
@@ -482,7 +512,8 @@ class Operations(Generic[R]):
         self, qnames: Iterable[str] | None = None, sample: int = DEFAULT_SAMPLE
     ) -> Op[list[QueueStats]]:
         """Counters of the given queues (default: all), in one pipelined round trip
-        (all queues: one more, for their names). Queues that don't exist are left out.
+        (all queues: one more, for their names, read in SSCAN steps the first time and
+        past SMEMBERS_MAX queues). Queues that don't exist are left out.
 
         Nothing another client wrote makes it fail: a queue whose record can't be read
         and a name that is not an RSMQ name (the queue set may hold any) come back as
@@ -495,6 +526,11 @@ class Operations(Generic[R]):
                     v.qname(q)  # raises: only text can be a listed name
             return (yield from self._stats_of(names, sample))
         v.integer("sample", sample, 1, 100_000)
+        if self._count_hint is None or self._count_hint > SMEMBERS_MAX:
+            names = yield from self._names()
+            stats = yield from self._stats_of(names, sample)
+            self._remember(names, stats)
+            return stats
         # One round trip: the queue set and the counters of the queues it held last time.
         # Queues created since cost one more; deleted ones come back absent and drop out.
         known = self._known_names
@@ -509,9 +545,18 @@ class Operations(Generic[R]):
             now = results[0][0] if results else 0
             stats += yield from self._stats_of(new, sample, now)
             stats.sort(key=lambda s: s.qname)
+        self._remember(names, stats)
+        return stats
+
+    def _remember(self, names: list[str], stats: list[QueueStats]) -> None:
+        """The queue names the next queue_stats() of all reads with the queue set, in
+        the same round trip: the RSMQ names of a namespace SMEMBERS may read whole."""
+        self._count_hint = len(names)
+        if len(names) > SMEMBERS_MAX:
+            self._known_names = []
+            return
         foreign = {s.qname for s in stats if s.unreadable == NOT_A_QUEUE}
         self._known_names = [n for n in names if n not in foreign] if foreign else names
-        return stats
 
     def _stats_of(
         self, names: list[str], sample: int = DEFAULT_SAMPLE, now: int = 0
@@ -541,7 +586,7 @@ class Operations(Generic[R]):
             except InvalidArgument:
                 continue
             readable.append(q)
-        step = 2 * STATS_CHUNK
+        step = 2 * _stats_chunk(readable)
         calls = [
             Call(S.STATS, keys[k : k + step], (sample, random.random()))
             for k in range(0, len(keys), step)
@@ -551,9 +596,10 @@ class Operations(Generic[R]):
     @staticmethod
     def _parse_stats(names: list[str], results: list[Any]) -> list[QueueStats]:
         stats: list[QueueStats] = []
-        for k, r in zip(range(0, len(names), STATS_CHUNK), results, strict=True):
+        n = _stats_chunk(names)
+        for k, r in zip(range(0, len(names), n), results, strict=True):
             now = r[0]
-            for j, q in enumerate(names[k : k + STATS_CHUNK]):
+            for j, q in enumerate(names[k : k + n]):
                 row = r[1 + STATS_ROW * j : 1 + STATS_ROW * (j + 1)]
                 if row[0] != 0:
                     stats.append(_stats(q, row, now))
