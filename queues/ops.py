@@ -264,11 +264,34 @@ class Operations(Generic[R]):
         return DeadLetterPolicy(dlq=s.dlq, maxrc=s.maxrc, deadlettered=s.deadlettered)
 
     @operation
+    def dead_letter_sources(self, dlq: str) -> Op[list[str]]:
+        """The queues whose dead-letter policy sends to ``dlq``, sorted (two round trips:
+        the namespace's names, then their policies, ``STATS_CHUNK`` queues a script)."""
+        v.qname(dlq, "dlq")
+        members = yield Command(("SMEMBERS", self.queues_key))
+        # A name that is not an RSMQ name (written by some other client) names no queue.
+        text = (m.decode(errors="replace") if isinstance(m, bytes) else m for m in members)
+        names = sorted(n for n in text if v.QNAME_RE.fullmatch(n))
+        starts = range(0, len(names), STATS_CHUNK)
+        calls = [
+            Call(
+                S.DLQ_SOURCES, [self._queue_keys(q)[1] for q in names[k : k + STATS_CHUNK]], (dlq,)
+            )
+            for k in starts
+        ]
+        if not calls:
+            return []
+        replies = yield Batch(calls)
+        return [names[k + i - 1] for k, found in zip(starts, replies, strict=True) for i in found]
+
+    @operation
     def redrive(self, dlq: str, to: str | None = None, limit: int | None = None) -> Op[int]:
         """Move dead-lettered messages back to the queue each came from (or to ``to``).
 
-        They start over (rc and fr dropped) and are visible at once; bounded batches of
-        ``CHUNK``; at most ``limit`` messages. Returns how many were moved; a message
+        Only visible messages move: one in flight (a consumer holds it) or delayed stays,
+        or it would be delivered twice. They start over (rc and fr dropped: the policy
+        would dead-letter them again at once) and are visible at once; bounded batches
+        of ``CHUNK``; at most ``limit`` messages. Returns how many were moved; a message
         whose source is gone stays in ``dlq``.
         """
         keys = self._queue_keys(dlq)
