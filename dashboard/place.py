@@ -18,9 +18,8 @@ from queues import validation as v
 from queues.models import MessageInfo, QueueStats
 
 from . import audit
-from .access import Role, can, require
+from .access import Role
 from .connections import Connection, connections, get_rsmq
-from .models import AuditEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,9 +55,7 @@ def place_for(
 ) -> Place:
     """The place, if the user has ``role``; a refused ``action`` is audited as denied."""
     place = resolve(conn, ns)
-    if action and not can(request.user, role):
-        audit.record(request, place, action, AuditEntry.Outcome.DENIED, queue=queue)
-    require(request.user, role)
+    audit.require(request, place, role, action, queue)
     return place
 
 

@@ -80,6 +80,7 @@ def queue_create(request: HtmxHttpRequest, conn: str, ns: str) -> HttpResponse:
     place = place_for(request, conn, ns, Role.ADMIN, "create_queue", name)
     form = QueueCreateForm(request.POST)
     if not form.is_valid():
+        Posted(request, place, name, "create_queue").refused({"create_form": form})
         return render_overview(request, place, form, status=UNPROCESSABLE)
     d = form.cleaned_data
 

@@ -127,6 +127,9 @@ def render_queue(
         act=place.url("rsmq-queue-action", qname),
         other_queues=move_targets(request, place, qname),
         **charts(request, place, qname, params.get("range", ""), stats.now),
+        # Queues whose policy sends here: redrive is then an operator's action (read only
+        # when the side panel is drawn, not on a live refresh).
+        dlq_sources=SimpleLazyObject(lambda: place.rsmq.dead_letter_sources(qname)),
         analytics=SimpleLazyObject(
             lambda: queue_analytics(place.conn.name, place.ns, qname, stats.now)
         ),
