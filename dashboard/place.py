@@ -75,8 +75,13 @@ def message(place: Place, qname: str, msg_id: str) -> MessageInfo:
     """One message as the message page shows it; gone (or never there): a 404."""
     found = find_message(place, qname, msg_id)
     if found is None:
-        raise Http404(f"Message {msg_id} is no longer in queue {qname}.")
+        raise Http404(not_here(qname, msg_id))
     return found
+
+
+def not_here(qname: str, msg_id: str) -> str:
+    # Nothing tells a message received and deleted from an id that was never there.
+    return f"Message {msg_id} is not in queue {qname} (deleted, moved or never there)."
 
 
 def find_message(place: Place, qname: str, msg_id: str) -> MessageInfo | None:

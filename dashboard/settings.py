@@ -160,12 +160,19 @@ RSMQ_CONNECTIONS = json.loads(os.environ.get("RSMQ_CONNECTIONS", "null")) or [
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"one_line_refusals": {"()": "dashboard.security.OneLineRefusals"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     # Django's own "django" logger has a console handler of its own under DEBUG: without
     # this, every 4xx/5xx line would be printed twice (once more through the root).
-    "loggers": {"django": {"handlers": ["console"], "level": "INFO", "propagate": False}},
+    "loggers": {
+        "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "django.request": {"filters": ["one_line_refusals"]},
+    },
 }
+
+# Error reports (the DEBUG page, mails to ADMINS) hide every URL's password and token.
+DEFAULT_EXCEPTION_REPORTER_FILTER = "dashboard.security.ConsoleExceptionReporterFilter"
 
 # Every action off: the console only shows.
 RSMQ_READ_ONLY = env_bool("RSMQ_READ_ONLY")

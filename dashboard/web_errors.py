@@ -16,6 +16,7 @@ from queues import InvalidArgument, QueueNotFound, RsmqError
 from queues.urls import redacted
 
 from .connections import Connection
+from .security import redact_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +44,6 @@ def web_error(exception: Exception, conn: Connection) -> WebError | None:
         return WebError(403, f"Not allowed: {exception} Nothing was changed.")
     if isinstance(exception, redis.RedisError):
         url = redacted(conn.url)
-        error = " ".join(str(exception).split()).rstrip(".")
+        error = redact_text(" ".join(str(exception).split()).rstrip("."))
         return WebError(503, f"Redis is unavailable at {url}: {error}.", url=url, error=error)
     return None

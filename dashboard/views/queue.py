@@ -11,7 +11,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.utils.functional import SimpleLazyObject
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from queues import validation as v
 from queues.models import LIST_STATES
@@ -31,7 +31,7 @@ MOVE_SUGGESTIONS = 500
 
 
 @login_required
-@require_GET
+@require_safe
 def queue_detail(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> HttpResponse:
     place = place_for(request, conn, ns)
     v.qname(qname)  # a bad name in the URL: the middleware answers 404
@@ -42,7 +42,7 @@ def queue_detail(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> Ht
 
 
 @login_required
-@require_GET
+@require_safe
 def queue_charts(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> HttpResponse:
     """The queue page's charts alone, for htmx: another range, or their refresh."""
     place = place_for(request, conn, ns)

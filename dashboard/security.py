@@ -1,0 +1,63 @@
+"""What never leaves the console: secrets in Django's error reports, and tracebacks of
+plain refusals in the log."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from django.views.debug import SafeExceptionReporterFilter
+
+from queues.urls import redacted
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every URL in it redacted (an error message may quote one)."""
+    return _URL.sub(lambda m: redacted(m.group(0)), text)
+
+
+class ConsoleExceptionReporterFilter(SafeExceptionReporterFilter):
+    """Django's error report (the DEBUG page, the mails to ADMINS) without the settings
+    that hold a URL with a password or a token: RSMQ_REDIS_URL, CELERY_BROKER_URL,
+    RSMQ_CONNECTIONS, DATABASE_URL, RSMQ_METRICS_TOKEN, SECRET_KEY…; and every URL
+    elsewhere in it (request.META, a frame's variables) without its password."""
+
+    hidden_settings = re.compile(
+        "API|AUTH|TOKEN|KEY|SECRET|PASS|SIGNATURE|HTTP_COOKIE|URL|CONNECTIONS|DATABASE|DSN",
+        flags=re.I,
+    )
+
+    def cleanse_setting(self, key: Any, value: Any) -> Any:
+        cleansed = super().cleanse_setting(key, value)
+        return redact_text(cleansed) if isinstance(cleansed, str) else cleansed
+
+    def get_traceback_frame_variables(self, request: Any, tb_frame: Any) -> Any:
+        # Any object's repr may quote a URL (a dataclass holding one): shown redacted.
+        return [
+            (name, _Shown(redact_text(repr(value))))
+            for name, value in super().get_traceback_frame_variables(request, tb_frame)
+        ]
+
+
+class _Shown:
+    """A value as the report shows it (its repr, already redacted)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+class OneLineRefusals(logging.Filter):
+    """A 403 is an answer, not a failure: logged as its one line, without the traceback
+    of the PermissionDenied that made it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "status_code", None) == 403:
+            record.exc_info = None
+            record.exc_text = None
+        return True
