@@ -148,7 +148,14 @@ RSMQ_NAMESPACE = os.environ.get("RSMQ_NAMESPACE", "rsmq")
 RSMQ_SOCKET_TIMEOUT = float(os.environ.get("RSMQ_SOCKET_TIMEOUT", "3"))
 # More connections: RSMQ_CONNECTIONS='[{"name": "prod", "url": "redis://…",
 #   "namespaces": ["rsmq"], "environment": "production"}]'
-RSMQ_CONNECTIONS = json.loads(os.environ.get("RSMQ_CONNECTIONS", "null")) or [
+# What is wrong with the environment, reported by the check at start (dashboard/checks.py).
+RSMQ_CONFIG_ERRORS: list[str] = []
+try:
+    _connections = json.loads(os.environ.get("RSMQ_CONNECTIONS", "null"))
+except json.JSONDecodeError as e:
+    RSMQ_CONFIG_ERRORS.append(f"RSMQ_CONNECTIONS is not JSON: {e}")
+    _connections = None
+RSMQ_CONNECTIONS = _connections or [
     {
         "name": "default",
         "url": RSMQ_REDIS_URL,
