@@ -61,3 +61,15 @@ def require(request: HttpRequest, place: Place, role: Role, action: str, queue: 
 def _fit(field: str, value: str) -> str:
     max_length = getattr(AuditEntry._meta.get_field(field), "max_length", None)
     return value[:max_length] if max_length else value
+
+
+def record_lockout(sender: object, request: HttpRequest, username: str | None, ip_address: str,
+                   **kwargs: Any) -> None:  # fmt: skip
+    """django-axes refused a login (too many failures for this user name from this
+    address): one row per refused try, with no place (a login has none)."""
+    AuditEntry.objects.create(
+        username=_fit("username", username or ""),
+        action="login",
+        outcome=AuditEntry.Outcome.THROTTLED,
+        detail=f"Locked out after too many failed logins from {ip_address}.",
+    )

@@ -1,9 +1,7 @@
-"""What never leaves the console: secrets in Django's error reports, and tracebacks of
-plain refusals in the log."""
+"""What never leaves the console: secrets in Django's error reports and error texts."""
 
 from __future__ import annotations
 
-import logging
 import re
 from typing import Any
 
@@ -32,7 +30,7 @@ class ConsoleExceptionReporterFilter(SafeExceptionReporterFilter):
 
     def cleanse_setting(self, key: Any, value: Any) -> Any:
         cleansed = super().cleanse_setting(key, value)
-        return redact_text(cleansed) if isinstance(cleansed, str) else cleansed
+        return redact_text(cleansed) if type(cleansed) is str else cleansed
 
     def get_traceback_frame_variables(self, request: Any, tb_frame: Any) -> Any:
         # Any object's repr may quote a URL (a dataclass holding one): shown redacted.
@@ -50,14 +48,3 @@ class _Shown:
 
     def __repr__(self) -> str:
         return self.text
-
-
-class OneLineRefusals(logging.Filter):
-    """A 403 is an answer, not a failure: logged as its one line, without the traceback
-    of the PermissionDenied that made it."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if getattr(record, "status_code", None) == 403:
-            record.exc_info = None
-            record.exc_text = None
-        return True

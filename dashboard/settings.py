@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import sys
@@ -62,6 +63,8 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "django_htmx",
     "template_partials",
+    # Login throttling: failed logins counted per user name and address (README: Roles).
+    "axes",
     "dashboard",
 ]
 
@@ -80,7 +83,26 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "dashboard.middleware.RedisUnavailableMiddleware",
+    # Last: it turns a refused login into the "locked" page.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# -- Logins: throttled by django-axes -------------------------------------------------------
+AUTHENTICATION_BACKENDS = [
+    "dashboard.throttle.LoginThrottle",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# After this many failed logins for one user name from one address, that pair is locked
+# out for the cool-off (each refused try is written to the audit log as "throttled").
+AXES_FAILURE_LIMIT = int(os.environ.get("RSMQ_LOGIN_FAILURES", "5"))
+AXES_COOLOFF_TIME = dt.timedelta(seconds=float(os.environ.get("RSMQ_LOGIN_COOLOFF", "900")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False  # no banner at every start; lockouts go to the audit log
+AXES_LOCKOUT_TEMPLATE = "registration/locked.html"
+# The client's address as the socket says: an X-Forwarded-For anyone can write would
+# give a guesser a fresh count with every made-up address.
+AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
 
 ROOT_URLCONF = "dashboard.urls"
 WSGI_APPLICATION = "dashboard.wsgi.application"
@@ -167,7 +189,7 @@ RSMQ_CONNECTIONS = _connections or [
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"one_line_refusals": {"()": "dashboard.security.OneLineRefusals"}},
+    "filters": {"one_line_refusals": {"()": "dashboard.logs.OneLineRefusals"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     # Django's own "django" logger has a console handler of its own under DEBUG: without
