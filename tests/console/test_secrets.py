@@ -145,3 +145,13 @@ def test_a_403_is_logged_as_one_line(console, viewer: Client, rsmq, caplog) -> N
     assert response.status_code == 403
     (record,) = [r for r in caplog.records if r.name == "django.request"]
     assert record.exc_info is None and record.getMessage().startswith("Forbidden")
+
+
+@pytest.mark.parametrize("url", list(URLS.values()), ids=list(URLS))
+def test_the_cli_hides_the_password(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from queues.cli import main
+
+    assert main(["--url", url, "queue", "list"]) != 0
+    err = capsys.readouterr().err
+    assert_no_secret(err)
+    assert err.count("\n") == 1
