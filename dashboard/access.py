@@ -16,8 +16,12 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 class Role(IntEnum):
     NONE = 0
     VIEWER = 1  # read
-    OPERATOR = 2  # send, requeue, change visibility, delete, move (over a selection)
-    ADMIN = 3  # create / edit / delete queue, purge, bulk over "all in this state"
+    # send, requeue, change visibility, delete, move (over a selection); redrive a
+    # dead-letter queue
+    OPERATOR = 2
+    # create / edit / delete queue, policy, purge, bulk over "all in this state", redrive
+    # any other queue (README: the table of who may do what)
+    ADMIN = 3
 
 
 PERMISSIONS = {

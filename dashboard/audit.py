@@ -63,8 +63,9 @@ def _fit(field: str, value: str) -> str:
     return value[:max_length] if max_length else value
 
 
-def record_lockout(sender: object, request: HttpRequest, username: str | None, ip_address: str,
-                   **kwargs: Any) -> None:  # fmt: skip
+def record_lockout(
+    sender: object, request: HttpRequest, username: str | None, ip_address: str, **kwargs: Any
+) -> None:
     """django-axes refused a login (too many failures for this user name from this
     address): one row per refused try, with no place (a login has none)."""
     AuditEntry.objects.create(

@@ -223,5 +223,6 @@ QUEUE_ACTIONS: dict[str, Action] = {
         Role.ADMIN, _confirmed("delete", _delete_queue, then="rsmq-overview"), "delete_queue"
     ),
     "policy": Action(Role.ADMIN, _policy, "set_policy"),
+    # An operator's on a dead-letter queue; elsewhere the admin's (checked in _redrive).
     "redrive": Action(Role.OPERATOR, _redrive, "redrive"),
 }
