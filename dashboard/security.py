@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import Resolver404, resolve
 from django.views.debug import SafeExceptionReporterFilter
 
 from queues.urls import redacted
@@ -48,3 +53,21 @@ class _Shown:
 
     def __repr__(self) -> str:
         return self.text
+
+
+class NoUrlList:
+    """With DEBUG on, Django's 404 page for an address that names no page lists every URL
+    pattern of the console: the console's own 404 page answers instead. (With DEBUG off
+    Django already does.) Placed after CommonMiddleware (which still adds a missing slash) and
+    the user's."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if settings.DEBUG:
+            try:
+                resolve(request.path_info)
+            except Resolver404:
+                return render(request, "404.html", status=404)
+        return self.get_response(request)

@@ -123,12 +123,19 @@ def test_the_report_filter_hides_each_secret_setting(broken, settings, name: str
     assert_no_secret(repr(safe[name]))
 
 
-def test_a_404_without_debug_lists_no_url_pattern(settings, viewer: Client) -> None:
-    settings.DEBUG = False
+@pytest.mark.parametrize("debug", [False, True], ids=["debug-off", "debug-on"])
+def test_a_404_lists_no_url_pattern(settings, viewer: Client, debug: bool) -> None:
+    settings.DEBUG = debug
     response = viewer.get("/no/such/page/")
     assert response.status_code == 404
     assert "rsmq-overview" not in response.content.decode()
     assert "api/" not in response.content.decode()
+    assert "There is nothing at this address." in response.content.decode()
+
+
+def test_a_missing_slash_is_still_added_with_debug(settings, viewer: Client) -> None:
+    settings.DEBUG = True
+    assert viewer.get("/audit")["Location"] == "/audit/"
 
 
 @pytest.mark.parametrize("page", ["/", "overview", "queue", "/audit/", "/login/", "/metrics"])
