@@ -265,23 +265,44 @@ class Operations(Generic[R]):
 
     @operation
     def dead_letter_sources(self, dlq: str) -> Op[list[str]]:
-        """The queues whose dead-letter policy sends to ``dlq``, sorted (two round trips:
-        the namespace's names, then their policies, ``STATS_CHUNK`` queues a script)."""
+        """The queues whose dead-letter policy sends to ``dlq``, sorted."""
+        return (yield from self._names_and_sources(dlq))[1]
+
+    @operation
+    def queue_names_and_sources(self, dlq: str) -> Op[tuple[list[str], list[str]]]:
+        """The namespace's queue names, and those of them whose dead-letter policy sends to
+        ``dlq`` (a queue page's "move to" suggestions and its redrive, read together)."""
+        return (yield from self._names_and_sources(dlq))
+
+    def _names_and_sources(self, dlq: str) -> Op[tuple[list[str], list[str]]]:
+        # One round trip, like queue_stats(): the queue set, and the policies of the
+        # queues it held last time; queues created since cost one more.
         v.qname(dlq, "dlq")
-        members = yield Command(("SMEMBERS", self.queues_key))
+        known = [n for n in self._known_names if v.QNAME_RE.fullmatch(n)]
+        members, replies = yield Batch(
+            self._sources_calls(known, dlq), first=("SMEMBERS", self.queues_key)
+        )
         # A name that is not an RSMQ name (written by some other client) names no queue.
         text = (m.decode(errors="replace") if isinstance(m, bytes) else m for m in members)
         names = sorted(n for n in text if v.QNAME_RE.fullmatch(n))
+        current, seen = set(names), set(known)
+        sources = [q for q in self._sources_of(known, replies) if q in current]
+        new = [n for n in names if n not in seen]
+        if new:
+            sources += self._sources_of(new, (yield Batch(self._sources_calls(new, dlq))))
+        self._known_names = names
+        return names, sorted(sources)
+
+    def _sources_calls(self, names: list[str], dlq: str) -> list[Call]:
+        return [
+            Call(S.DLQ_SOURCES, [self._queue_keys(q)[1] for q in names[k : k + STATS_CHUNK]],
+                 (dlq,))
+            for k in range(0, len(names), STATS_CHUNK)
+        ]  # fmt: skip
+
+    @staticmethod
+    def _sources_of(names: list[str], replies: list[Any]) -> list[str]:
         starts = range(0, len(names), STATS_CHUNK)
-        calls = [
-            Call(
-                S.DLQ_SOURCES, [self._queue_keys(q)[1] for q in names[k : k + STATS_CHUNK]], (dlq,)
-            )
-            for k in starts
-        ]
-        if not calls:
-            return []
-        replies = yield Batch(calls)
         return [names[k + i - 1] for k, found in zip(starts, replies, strict=True) for i in found]
 
     @operation

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django import forms
@@ -115,6 +115,9 @@ def render_queue(
 ) -> HttpResponse:
     stats = places.queue_stats(place, qname)
     browser = browse(place, qname, params, lookup_done)
+    # The namespace's names (for "move to") and the queues whose policy sends here (then
+    # redrive is an operator's action): one read, only when the side panel is drawn.
+    around = SimpleLazyObject(lambda: place.rsmq.queue_names_and_sources(qname))
     forms_ = queue_page_forms(stats) | dict(invalid or {})
     ctx = context(
         place,
@@ -125,11 +128,9 @@ def render_queue(
         params=params,
         current=current(request),
         act=place.url("rsmq-queue-action", qname),
-        other_queues=move_targets(request, place, qname),
+        other_queues=move_targets(request, place, qname, lambda: around[0]),
         **charts(request, place, qname, params.get("range", ""), stats.now),
-        # Queues whose policy sends here: redrive is then an operator's action (read only
-        # when the side panel is drawn, not on a live refresh).
-        dlq_sources=SimpleLazyObject(lambda: place.rsmq.dead_letter_sources(qname)),
+        dlq_sources=SimpleLazyObject(lambda: around[1]),
         analytics=SimpleLazyObject(
             lambda: queue_analytics(place.conn.name, place.ns, qname, stats.now)
         ),
@@ -157,11 +158,16 @@ def charts(
     }
 
 
-def move_targets(request: HtmxHttpRequest, place: Place, qname: str) -> Any:
+def move_targets(
+    request: HtmxHttpRequest,
+    place: Place,
+    qname: str,
+    names: Callable[[], list[str]] | None = None,
+) -> Any:
     """Queue names suggested for "move to" (typing any other name works too); read only
-    when a template shows them (the message page's htmx answers do not)."""
+    when a template shows them (the message page's htmx answers do not). ``names``: the
+    namespace's names, when the page reads them anyway."""
     if not can(request.user, Role.OPERATOR):
         return []
-    return SimpleLazyObject(
-        lambda: [q for q in place.rsmq.list_queues() if q != qname][:MOVE_SUGGESTIONS]
-    )
+    read = names or place.rsmq.list_queues
+    return SimpleLazyObject(lambda: [q for q in read() if q != qname][:MOVE_SUGGESTIONS])

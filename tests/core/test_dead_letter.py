@@ -592,6 +592,10 @@ def test_dead_letter_sources_are_the_queues_whose_policy_names_the_queue(
     assert rsmq.dead_letter_sources("dlq") == ["a", "b"]
     assert rsmq.dead_letter_sources("a") == ["c"]
     assert rsmq.dead_letter_sources("c") == []
+    assert rsmq.queue_names_and_sources("a") == (["a", "b", "c", "dlq"], ["c"])
+    rsmq.create_queue("d")  # created since the last read: found all the same
+    rsmq.set_dead_letter_policy("d", "a", 1)
+    assert rsmq.dead_letter_sources("a") == ["c", "d"]
     rsmq.clear_dead_letter_policy("b")
     assert rsmq.dead_letter_sources("dlq") == ["a"]
 
