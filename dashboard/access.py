@@ -16,8 +16,12 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 class Role(IntEnum):
     NONE = 0
     VIEWER = 1  # read
-    OPERATOR = 2  # send, requeue, change visibility, delete, move (over a selection)
-    ADMIN = 3  # create / edit / delete queue, purge, bulk over "all in this state"
+    # send, requeue, change visibility, delete, move (over a selection); redrive a
+    # dead-letter queue
+    OPERATOR = 2
+    # create / edit / delete queue, policy, purge, bulk over "all in this state", redrive
+    # any other queue (README: the table of who may do what)
+    ADMIN = 3
 
 
 PERMISSIONS = {
@@ -50,11 +54,19 @@ def can(user: AbstractBaseUser | AnonymousUser, role: Role) -> bool:
     return role_of(user) >= role
 
 
+def refusal(user: AbstractBaseUser | AnonymousUser, role: Role) -> str:
+    """Why the user may not act at this level ("": they may)."""
+    if can(user, role):
+        return ""
+    if role > Role.VIEWER and read_only():
+        return "The console is read-only (RSMQ_READ_ONLY)."
+    return f"This needs the {role.name.lower()} role."
+
+
 def require(user: AbstractBaseUser | AnonymousUser, role: Role) -> None:
-    if not can(user, role):
-        if role > Role.VIEWER and read_only():
-            raise PermissionDenied("The console is read-only (RSMQ_READ_ONLY).")
-        raise PermissionDenied(f"This needs the {role.name.lower()} role.")
+    reason = refusal(user, role)
+    if reason:
+        raise PermissionDenied(reason)
 
 
 def bearer_token(request: HttpRequest) -> bool | None:

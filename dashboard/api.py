@@ -16,7 +16,7 @@ from functools import wraps
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from queues.models import QueueStats
 
@@ -37,7 +37,7 @@ ATTRIBUTES = ("vt", "delay", "maxsize", "created", "modified")
 def api_view(view: Callable[..., JsonResponse]) -> Callable[..., HttpResponse]:
     """GET only, token or viewer, and every failure as JSON with its status."""
 
-    @require_GET
+    @require_safe
     @token_or_viewer
     @wraps(view)
     def wrapped(

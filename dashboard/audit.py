@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 
+from .access import Role, refusal
 from .models import AuditEntry
 
 if TYPE_CHECKING:  # place.py audits denied access: a runtime import would be a cycle
@@ -29,14 +32,45 @@ def record(
     user = request.user
     AuditEntry.objects.create(
         user=user if user.is_authenticated else None,
-        username=user.get_username(),
-        connection=place.conn.name,
-        namespace=place.ns,
-        queue=queue,
-        action=action,
+        username=_fit("username", user.get_username()),
+        connection=_fit("connection", place.conn.name),
+        namespace=_fit("namespace", place.ns),
+        # Whatever was posted, never more than its column holds (Postgres would refuse).
+        queue=_fit("queue", queue),
+        action=_fit("action", action),
         ids=list(ids)[:MAX_IDS],
         count=count,
-        params=params or {},
+        # JSON values only: a date or a Decimal from a form is written as its text.
+        params=json.loads(json.dumps(params or {}, default=str)),
         outcome=outcome,
         detail=detail[:MAX_DETAIL],
+    )
+
+
+def require(request: HttpRequest, place: Place, role: Role, action: str, queue: str = "") -> None:
+    """Go on if the user may act at ``role``; else the refusal is audited (when it is an
+    ``action``'s) and answered 403."""
+    reason = refusal(request.user, role)
+    if not reason:
+        return
+    if action:
+        record(request, place, action, AuditEntry.Outcome.DENIED, queue=queue, detail=reason)
+    raise PermissionDenied(reason)
+
+
+def _fit(field: str, value: str) -> str:
+    max_length = getattr(AuditEntry._meta.get_field(field), "max_length", None)
+    return value[:max_length] if max_length else value
+
+
+def record_lockout(
+    sender: object, request: HttpRequest, username: str | None, ip_address: str, **kwargs: Any
+) -> None:
+    """django-axes refused a login (too many failures for this user name from this
+    address): one row per refused try, with no place (a login has none)."""
+    AuditEntry.objects.create(
+        username=_fit("username", username or ""),
+        action="login",
+        outcome=AuditEntry.Outcome.THROTTLED,
+        detail=f"Locked out after too many failed logins from {ip_address}.",
     )

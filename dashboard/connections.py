@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from django.conf import settings
@@ -13,7 +13,7 @@ from queues import RedisSMQ
 @dataclass(frozen=True, slots=True)
 class Connection:
     name: str
-    url: str
+    url: str = field(repr=False)  # it may hold a password: never in a repr or a traceback
     namespaces: tuple[str, ...]
     environment: str = ""
 

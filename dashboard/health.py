@@ -20,7 +20,7 @@ from django.db import DatabaseError, connection
 from django.db.models import Max
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from .connections import connections, get_rsmq
 from .formatting import duration
@@ -72,13 +72,13 @@ def snapshot_banner(request: HttpRequest) -> dict[str, Any]:
     return {"snapshot_warning": text}
 
 
-@require_GET
+@require_safe
 @never_cache
 def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
 
 
-@require_GET
+@require_safe
 @never_cache
 def readyz(request: HttpRequest) -> JsonResponse:
     checks: dict[str, Any] = {}

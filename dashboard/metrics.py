@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 
 import redis
 from django.http import HttpRequest, HttpResponse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
@@ -98,7 +98,7 @@ class QueueCollector:
         yield from (age, sent, received, unreadable, up)
 
 
-@require_GET
+@require_safe
 @token_or_viewer
 def metrics(request: HttpRequest) -> HttpResponse:
     registry = CollectorRegistry(auto_describe=False)

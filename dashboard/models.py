@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 from django.conf import settings
 from django.db import models
@@ -12,7 +13,9 @@ class AuditEntry(models.Model):
     class Outcome(models.TextChoices):
         OK = "ok", "succeeded"
         ERROR = "error", "failed"
-        DENIED = "denied", "denied"
+        DENIED = "denied", "denied"  # the role, or read-only
+        INVALID = "invalid", "refused: invalid input"
+        THROTTLED = "throttled", "refused: too many failed logins"
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)
     user = models.ForeignKey(
@@ -40,6 +43,10 @@ class AuditEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.username} {self.action} {self.queue}"
+
+    @property
+    def params_json(self) -> str:
+        return json.dumps(self.params, sort_keys=True, ensure_ascii=False)
 
 
 class Preference(models.Model):

@@ -18,9 +18,8 @@ from queues import validation as v
 from queues.models import MessageInfo, QueueStats
 
 from . import audit
-from .access import Role, can, require
+from .access import Role
 from .connections import Connection, connections, get_rsmq
-from .models import AuditEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,9 +55,7 @@ def place_for(
 ) -> Place:
     """The place, if the user has ``role``; a refused ``action`` is audited as denied."""
     place = resolve(conn, ns)
-    if action and not can(request.user, role):
-        audit.record(request, place, action, AuditEntry.Outcome.DENIED, queue=queue)
-    require(request.user, role)
+    audit.require(request, place, role, action, queue)
     return place
 
 
@@ -78,8 +75,13 @@ def message(place: Place, qname: str, msg_id: str) -> MessageInfo:
     """One message as the message page shows it; gone (or never there): a 404."""
     found = find_message(place, qname, msg_id)
     if found is None:
-        raise Http404(f"Message {msg_id} is no longer in queue {qname}.")
+        raise Http404(not_here(qname, msg_id))
     return found
+
+
+def not_here(qname: str, msg_id: str) -> str:
+    # Nothing tells a message received and deleted from an id that was never there.
+    return f"Message {msg_id} is not in queue {qname} (deleted, moved or never there)."
 
 
 def find_message(place: Place, qname: str, msg_id: str) -> MessageInfo | None:

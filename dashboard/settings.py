@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import sys
@@ -52,6 +53,22 @@ SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "0"))
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS")
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD")
 
+# -- Content-Security-Policy (django-csp): scripts and styles from this site's own files
+# only; no inline script, no eval (htmx is told so in base.html), no inline style.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -62,6 +79,8 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "django_htmx",
     "template_partials",
+    # Login throttling: failed logins counted per user name and address (README: Roles).
+    "axes",
     "dashboard",
 ]
 
@@ -77,10 +96,31 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "dashboard.security.NoUrlList",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "dashboard.middleware.RedisUnavailableMiddleware",
+    # Last: it turns a refused login into the "locked" page.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# -- Logins: throttled by django-axes -------------------------------------------------------
+AUTHENTICATION_BACKENDS = [
+    "dashboard.throttle.LoginThrottle",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# After this many failed logins for one user name from one address, that pair is locked
+# out for the cool-off (each refused try is written to the audit log as "throttled").
+AXES_FAILURE_LIMIT = int(os.environ.get("RSMQ_LOGIN_FAILURES", "5"))
+AXES_COOLOFF_TIME = dt.timedelta(seconds=float(os.environ.get("RSMQ_LOGIN_COOLOFF", "900")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False  # no banner at every start; lockouts go to the audit log
+AXES_LOCKOUT_TEMPLATE = "registration/locked.html"
+# The client's address as the socket says: an X-Forwarded-For anyone can write would
+# give a guesser a fresh count with every made-up address.
+AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
 
 ROOT_URLCONF = "dashboard.urls"
 WSGI_APPLICATION = "dashboard.wsgi.application"
@@ -148,7 +188,14 @@ RSMQ_NAMESPACE = os.environ.get("RSMQ_NAMESPACE", "rsmq")
 RSMQ_SOCKET_TIMEOUT = float(os.environ.get("RSMQ_SOCKET_TIMEOUT", "3"))
 # More connections: RSMQ_CONNECTIONS='[{"name": "prod", "url": "redis://…",
 #   "namespaces": ["rsmq"], "environment": "production"}]'
-RSMQ_CONNECTIONS = json.loads(os.environ.get("RSMQ_CONNECTIONS", "null")) or [
+# What is wrong with the environment, reported by the check at start (dashboard/checks.py).
+RSMQ_CONFIG_ERRORS: list[str] = []
+try:
+    _connections = json.loads(os.environ.get("RSMQ_CONNECTIONS", "null"))
+except json.JSONDecodeError as e:
+    RSMQ_CONFIG_ERRORS.append(f"RSMQ_CONNECTIONS is not JSON: {e}")
+    _connections = None
+RSMQ_CONNECTIONS = _connections or [
     {
         "name": "default",
         "url": RSMQ_REDIS_URL,
@@ -160,12 +207,19 @@ RSMQ_CONNECTIONS = json.loads(os.environ.get("RSMQ_CONNECTIONS", "null")) or [
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"one_line_refusals": {"()": "dashboard.logs.OneLineRefusals"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     # Django's own "django" logger has a console handler of its own under DEBUG: without
     # this, every 4xx/5xx line would be printed twice (once more through the root).
-    "loggers": {"django": {"handlers": ["console"], "level": "INFO", "propagate": False}},
+    "loggers": {
+        "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "django.request": {"filters": ["one_line_refusals"]},
+    },
 }
+
+# Error reports (the DEBUG page, mails to ADMINS) hide every URL's password and token.
+DEFAULT_EXCEPTION_REPORTER_FILTER = "dashboard.security.ConsoleExceptionReporterFilter"
 
 # Every action off: the console only shows.
 RSMQ_READ_ONLY = env_bool("RSMQ_READ_ONLY")

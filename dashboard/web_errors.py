@@ -16,6 +16,7 @@ from queues import InvalidArgument, QueueNotFound, QueueUnreadable, RsmqError
 from queues.urls import redacted
 
 from .connections import Connection
+from .security import redact_text
 
 #: what the console answers when a queue's data can't be read: the request was fine and
 #: Redis is up; the data conflicts with what RSMQ writes (never a 500, never a 503)
@@ -57,6 +58,6 @@ def web_error(exception: Exception, conn: Connection) -> WebError | None:
         return WebError(DATA_ERROR, f"Redis refused a read of data the console can't use: {error}.")
     if isinstance(exception, redis.RedisError):
         url = redacted(conn.url)
-        error = " ".join(str(exception).split()).rstrip(".")
+        error = redact_text(" ".join(str(exception).split()).rstrip("."))
         return WebError(503, f"Redis is unavailable at {url}: {error}.", url=url, error=error)
     return None

@@ -22,5 +22,17 @@ def refuse_insecure_key() -> None:
         sys.exit(1)
 
 
+def refuse_bad_configuration() -> None:
+    """gunicorn runs no system check: the configuration's is run here, one line each."""
+    from dashboard.checks import problems
+
+    found = problems()
+    for problem in found:
+        print(f"RSMQ Console: {problem}", file=sys.stderr)
+    if found:
+        sys.exit(1)
+
+
 refuse_insecure_key()
 application = get_wsgi_application()
+refuse_bad_configuration()

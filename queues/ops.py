@@ -369,11 +369,55 @@ class Operations(Generic[R]):
         return DeadLetterPolicy(dlq=s.dlq, maxrc=s.maxrc, deadlettered=s.deadlettered)
 
     @operation
+    def dead_letter_sources(self, dlq: str) -> Op[list[str]]:
+        """The queues whose dead-letter policy sends to ``dlq``, sorted."""
+        return (yield from self._names_and_sources(dlq))[1]
+
+    @operation
+    def queue_names_and_sources(self, dlq: str) -> Op[tuple[list[str], list[str]]]:
+        """The namespace's queue names, and those of them whose dead-letter policy sends to
+        ``dlq`` (a queue page's "move to" suggestions and its redrive, read together)."""
+        return (yield from self._names_and_sources(dlq))
+
+    def _names_and_sources(self, dlq: str) -> Op[tuple[list[str], list[str]]]:
+        # One round trip, like queue_stats(): the queue set, and the policies of the
+        # queues it held last time; queues created since cost one more.
+        v.qname(dlq, "dlq")
+        known = [n for n in self._known_names if v.QNAME_RE.fullmatch(n)]
+        members, replies = yield Batch(
+            self._sources_calls(known, dlq), first=("SMEMBERS", self.queues_key)
+        )
+        # A name that is not an RSMQ name (written by some other client) names no queue.
+        text = (m.decode(errors="replace") if isinstance(m, bytes) else m for m in members)
+        names = sorted(n for n in text if v.QNAME_RE.fullmatch(n))
+        current, seen = set(names), set(known)
+        sources = [q for q in self._sources_of(known, replies) if q in current]
+        new = [n for n in names if n not in seen]
+        if new:
+            sources += self._sources_of(new, (yield Batch(self._sources_calls(new, dlq))))
+        self._known_names = names
+        return names, sorted(sources)
+
+    def _sources_calls(self, names: list[str], dlq: str) -> list[Call]:
+        return [
+            Call(S.DLQ_SOURCES, [self._queue_keys(q)[1] for q in names[k : k + STATS_CHUNK]],
+                 (dlq,))
+            for k in range(0, len(names), STATS_CHUNK)
+        ]  # fmt: skip
+
+    @staticmethod
+    def _sources_of(names: list[str], replies: list[Any]) -> list[str]:
+        starts = range(0, len(names), STATS_CHUNK)
+        return [names[k + i - 1] for k, found in zip(starts, replies, strict=True) for i in found]
+
+    @operation
     def redrive(self, dlq: str, to: str | None = None, limit: int | None = None) -> Op[int]:
         """Move dead-lettered messages back to the queue each came from (or to ``to``).
 
-        They start over (rc and fr dropped) and are visible at once; bounded batches of
-        ``CHUNK``; at most ``limit`` messages. Returns how many were moved; a message
+        Only visible messages move: one in flight (a consumer holds it) or delayed stays,
+        or it would be delivered twice. They start over (rc and fr dropped: the policy
+        would dead-letter them again at once) and are visible at once; bounded batches
+        of ``CHUNK``; at most ``limit`` messages. Returns how many were moved; a message
         whose source is gone stays in ``dlq``.
         """
         keys = self._queue_keys(dlq)

@@ -83,6 +83,27 @@ class Posted:
         messages.success(self.request, text)
         return True
 
+    def require(self, role: Role) -> None:
+        """Go on only if the user may act at ``role`` (else 403, audited as denied)."""
+        audit.require(self.request, self.place, role, self.action, self.qname)
+
+    def refuse(self, text: str) -> Result:
+        """Input the action can't run with: said to the operator, audited as invalid."""
+        messages.error(self.request, text)
+        self._audit(AuditEntry.Outcome.INVALID, [], None, None, text)
+        return DONE
+
+    def refused(self, invalid: Mapping[str, forms.Form]) -> None:
+        """Forms that came back with errors: audited as invalid, with what they say."""
+        errors = [
+            f"{name}: {error}" if name != "__all__" else str(error)
+            for form in invalid.values()
+            for name, errs in form.errors.items()
+            for error in errs
+        ]
+        if errors:
+            self._audit(AuditEntry.Outcome.INVALID, [], None, None, "; ".join(errors))
+
     def _audit(
         self,
         outcome: str,
@@ -137,6 +158,7 @@ def posted(
 def respond(post: Posted, result: Result, here: str, render: Render) -> HttpResponse:
     """htmx gets the page re-rendered (or told where to go); a plain form a redirect."""
     if result.invalid:
+        post.refused(result.invalid)
         return render(UNPROCESSABLE, result)
     if result.go:
         return go(post.request, result.go)

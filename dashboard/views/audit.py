@@ -6,7 +6,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from ..access import Role, require
 from ..htmx import HtmxHttpRequest
@@ -17,7 +17,7 @@ FILTERS = ("username", "queue", "action", "outcome", "connection", "namespace")
 
 
 @login_required
-@require_GET
+@require_safe
 def audit_log(request: HtmxHttpRequest) -> HttpResponse:
     # The log spans every place, so there is no place to resolve: only the role.
     require(request.user, Role.VIEWER)

@@ -12,7 +12,7 @@ from django import forms
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from queues import validation as v
 from queues.models import MessageInfo
@@ -28,7 +28,7 @@ from .queue import move_targets
 
 
 @login_required
-@require_GET
+@require_safe
 def message_detail(
     request: HtmxHttpRequest, conn: str, ns: str, qname: str, msg_id: str
 ) -> HttpResponse:
@@ -94,7 +94,7 @@ def render_message(
 
 
 def _gone(post: Posted) -> str:
-    return f"Message {post.msg_id} is no longer in queue {post.qname}: another consumer deleted it."
+    return places.not_here(post.qname, post.msg_id)
 
 
 def _stay_unless_gone(post: Posted, done: bool, here: bool) -> Result:

@@ -12,7 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Page, Paginator
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from queues import RedisSMQ
 from queues.models import QueueStats
@@ -58,7 +58,7 @@ COLUMNS = [
 
 
 @login_required
-@require_GET
+@require_safe
 def home(request: HtmxHttpRequest) -> HttpResponse:
     chosen = request.GET.get("place", "")  # the header's selector, without JavaScript
     if chosen.startswith("/c/") and "//" not in chosen:
@@ -68,7 +68,7 @@ def home(request: HtmxHttpRequest) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_safe
 def overview(request: HtmxHttpRequest, conn: str, ns: str) -> HttpResponse:
     place = place_for(request, conn, ns)
     return render_overview(request, place, QueueCreateForm())
@@ -81,6 +81,7 @@ def queue_create(request: HtmxHttpRequest, conn: str, ns: str) -> HttpResponse:
     place = place_for(request, conn, ns, Role.ADMIN, "create_queue", name)
     form = QueueCreateForm(request.POST)
     if not form.is_valid():
+        Posted(request, place, name, "create_queue").refused({"create_form": form})
         return render_overview(request, place, form, status=UNPROCESSABLE)
     d = form.cleaned_data
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django import forms
@@ -11,7 +11,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.utils.functional import SimpleLazyObject
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from queues import QueueUnreadable
 from queues import validation as v
@@ -32,7 +32,7 @@ MOVE_SUGGESTIONS = 500
 
 
 @login_required
-@require_GET
+@require_safe
 def queue_detail(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> HttpResponse:
     place = place_for(request, conn, ns)
     v.qname(qname)  # a bad name in the URL: the middleware answers 404
@@ -47,7 +47,7 @@ def queue_detail(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> Ht
 
 
 @login_required
-@require_GET
+@require_safe
 def queue_charts(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> HttpResponse:
     """The queue page's charts alone, for htmx: another range, or their refresh."""
     place = place_for(request, conn, ns)
@@ -125,6 +125,9 @@ def render_queue(
         # Its counters may still read: the page shows them, and why there's no list.
         browser = {"state": "all", "min_rc": 0, "text": "", "lookup": "", "items": [],
                    "mode": "unreadable", "unreadable_messages": e.why}  # fmt: skip
+    # The namespace's names (for "move to") and the queues whose policy sends here (then
+    # redrive is an operator's action): one read, only when the side panel is drawn.
+    around = SimpleLazyObject(lambda: place.rsmq.queue_names_and_sources(qname))
     forms_ = queue_page_forms(stats) | dict(invalid or {})
     ctx = context(
         place,
@@ -136,8 +139,9 @@ def render_queue(
         params=params,
         current=current(request),
         act=place.url("rsmq-queue-action", qname),
-        other_queues=move_targets(request, place, qname),
+        other_queues=move_targets(request, place, qname, lambda: around[0]),
         **charts(request, place, qname, params.get("range", ""), stats.now),
+        dlq_sources=SimpleLazyObject(lambda: around[1]),
         analytics=SimpleLazyObject(
             lambda: queue_analytics(place.conn.name, place.ns, qname, stats.now)
         ),
@@ -165,11 +169,16 @@ def charts(
     }
 
 
-def move_targets(request: HtmxHttpRequest, place: Place, qname: str) -> Any:
+def move_targets(
+    request: HtmxHttpRequest,
+    place: Place,
+    qname: str,
+    names: Callable[[], list[str]] | None = None,
+) -> Any:
     """Queue names suggested for "move to" (typing any other name works too); read only
-    when a template shows them (the message page's htmx answers do not)."""
+    when a template shows them (the message page's htmx answers do not). ``names``: the
+    namespace's names, when the page reads them anyway."""
     if not can(request.user, Role.OPERATOR):
         return []
-    return SimpleLazyObject(
-        lambda: [q for q in place.rsmq.list_queues() if q != qname][:MOVE_SUGGESTIONS]
-    )
+    read = names or place.rsmq.list_queues
+    return SimpleLazyObject(lambda: [q for q in read() if q != qname][:MOVE_SUGGESTIONS])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.views.decorators.http import require_POST
@@ -78,8 +77,7 @@ def _on_selection(
     def run(post: Posted) -> Result:
         ids = post.selected_ids(members)
         if not ids:
-            messages.error(post.request, "Select at least one message.")
-            return DONE
+            return post.refuse("Select at least one message.")
 
         def work() -> tuple[str, int | None]:
             n = call(post.place.rsmq, post.qname, ids)
@@ -110,8 +108,7 @@ def _move_selected(post: Posted) -> Result:
     if not form.is_valid():
         return Result(invalid={"move_form": form})
     if not ids:
-        messages.error(post.request, "Select at least one message.")
-        return DONE
+        return post.refuse("Select at least one message.")
     to = form.cleaned_data["to"]
 
     def work() -> tuple[str, int | None]:
@@ -130,11 +127,9 @@ def _on_state(verb: str, call: Callable[[RedisSMQ, str, str], int]) -> Handler:
     def run(post: Posted) -> Result:
         state = post.data.get("state", "")
         if state not in LIST_STATES:
-            messages.error(post.request, f"state must be one of {', '.join(LIST_STATES)}.")
-            return DONE
+            return post.refuse(f"state must be one of {', '.join(LIST_STATES)}.")
         if post.action == "delete_all" and post.data.get("confirm_all") != "yes":
-            messages.error(post.request, "Tick “I mean all of them” to delete every message.")
-            return DONE
+            return post.refuse("Tick “I mean all of them” to delete every message.")
 
         def work() -> tuple[str, int | None]:
             n = call(post.place.rsmq, post.qname, state)
@@ -195,7 +190,12 @@ def _policy(post: Posted) -> Result:
 
 
 def _redrive(post: Posted) -> Result:
-    form = RedriveForm(post.data)
+    """On a dead-letter queue (one some queue's policy names) an operator's action; on
+    any other queue a bulk move of the whole queue: the admin's, confirmed like purge."""
+    dead_letters = bool(post.place.rsmq.dead_letter_sources(post.qname))
+    if not dead_letters:
+        post.require(Role.ADMIN)
+    form = RedriveForm(post.data, qname=post.qname, confirm=not dead_letters)
     if not form.is_valid():
         return Result(invalid={"redrive_form": form})
     to = form.cleaned_data["to"] or None
@@ -204,7 +204,7 @@ def _redrive(post: Posted) -> Result:
         n = post.place.rsmq.redrive(post.qname, to=to)
         where = to or "the queues they came from"
         if not n:
-            return "Nothing to redrive: no message here has a queue to go back to.", 0
+            return "Nothing to redrive: no visible message here has a queue to go to.", 0
         return f"Redrove {plural(n, 'message')} to {where}.", n
 
     post.act(work, params={"to": to})
@@ -237,5 +237,6 @@ QUEUE_ACTIONS: dict[str, Action] = {
         Role.ADMIN, _confirmed("delete", _delete_queue, then="rsmq-overview"), "delete_queue"
     ),
     "policy": Action(Role.ADMIN, _policy, "set_policy"),
+    # An operator's on a dead-letter queue; elsewhere the admin's (checked in _redrive).
     "redrive": Action(Role.OPERATOR, _redrive, "redrive"),
 }

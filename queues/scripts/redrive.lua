@@ -1,10 +1,11 @@
 -- KEYS: dead-letter queue zset, its hash
 -- ARGV: key prefix ("{ns}:"), destination ("" = each message's own source), offset, chunk
--- Moves up to `chunk` messages from rank `offset` back to where they came from (or to the
--- destination), visible at once and starting over: rc and fr are dropped, or the policy
--- would dead-letter them again on their next receive. A message with no known source, a
--- source that is gone, or a body over the destination's maxsize stays. Returns
--- {moved, skipped, looked at}.
+-- Moves up to `chunk` visible messages, from the `offset`-th visible one on, back to where
+-- they came from (or to the destination), visible at once and starting over: rc and fr
+-- are dropped, or the policy would dead-letter them again on their next receive. A
+-- hidden message (in flight: a consumer holds it; delayed: not due yet) is never taken,
+-- or it would be delivered twice. A message with no known source, a source that is
+-- gone, or a body over the destination's maxsize stays. Returns {moved, skipped, looked at}.
 if queue_missing(KEYS[2]) then
   return not_found()
 end
@@ -16,9 +17,8 @@ if ARGV[2] ~= "" then
     return redis.error_reply("queueNotFound dst")
   end
 end
-local offset = tonumber(ARGV[3])
-local ids = redis.call("ZRANGE", KEYS[1], offset, offset + tonumber(ARGV[4]) - 1)
 local _, ms = now()
+local ids = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", int(ms), "LIMIT", ARGV[3], ARGV[4])
 local moved, skipped = 0, 0
 for _, id in ipairs(ids) do
   local dz, dq = to_z, to_q

@@ -18,6 +18,12 @@ window.rsmqIdle = () =>
   !document.querySelector("#live input[name=ids]:checked") &&
   !(document.activeElement && document.activeElement.matches(`#live ${TYPING.split(", ").join(", #live ")}`));
 
+// A live refresh (an element with data-poll) skips its turn while the operator is busy
+// (a filter in hx-trigger would need eval, which the Content-Security-Policy forbids).
+document.addEventListener("htmx:beforeRequest", (event) => {
+  if (event.detail.elt.hasAttribute("data-poll") && !window.rsmqIdle()) event.preventDefault();
+});
+
 // A refresh already on its way when the operator ticked a box must not wipe the tick.
 document.addEventListener("htmx:beforeSwap", (event) => {
   const target = event.detail.target;

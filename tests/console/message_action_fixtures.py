@@ -24,6 +24,6 @@ def mid(console, rsmq: RedisSMQ) -> str:
 @pytest.fixture
 def gone_text() -> Callable[[str], str]:
     def text(mid: str) -> str:
-        return f"Message {mid} is no longer in queue q1: another consumer deleted it."
+        return f"Message {mid} is not in queue q1 (deleted, moved or never there)."
 
     return text

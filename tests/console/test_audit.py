@@ -69,7 +69,7 @@ def test_it_keeps_the_username_of_a_deleted_user(viewer: Client, login) -> None:
 def test_it_shows_the_parameters(viewer: Client) -> None:
     _entry(action="move", params={"to": "q2"}, count=1)
     (cells,) = _cells(viewer.get("/audit/").content.decode())
-    assert cells[6] == "{&#x27;to&#x27;: &#x27;q2&#x27;}"
+    assert cells[6] == "{&quot;to&quot;: &quot;q2&quot;}"  # JSON, not Python repr
 
 
 @pytest.mark.parametrize(
@@ -223,3 +223,28 @@ def test_it_requires_login(anon: Client) -> None:
 
 def test_it_rejects_post(viewer: Client) -> None:
     assert viewer.post("/audit/").status_code == 405
+
+
+# -- what a row holds ---------------------------------------------------------------------
+
+
+def test_it_cuts_a_posted_name_to_its_column(console, operator: Client) -> None:
+    """A denied create names whatever was posted: 331 characters in a 160-character
+    column would be a 500 on Postgres."""
+    name = "x" * 331
+    operator.post(console.create(), {"name": name, "vt": "30", "delay": "0", "maxsize": "65536"})
+    row = AuditEntry.objects.get()
+    assert (row.outcome, row.queue) == ("denied", name[:160])
+
+
+def test_it_records_form_errors_as_a_refusal(console, admin: Client) -> None:
+    admin.post(console.create(), {"name": "bad name", "vt": "x", "delay": "0", "maxsize": "65536"})
+    row = AuditEntry.objects.get()
+    assert (row.action, row.outcome, row.queue) == ("create_queue", "invalid", "bad name")
+    assert "name: " in row.detail and "vt: Enter a whole number." in row.detail
+
+
+def test_it_stores_parameters_as_json(console, rsmq: RedisSMQ, admin: Client) -> None:
+    rsmq.create_queue("q1")
+    admin.post(console.act("q1"), {"action": "edit", "vt": "60", "delay": "0", "maxsize": "-1"})
+    assert AuditEntry.objects.get().params_json == '{"delay": 0, "maxsize": -1, "vt": 60}'

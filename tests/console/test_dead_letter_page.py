@@ -111,7 +111,70 @@ def test_a_viewer_may_not_redrive(console, queues, rsmq: RedisSMQ, viewer: Clien
 
 
 def test_redrive_with_nothing_to_redrive_says_so(console, queues, rsmq, operator: Client):
+    rsmq.set_dead_letter_policy("q1", "dead", 1)
     rsmq.send_message("dead", "no source")
     response = operator.post(console.act("dead"), {"action": "redrive"}, **console.htmx(
         current=console.queue("dead")))  # fmt: skip
     assert "Nothing to redrive" in " ".join(console.flashes(response))
+
+
+def test_an_operator_may_not_redrive_a_queue_that_is_no_dead_letter_queue(
+    console, queues, rsmq: RedisSMQ, operator: Client
+) -> None:
+    mid = rsmq.send_message("q1", "ordinary")
+    response = operator.post(console.act("q1"), {"action": "redrive", "to": "dead"})
+    assert response.status_code == 403
+    assert rsmq.get_message("q1", mid) is not None
+    row = AuditEntry.objects.get()
+    assert (row.action, row.queue, row.outcome, row.detail) == (
+        "redrive", "q1", "denied", "This needs the admin role.",
+    )  # fmt: skip
+
+
+def test_an_admin_redrives_a_plain_queue_only_with_its_name_typed(
+    console, queues, rsmq: RedisSMQ, admin: Client
+) -> None:
+    mid = rsmq.send_message("q1", "ordinary")
+    refused = admin.post(console.act("q1"), {"action": "redrive", "to": "dead", "confirm": "q"})
+    assert refused.status_code == 422
+    assert "Type q1 exactly to confirm." in refused.content.decode()
+    assert rsmq.get_message("q1", mid) is not None
+    done = admin.post(console.act("q1"), {"action": "redrive", "to": "dead", "confirm": "q1"})
+    assert done.status_code == 302
+    assert rsmq.get_message("dead", mid) is not None
+    rows = AuditEntry.objects.order_by("id")
+    assert [(r.action, r.outcome) for r in rows] == [("redrive", "invalid"), ("redrive", "ok")]
+    assert rows[0].detail == "confirm: Type q1 exactly to confirm."
+
+
+def test_redrive_leaves_a_message_in_flight_in_the_dead_letter_queue(
+    console, queues, rsmq: RedisSMQ, operator: Client
+) -> None:
+    mid = dead_letter_one(rsmq)
+    other = rsmq.send_message("dead", "held")
+    held = rsmq.receive_message("dead", vt=60)
+    assert held is not None and held.id in {mid, other}
+    operator.post(console.act("dead"), {"action": "redrive", "to": "q1"})
+    assert rsmq.get_message("dead", held.id) is not None
+    assert AuditEntry.objects.get().count == 1
+
+
+@pytest.mark.parametrize(
+    ("role", "queue", "offered", "confirmed"),
+    [
+        ("viewer", "dead", False, False),
+        ("operator", "dead", True, False),
+        ("operator", "q1", False, False),
+        ("admin", "dead", True, False),
+        ("admin", "q1", True, True),
+    ],
+)
+def test_the_redrive_form_is_offered_only_where_it_applies(
+    console, queues, rsmq: RedisSMQ, as_role, role, queue, offered, confirmed
+) -> None:
+    rsmq.set_dead_letter_policy("q1", "dead", 1)
+    rsmq.send_message("dead", "x")
+    rsmq.send_message("q1", "x")
+    page = as_role(role).get(console.queue(queue)).content.decode()
+    assert ('value="redrive"' in page) is offered
+    assert ('name="confirm"' in page) is confirmed

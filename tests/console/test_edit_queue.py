@@ -60,7 +60,7 @@ def test_it_rejects_bad_attributes(
     assert response.status_code == 422
     assert error in response.content.decode()
     assert ns_state() == before
-    assert not AuditEntry.objects.exists()
+    assert AuditEntry.objects.get().outcome == "invalid"  # refused, and recorded
 
 
 def test_it_reports_an_edit_of_a_queue_deleted_meanwhile(

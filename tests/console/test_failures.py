@@ -144,10 +144,10 @@ def test_it_needs_no_redis_to_deny_an_action(console, down, viewer: Client) -> N
 
 
 def test_it_answers_503_to_a_bad_form_when_redis_is_down(console, down, admin: Client) -> None:
-    # Form errors re-render the page, which reads Redis: a 503, and nothing audited.
+    # Form errors re-render the page, which reads Redis: a 503; the refusal is recorded.
     response = admin.post(console.act(), {"action": "purge", "purge-confirm": "nope"})
     assert response.status_code == 503
-    assert not AuditEntry.objects.exists()
+    assert AuditEntry.objects.get().outcome == "invalid"
 
 
 # -- too slow ----------------------------------------------------------------------------

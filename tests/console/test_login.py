@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
@@ -92,3 +94,40 @@ def test_it_lets_nobody_delete_from_the_audit_log_in_the_admin(
     response = root.post(f"/admin/dashboard/auditentry/{entry.pk}/delete/", {"post": "yes"})
     assert response.status_code == 403
     assert AuditEntry.objects.filter(pk=entry.pk).exists()
+
+
+# -- throttling (django-axes) -------------------------------------------------------------
+
+
+def test_it_locks_a_user_name_out_after_too_many_failures(otto: User, anon: Client, settings):
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        anon.post("/login/", {"username": "otto", "password": "wrong"})
+    response = anon.post("/login/", {"username": "otto", "password": "right"})
+    assert response.status_code == 429
+    assert "Too many failed logins" in response.content.decode()
+    assert "_auth_user_id" not in anon.session
+
+
+def test_it_audits_every_throttled_login(otto: User, anon: Client, settings):
+    for _ in range(settings.AXES_FAILURE_LIMIT + 2):
+        anon.post("/login/", {"username": "otto", "password": "wrong"})
+    rows = AuditEntry.objects.filter(action="login")
+    assert rows.count() == 3  # the lockout, and each try while locked out
+    assert {(r.username, r.outcome) for r in rows} == {("otto", "throttled")}
+    assert "127.0.0.1" in rows[0].detail
+
+
+def test_a_locked_out_name_does_not_lock_out_another(otto: User, anon: Client, settings):
+    User.objects.create_user("ada", password="right")
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        anon.post("/login/", {"username": "otto", "password": "wrong"})
+    response = anon.post("/login/", {"username": "ada", "password": "right"})
+    assert response.status_code == 302
+
+
+def test_the_lock_lifts_after_the_cool_off(otto: User, anon: Client, settings):
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        anon.post("/login/", {"username": "otto", "password": "wrong"})
+    settings.AXES_COOLOFF_TIME = dt.timedelta(seconds=0)
+    response = anon.post("/login/", {"username": "otto", "password": "right"})
+    assert response.status_code == 302

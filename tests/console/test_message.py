@@ -124,7 +124,9 @@ def test_it_answers_404_for_a_missing_message(console, q1, viewer: Client) -> No
     missing = "a" * 32
     response = viewer.get(console.message(missing))
     assert response.status_code == 404
-    assert f"Message {missing} is no longer in queue q1." in response.content.decode()
+    assert f"Message {missing} is not in queue q1 (deleted, moved or never there)." in (
+        response.content.decode()
+    )
 
 
 def test_it_answers_404_for_a_deleted_message(console, q1, viewer: Client, rsmq: RedisSMQ) -> None:

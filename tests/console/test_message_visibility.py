@@ -62,4 +62,4 @@ def test_it_rejects_a_bad_visibility(
     assert response.status_code == 422
     assert error in response.content.decode()
     assert ns_state() == before
-    assert not AuditEntry.objects.exists()
+    assert AuditEntry.objects.get().outcome == "invalid"  # refused, and recorded

@@ -41,4 +41,4 @@ def test_it_wants_the_queue_name_typed_to_purge(
     error = "Type q1 exactly to confirm." if typed else "This field is required."
     assert error in response.content.decode()
     assert ns_state() == before
-    assert not AuditEntry.objects.exists()
+    assert AuditEntry.objects.get().outcome == "invalid"  # refused, and recorded

@@ -52,7 +52,7 @@ def test_it_asks_for_a_selection(console, q1, operator: Client, ns_state) -> Non
     response = operator.post(console.act(), {"action": "requeue"}, follow=True)
     assert console.flashes(response) == ["Select at least one message."]
     assert ns_state() == before
-    assert not AuditEntry.objects.exists()
+    assert AuditEntry.objects.get().outcome == "invalid"  # refused, and recorded
 
 
 def test_it_ignores_ids_that_are_not_message_ids(console, q1, operator: Client) -> None:

@@ -64,7 +64,7 @@ def test_it_wants_the_box_ticked_to_delete_all(console, q1, admin: Client, ns_st
     response = admin.post(console.act(), {"action": "delete_all", "state": "all"}, follow=True)
     assert console.flashes(response) == ["Tick “I mean all of them” to delete every message."]
     assert ns_state() == before
-    assert not AuditEntry.objects.exists()
+    assert AuditEntry.objects.get().outcome == "invalid"  # refused, and recorded
 
 
 def test_it_rejects_an_unknown_state(console, q1, admin: Client, ns_state) -> None:

@@ -555,6 +555,51 @@ def test_redrive_rejects_missing_queues_and_invalid_arguments(
     assert rsmq.get_queue_attributes("dlq").msgs == 4
 
 
+def test_redrive_leaves_in_flight_and_delayed_messages_where_they_are(
+    rsmq: RedisSMQ, two_sources: dict[str, list[str]]
+):
+    """A consumer holding a message (or one not due yet) would get it twice if it moved."""
+    held = rsmq.receive_message("dlq", vt=60)
+    delayed = rsmq.send_message("dlq", "later", delay=60)
+    assert held is not None
+
+    assert rsmq.redrive("dlq", to="a") == 3
+
+    assert sorted(ids_in(rsmq, "dlq")) == sorted([held.id, delayed])
+    assert rsmq.get_message("dlq", held.id).rc == held.rc  # its history kept
+
+
+def test_redrive_skips_hidden_messages_across_chunks(
+    rsmq: RedisSMQ, two_sources: dict[str, list[str]], monkeypatch: pytest.MonkeyPatch
+):
+    import queues.ops
+
+    monkeypatch.setattr(queues.ops, "CHUNK", 1)
+    rsmq.delete_queue("b")  # b's messages stay: skipped, and counted as such
+    rsmq.receive_message("dlq", vt=60)  # a0, the oldest, now in flight
+
+    assert rsmq.redrive("dlq") == 1
+    assert ids_in(rsmq, "a") == [two_sources["a"][1]]
+
+
+def test_dead_letter_sources_are_the_queues_whose_policy_names_the_queue(
+    rsmq: RedisSMQ, two_sources: dict[str, list[str]], r: redis.Redis, ns: str
+):
+    rsmq.create_queue("c")
+    rsmq.set_dead_letter_policy("c", "a", 3)
+    r.sadd(f"{ns}:QUEUES", "not an rsmq name")
+
+    assert rsmq.dead_letter_sources("dlq") == ["a", "b"]
+    assert rsmq.dead_letter_sources("a") == ["c"]
+    assert rsmq.dead_letter_sources("c") == []
+    assert rsmq.queue_names_and_sources("a") == (["a", "b", "c", "dlq"], ["c"])
+    rsmq.create_queue("d")  # created since the last read: found all the same
+    rsmq.set_dead_letter_policy("d", "a", 1)
+    assert rsmq.dead_letter_sources("a") == ["c", "d"]
+    rsmq.clear_dead_letter_policy("b")
+    assert rsmq.dead_letter_sources("dlq") == ["a"]
+
+
 def test_redrive_to_the_dlq_itself_is_rejected(rsmq: RedisSMQ, two_sources):
     with pytest.raises(InvalidArgument) as caught:
         rsmq.redrive("dlq", to="dlq")

@@ -63,6 +63,34 @@ def test_a_redis_that_does_not_answer_is_one_line_not_a_traceback(clone: Path) -
     assert "rsmq-console: Redis at redis://127.0.0.1:1/0 does not answer" in done.stderr
 
 
+def test_a_wrong_redis_password_is_one_line_not_a_traceback(clone: Path, redis_url: str) -> None:
+    r = redis.Redis.from_url(redis_url)
+    r.execute_command("ACL", "SETUSER", "console", "on", ">right", "~*", "+@all")
+    url = redis_url.replace("redis://", "redis://console:wrong@")
+    done = subprocess.run(
+        [str(clone / "run"), "127.0.0.1:0"], cwd=clone,
+        env=run_env(RSMQ_REDIS_URL=url, SECRET_KEY=KEY),
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    r.execute_command("ACL", "DELUSER", "console")
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr and "wrong" not in done.stderr
+    assert "refused the login" in done.stderr.strip().splitlines()[-1]
+
+
+def test_a_bad_configuration_is_one_line_each_and_nothing_starts(clone: Path) -> None:
+    conns = '[{"name": "Prod EU", "url": "http://:pw@h/0"}]'
+    done = subprocess.run(
+        [str(clone / "run"), "127.0.0.1:0"], cwd=clone,
+        env=run_env(RSMQ_CONNECTIONS=conns, SECRET_KEY=KEY),
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr and ":pw@" not in done.stderr
+    assert len([line for line in done.stderr.splitlines() if "rsmq.E001" in line]) == 2
+    assert processes_in(clone) == []
+
+
 def test_the_embedded_redis_seeds_the_first_of_several_namespaces(clone: Path) -> None:
     console = start(clone, "--no-celery", log_name="ns.log", RSMQ_NAMESPACE="one,two")
     try:

@@ -205,6 +205,8 @@ class Command(BaseCommand):
             try:
                 with RedisSMQ(url=url, socket_timeout=3) as rsmq:
                     rsmq.redis.ping()
+            except redis.AuthenticationError as e:
+                fail(f"Redis at {redacted(url)} refused the login ({' '.join(str(e).split())})")
             except (redis.RedisError, ValueError) as e:
                 fail(f"Redis at {redacted(url)} does not answer ({' '.join(str(e).split())})")
             if not settings.DEBUG and settings.SECRET_KEY == settings.INSECURE_SECRET_KEY:

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("dashboard", "0005_pipeline"),
+        ("dashboard", "0006_audit_outcomes"),
     ]
 
     operations = [

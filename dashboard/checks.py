@@ -1,0 +1,82 @@
+"""The configuration, checked once at start (a Django system check: ``manage.py console``,
+``check``, ``migrate`` run it, and dashboard/wsgi.py before gunicorn serves): one clear
+line per problem, and nothing starts."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.checks import CheckMessage, Error, register
+
+from queues.urls import redacted
+
+#: a connection's name stands in the console's URLs (/c/<name>/…)
+NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,100}")
+#: a namespace stands in them too, and prefixes every key (``{shop}`` on a Cluster)
+NAMESPACE_RE = re.compile(r"[A-Za-z0-9_.:{}-]{1,200}")
+SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def problems() -> list[str]:
+    """Everything wrong with the configuration, one line each."""
+    found = list(getattr(settings, "RSMQ_CONFIG_ERRORS", []))
+    found += _connections(settings.RSMQ_CONNECTIONS)
+    found += _data_dir(Path(settings.DATA_DIR))
+    return found
+
+
+def _connections(conns: Any) -> Iterable[str]:
+    if not isinstance(conns, list) or not conns:
+        yield "RSMQ_CONNECTIONS must be a non-empty JSON list of connections"
+        return
+    seen: set[str] = set()
+    for i, c in enumerate(conns, 1):
+        where = f"RSMQ_CONNECTIONS[{i}]"
+        if not isinstance(c, dict):
+            yield f"{where} must be an object with a name and a url"
+            continue
+        name, url = c.get("name"), c.get("url")
+        if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+            yield (
+                f"{where}: name {name!r} must be 1 to 100 letters, digits, '_' or '-' "
+                "(it stands in the console's URLs)"
+            )
+        elif name in seen:
+            yield f"{where}: name {name!r} is used twice"
+        else:
+            seen.add(name)
+        label = f"{where} ({name})" if isinstance(name, str) else where
+        if not isinstance(url, str) or not url.startswith(SCHEMES):
+            shown = redacted(url) if isinstance(url, str) else repr(url)
+            yield f"{label}: url {shown!r} must start with {', '.join(SCHEMES)}"
+        namespaces = c.get("namespaces", ["rsmq"])
+        if not isinstance(namespaces, list) or not namespaces:
+            yield f"{label}: namespaces must be a non-empty list"
+            continue
+        for ns in namespaces:
+            if not isinstance(ns, str) or not NAMESPACE_RE.fullmatch(ns):
+                yield (
+                    f"{label}: namespace {ns!r} must be 1 to 200 letters, digits or "
+                    "'_' '-' '.' ':' '{' '}'"
+                )
+
+
+def _data_dir(path: Path) -> Iterable[str]:
+    """The data dir (SQLite, the lake, beat's schedule): made when missing."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        yield f"RSMQ_DATA_DIR {path} can't be created: {e.strerror}"
+        return
+    if not os.access(path, os.W_OK | os.X_OK):
+        yield f"RSMQ_DATA_DIR {path} is not writable"
+
+
+@register("rsmq")
+def configuration(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    return [Error(text, id="rsmq.E001") for text in problems()]
