@@ -103,8 +103,8 @@ def run_rollups(
     if full:
         saved.forget(out)  # a full run that dies is done again from scratch
     state = saved.load(out)
-    lake.clean(lake_dir)
-    found = lake.files(lake_dir)
+    lake.clean(lake_dir, state.files)
+    found = lake.files(lake_dir, state.files)
     new = {d: [n for n in names if not state.knows(lake_dir, d, n)] for d, names in found.items()}
     new = {d: names for d, names in new.items() if names}
     run = RollupRun(new_files=sum(len(names) for names in new.values()), watermark=state.newest)
