@@ -74,7 +74,7 @@ def row(q: tuple[str, str, str], t: int, c: list[int], rng: random.Random) -> di
 
 def arrivals(rng: random.Random, files: list[list[dict]]) -> list[list[list[dict]]]:
     """The files in batches, one batch per run: in time order, but some arrive late."""
-    batches: list[list[list[dict]]] = [[] for _ in range(rng.randint(2, 4))]
+    batches: list[list[list[dict]]] = [[] for _ in range(rng.randint(2, 3))]
     for i, f in enumerate(files):
         on_time = min(i * len(batches) // len(files), len(batches) - 1)
         late = rng.random() < 0.2
@@ -169,6 +169,7 @@ def flags(out: Path) -> list[tuple]:
     )  # fmt: skip
 
 
+@pytest.mark.timeout(900)  # a few runs each: slow on a busy machine
 @pytest.mark.parametrize("seed", SEEDS)
 def test_any_sequence_of_runs_gives_what_a_full_run_and_plain_python_give(spark, tmp_path, seed):
     rng = random.Random(seed)
