@@ -265,7 +265,8 @@ def hourly(tmp: Path, days: list[int], rounds: int) -> list[dict[str, Any]]:
                 times.append(time.perf_counter() - t0)
                 cpus.append(cpu_seconds(jvm) + time.process_time() - c0)
                 loads.append(load)
-                print(f"hourly increment, {n} days, {master}: {times[-1]:.1f} s,"
+                size = f"{n} day{'s' if n > 1 else ''}"
+                print(f"hourly increment, {size}, {master}: {times[-1]:.1f} s,"
                       f" {cpus[-1]:.1f} CPU-s, load {load:.1f} ({run.new_files} new files,"
                       f" {run.rows:,} rollups, {run.compacted} compacted)", flush=True)  # fmt: skip
             spark.stop()
