@@ -5,7 +5,8 @@
 One file per snapshot run and day (Hive-style ``date=`` partitions: Spark and pyarrow
 read ``date`` as a column), with the columns of the lake's one contract,
 ``pipeline.lake.SCHEMA``. Files appear whole (written under a dot name, then renamed:
-readers skip dot files), and are never changed; retention removes whole days.
+readers skip dot files); the pipeline's hourly run compacts the files of each finished
+hour into one (pipeline/lake.py); retention removes whole days.
 """
 
 from __future__ import annotations

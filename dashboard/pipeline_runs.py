@@ -90,8 +90,9 @@ def load_rollups(out: Path, days: Sequence[dt.date], full: bool = False) -> int:
     )
     loaded = 0
     with transaction.atomic():
-        if full:
-            Rollup.objects.filter(grain=Rollup.Grain.HOUR).delete()
+        if full and days:  # the days the lake has were redone; older ones stay, as there
+            since = dt.datetime.combine(min(days), dt.time(), dt.UTC).timestamp() * 1000
+            Rollup.objects.filter(grain=Rollup.Grain.HOUR, bucket_start__gte=since).delete()
         for day in days:
             start = round(dt.datetime.combine(day, dt.time(), dt.UTC).timestamp() * 1000)
             Rollup.objects.filter(

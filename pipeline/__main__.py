@@ -33,7 +33,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--lake", type=Path, required=True, help="the snapshot lake folder")
     r.add_argument("--out", type=Path, required=True, help="where the results go")
     r.add_argument("--full", action="store_true", help="roll everything up again from scratch")
-    r.add_argument("--flag-days", type=int, default=7, help="days of minutes flags look at")
+    r.add_argument("--flag-days", type=int, default=7, help="days closed flags are kept")
     r.add_argument("--slo", type=float, default=300, help="oldest visible age SLO, s")
     r.add_argument(
         "--slo-for", action="append", default=[], metavar="QUEUE=SECONDS",

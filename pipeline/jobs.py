@@ -29,18 +29,18 @@ file (pipeline/lake.py says how that stays atomic for readers).
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
-import json
 import os
 import shutil
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
@@ -100,30 +100,33 @@ def run_rollups(
     compact the lake's finished hours. Closed flags are kept ``flag_days`` days."""
     rules = rules or anomalies.Rules()
     out.mkdir(parents=True, exist_ok=True)
+    since: dt.date | None = dt.date.min
+    if saved.outdated(out):  # an older job's output: its layout goes too
+        full, since = True, None
     if full:
         saved.forget(out)  # a full run that dies is done again from scratch
     state = saved.load(out)
-    lake.clean(lake_dir)
-    found = lake.files(lake_dir)
+    lake.clean(lake_dir, state.files)
+    found = lake.files(lake_dir, state.files)
     new = {d: [n for n in names if not state.knows(lake_dir, d, n)] for d, names in found.items()}
     new = {d: names for d, names in new.items() if names}
+    state.keep_only(found)
     run = RollupRun(new_files=sum(len(names) for names in new.values()), watermark=state.newest)
     if new:
         if full:
-            _forget_rollups(out, min(found))
+            _forget_rollups(out, since and min(found))
         _roll_up(spark, lake_dir, out, state, new, rules, flag_days, full, run)
-        state.keep_only(found)
         saved.save(out, state)
         run.watermark = state.newest
     run.compacted = _compact(lake_dir, out, state)
     return run
 
 
-def _forget_rollups(out: Path, since: dt.date) -> None:
-    """A full run redoes the days the lake has; older rollups stay."""
+def _forget_rollups(out: Path, since: dt.date | None) -> None:
+    """A full run redoes the days the lake has; older rollups stay (all go: None)."""
     for grain in PARTITIONS:
         for day in results.days(out, grain):
-            if day >= since:
+            if since is None or day >= since:
                 shutil.rmtree(results.day_dir(out, grain, day))
     shutil.rmtree(results.flags_dir(out), ignore_errors=True)
 
@@ -132,6 +135,25 @@ def _read(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
     if not paths:
         return spark.createDataFrame([], lake.spark_schema())
     return spark.read.schema(lake.spark_schema()).parquet(*paths)
+
+
+def _spans(spark: SparkSession, paths: Sequence[str]) -> dict[tuple[dt.date, str], tuple[int, int]]:
+    """Each file's first and last snapshot (epoch ms), by day and name: one job however
+    many files (only the ``taken_at`` column is read)."""
+    at = _millis("taken_at")
+    found = (
+        _read(spark, paths)
+        .select(F.input_file_name().alias("file"), at.alias("at"))
+        .groupBy("file")
+        .agg(F.min("at").alias("low"), F.max("at").alias("high"))
+        .collect()
+    )
+    spans = {}
+    for r in found:
+        folder, name = r["file"].rsplit("/", 2)[-2:]
+        day = dt.date.fromisoformat(folder.removeprefix(lake.PARTITION))
+        spans[(day, name)] = (r["low"], r["high"])
+    return spans
 
 
 def _frame(spark: SparkSession, rows: Iterable[Row]) -> DataFrame:
@@ -164,9 +186,10 @@ def _roll_up(
     run: RollupRun,
 ) -> None:
     fresh_names = {(d, n) for d, names in new.items() for n in names}
-    for d, n in fresh_names:
-        state.files.setdefault(d.isoformat(), {})[n] = lake.span(lake.folder(lake_dir, d) / n)
-    fresh = _read(spark, [lake.path(lake_dir, d, n) for d, n in sorted(fresh_names)])
+    paths = [lake.path(lake_dir, d, n) for d, n in sorted(fresh_names)]
+    for (d, n), span in _spans(spark, paths).items():
+        state.files.setdefault(d.isoformat(), {})[n] = span
+    fresh = _read(spark, paths)
     fresh = fresh.localCheckpoint()  # read once: for the starts, then the rollups
     firsts = fresh.groupBy(*KEY).agg(
         F.min(_millis("taken_at")).alias("low"), F.max(_millis("taken_at")).alias("high")
@@ -240,6 +263,7 @@ def _roll_up(
     run.flags, run.open_flags = _write_flags(spark, out, state, starts, rules, flag_days, full)
 
 
+@lru_cache(maxsize=4)
 def _stored_schema(spark: SparkSession, grain: str) -> StructType:
     """The rollups of ``grain`` as stored: the columns, then the partitions."""
     schema = StructType([f for f in rollups.schema(spark) if f.name not in ("grain", "date")])
@@ -322,18 +346,27 @@ def _write_flags(
 ) -> tuple[int, int]:
     """Flags redone for the queues rolled up again, from the first minute any of their
     episodes could change; the others' kept, closed once their queue is no longer
-    snapshotted; closed flags older than ``days`` days dropped."""
+    snapshotted; closed flags older than ``days`` days dropped. The kept ones are
+    handled as one Arrow table: a run costs little however many flags there are."""
     assert state.newest is not None
     newest = _floor(state.newest, MINUTE)
-    stored = [] if full else results.flags(out)
+    stored = None if full else results.flags_table(out)
     # A run of minutes that reaches a queue's start can change: an episode's, or a run
     # still too short to be one (shorter than the longest a rule needs).
     reach = (max(rules.growth_intervals, rules.stall_intervals, rules.storm_intervals) + 1) * MINUTE
     redo = {k: s - reach for k, s in starts.items()}
-    for f in stored:
-        k = (f.connection, f.namespace, f.queue)
-        if k in redo and _last(f) >= starts[k] - reach:
-            redo[k] = min(redo[k], f.start)
+    if stored is not None and stored.num_rows:
+        last = _last(stored)
+        reaching = (
+            stored.append_column("_last", last)
+            .join(_keyed(starts, "_start"), list(KEY))
+            .filter(pc.greater_equal(pc.field("_last"), pc.subtract(pc.field("_start"), reach)))
+            .group_by(list(KEY))
+            .aggregate([("start", "min")])
+        )
+        for r in reaching.to_pylist():
+            k = (r["connection"], r["namespace"], r["queue"])
+            redo[k] = min(redo[k], r["start_min"])
     if full:
         minutes = _stored(spark, out, "minute", None)
         episodes = anomalies.flags(minutes, rules, newest)
@@ -351,66 +384,87 @@ def _write_flags(
             .where(_millis("start") >= F.col("_from"))
             .drop("_from")
         )
-    made = [
-        results.Flag(
-            r["connection"], r["namespace"], r["queue"], r["kind"], r["start"], r["end"],
-            r["intervals"], json.loads(r["figures"]),
-        )
-        for r in episodes.select(
-            *KEY, "kind", _millis("start").alias("start"), _millis("end").alias("end"),
-            "intervals", "figures",
-        ).collect()
-    ]  # fmt: skip
-    kept = [
-        _closed(f, state, newest, rules)
-        for f in stored
-        if (k := (f.connection, f.namespace, f.queue)) not in redo or f.start < redo[k]
-    ]
-    flags = [f for f in kept + made if f.end is None or f.end >= state.newest - days * DAY]
-    _save_flags(out, flags)
-    return len(flags), sum(f.end is None for f in flags)
+    made = episodes.select(
+        *KEY, "kind", _millis("start").alias("start"), _millis("end").alias("end"),
+        "intervals", "figures",
+    ).toArrow()  # fmt: skip
+    flags = [made.select(FLAGS_MS.names).cast(FLAGS_MS)]
+    if stored is not None and stored.num_rows:
+        kept = _closed(_kept(stored, redo), state, newest, rules)
+        flags.append(kept.select(FLAGS_MS.names).cast(FLAGS_MS))
+    table = pa.concat_tables(flags)
+    ended = pc.field("end")
+    table = table.filter(pc.is_null(ended) | (ended >= state.newest - days * DAY))
+    _save_flags(out, table)
+    return table.num_rows, table.num_rows - pc.count(table.column("end")).as_py()
 
 
-def _last(f: results.Flag) -> int:
-    """The start of an episode's last minute (its minutes follow each other)."""
-    return f.start + (f.intervals - 1) * MINUTE
+def _keyed(values: dict[Key, int], name: str) -> pa.Table:
+    keys = list(values)
+    return pa.table(
+        {
+            **{c: pa.array([k[i] for k in keys], pa.string()) for i, c in enumerate(KEY)},
+            name: pa.array(list(values.values()), pa.int64()),
+        }
+    )
 
 
-def _closed(f: results.Flag, state: State, newest: int, rules: anomalies.Rules) -> results.Flag:
-    """A flag kept from before, closed if its queue's newest minute is no longer its last
-    or has fallen behind the lake's."""
-    if f.end is not None:
-        return f
-    q = state.queues.get((f.connection, f.namespace, f.queue))
-    queue_newest = _floor(q.last_at, MINUTE) if q else _last(f)
-    if _last(f) == queue_newest and queue_newest >= newest - rules.open_grace * MINUTE:
-        return f
-    return dataclasses.replace(f, end=_last(f) + MINUTE)
+def _last(flags: pa.Table) -> pa.Array:
+    """The start of each episode's last minute (its minutes follow each other)."""
+    return pc.add(
+        flags.column("start"), pc.multiply(pc.subtract(flags.column("intervals"), 1), MINUTE)
+    )
 
 
-FLAGS = pa.schema(
+def _kept(stored: pa.Table, redo: dict[Key, int]) -> pa.Table:
+    """The stored flags not redone: other queues', and those before a redo."""
+    joined = stored.join(_keyed(redo, "_redo"), list(KEY), join_type="left outer")
+    keep = pc.is_null(pc.field("_redo")) | (pc.field("start") < pc.field("_redo"))
+    return joined.filter(keep).drop_columns(["_redo"])
+
+
+def _closed(kept: pa.Table, state: State, newest: int, rules: anomalies.Rules) -> pa.Table:
+    """Kept flags, those still open closed if their queue's newest minute is no longer
+    their last or has fallen behind the lake's."""
+    queues = {k: _floor(q.last_at, MINUTE) for k, q in state.queues.items()}
+    kept = kept.join(_keyed(queues, "_newest"), list(KEY), join_type="left outer")
+    last = _last(kept)
+    queue_newest = pc.coalesce(kept.column("_newest"), last)
+    still = pc.and_(
+        pc.equal(last, queue_newest),
+        pc.greater_equal(queue_newest, newest - rules.open_grace * MINUTE),
+    )
+    closes = pc.and_(pc.is_null(kept.column("end")), pc.invert(still))
+    end = pc.if_else(closes, pc.add(last, MINUTE), kept.column("end"))
+    return kept.set_column(kept.schema.get_field_index("end"), "end", end).drop_columns(["_newest"])
+
+
+FLAGS_MS = pa.schema(
     [
         *((c, pa.string()) for c in KEY),
         ("kind", pa.string()),
-        ("start", pa.timestamp("ms", tz="UTC")),
-        ("end", pa.timestamp("ms", tz="UTC")),
+        ("start", pa.int64()),  # epoch ms
+        ("end", pa.int64()),
         ("intervals", pa.int64()),
         ("figures", pa.string()),  # JSON
     ]
 )
+FLAGS = pa.schema(
+    [
+        f if f.name not in ("start", "end") else (f.name, pa.timestamp("ms", tz="UTC"))
+        for f in FLAGS_MS
+    ]
+)
 
 
-def _save_flags(out: Path, flags: list[results.Flag]) -> None:
+def _save_flags(out: Path, flags: pa.Table) -> None:
     """All flags as one file, replaced whole."""
     folder = results.flags_dir(out)
     folder.mkdir(parents=True, exist_ok=True)
-    rows = [
-        {**dataclasses.asdict(f), "figures": json.dumps(f.figures, sort_keys=True)}
-        for f in sorted(flags, key=lambda f: (f.connection, f.namespace, f.queue, f.kind, f.start))
-    ]
+    flags = flags.sort_by([(c, "ascending") for c in (*KEY, "kind", "start")]).cast(FLAGS)
     final = folder / "flags.parquet"
     tmp = folder / f".flags-{uuid.uuid4().hex}.tmp"
-    pq.write_table(pa.Table.from_pylist(rows, schema=FLAGS), tmp)
+    pq.write_table(flags, tmp)
     os.replace(tmp, final)
     for old in folder.glob("*.parquet"):  # an older job's part files
         if old != final:

@@ -13,7 +13,7 @@ import datetime as dt
 import json
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Container, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 PARTITION = "date="
+Known = Mapping[str, Container[str]]  # file names by day (ISO)
+NOTHING: Known = {}
 
 SCHEMA = pa.schema(
     [
@@ -58,10 +60,12 @@ def folder(lake_dir: Path, day: dt.date) -> Path:
     return lake_dir / f"{PARTITION}{day.isoformat()}"
 
 
-def files(lake_dir: Path) -> dict[dt.date, list[str]]:
+def files(lake_dir: Path, known: Known = NOTHING) -> dict[dt.date, list[str]]:
     """The lake's finished files by day: their names, sorted. Files still being written
     (dot names), files a compacted file replaces, and folders that are not days are left
-    out: every snapshot is in exactly one of the files listed."""
+    out: every snapshot is in exactly one of the files listed. Compacted files ``known``
+    (by day, ISO) are not opened: the files they replaced were gone before anyone knew
+    them (``compact`` removes them first)."""
     found: dict[dt.date, list[str]] = {}
     if not lake_dir.is_dir():
         return found
@@ -77,7 +81,13 @@ def files(lake_dir: Path) -> dict[dt.date, list[str]]:
             for f in entry.iterdir()
             if f.suffix == ".parquet" and not f.name.startswith((".", "_")) and f.is_file()
         }
-        replaced = {old for name in names if is_compacted(name) for old in covers(entry / name)}
+        trusted = known.get(day.isoformat(), ())
+        replaced = {
+            old
+            for name in names
+            if is_compacted(name) and name not in trusted
+            for old in covers(entry / name)
+        }
         if names - replaced:
             found[day] = sorted(names - replaced)
     return dict(sorted(found.items()))
@@ -149,17 +159,19 @@ def compact(lake_dir: Path, day: dt.date, names: Sequence[str]) -> str:
     return name
 
 
-def clean(lake_dir: Path) -> int:
+def clean(lake_dir: Path, known: Known = NOTHING) -> int:
     """Remove what a compaction that died left behind: its unfinished dot files, and
-    files a compacted file covers. Returns how many files went."""
+    files a compacted file (not ``known``: see ``files``) covers. Returns how many files
+    went."""
     gone = 0
-    for day in files(lake_dir):
+    for day in files(lake_dir, known):
         where = folder(lake_dir, day)
+        trusted = known.get(day.isoformat(), ())
         for f in where.iterdir():
             if f.name.startswith(".") and COMPACTED in f.name and f.name.endswith(".tmp"):
                 f.unlink(missing_ok=True)
                 gone += 1
-            elif is_compacted(f.name) and not f.name.startswith("."):
+            elif is_compacted(f.name) and not f.name.startswith(".") and f.name not in trusted:
                 for n in covers(f):
                     if (where / n).exists():
                         (where / n).unlink(missing_ok=True)

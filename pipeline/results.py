@@ -217,14 +217,24 @@ def _key(row: dict[str, Any]) -> tuple[str, ...]:
     return tuple(row[k] for k in KEY)
 
 
-def _rows(folder: Path) -> list[dict[str, Any]]:
+def flags_table(out: Path) -> pa.Table | None:
+    """The flags as one Arrow table (timestamps as epoch ms), None before the first."""
+    return _table(flags_dir(out))
+
+
+def _table(folder: Path) -> pa.Table | None:
     """A folder's Parquet rows, timestamps as epoch ms (the console's unit)."""
     if not folder.is_dir():
-        return []
+        return None
     table = ds.dataset(folder, format="parquet").to_table()
     for i, f in enumerate(table.schema):
         if pa.types.is_timestamp(f.type):
             ticks = pc.cast(table.column(i), pa.int64())
             table = table.set_column(i, f.name, pc.divide(ticks, _PER_MS[f.type.unit]))
-    rows: list[dict[str, Any]] = table.to_pylist()
+    return table
+
+
+def _rows(folder: Path) -> list[dict[str, Any]]:
+    table = _table(folder)
+    rows: list[dict[str, Any]] = [] if table is None else table.to_pylist()
     return rows

@@ -95,6 +95,14 @@ def load(out: Path) -> State:
     )
 
 
+def outdated(out: Path) -> bool:
+    """Is there a state of an older job (another layout)?"""
+    try:
+        return bool(json.loads(results.state_file(out).read_text()).get("version") != VERSION)
+    except FileNotFoundError:
+        return False
+
+
 def save(out: Path, state: State) -> None:
     raw = {
         "version": VERSION,

@@ -191,6 +191,14 @@ def test_a_queue_no_longer_seen_closes_its_flags(flags):
     assert (flag["queue"], flag["end"]) == ("q1", at("10:03:00"))
 
 
+def test_the_last_queue_of_a_namespace_no_longer_seen_closes_its_flags(flags):
+    # Nothing of namespace n after 10:02; another namespace goes on: the lake is newer.
+    rows = series("oldest_age_max", [400.0, 400.0, 400.0])
+    rows.append(minute("10:10:00", queue="q2", namespace="other"))
+    (flag,) = flags(rows)
+    assert (flag["namespace"], flag["end"]) == ("n", at("10:03:00"))
+
+
 def test_a_rule_can_fire_twice_for_one_queue(flags):
     rows = series("oldest_age_max", [400.0, 1.0, 400.0, 400.0])
     got = flags(rows)

@@ -15,6 +15,7 @@ from pipeline_rows import at, ms
 from dashboard import lake as lake_writer
 from pipeline import jobs, results
 from pipeline.anomalies import Rules
+from pipeline.lake import files as listed
 
 pytest_plugins = ["pipeline_fixtures"]
 
@@ -129,3 +130,97 @@ def test_files_being_written_are_left_for_the_next_run(spark, lake, out):
 
 def test_an_empty_lake_is_nothing_to_do(spark, lake, out):
     assert jobs.run_rollups(spark, lake, out).as_dict()["new_files"] == 0
+
+
+# -- exact across silent days, late files, duplicates; flags that close (issue 12) ---------
+
+
+def minute_of(out: Path, when: str) -> tuple:
+    [found] = [r for r in rollup_rows(out) if r[0] == at(when)]
+    return found
+
+
+def test_a_day_without_snapshots_changes_nothing(spark, lake, out, tmp_path):
+    lake_writer.append(lake, [row("2026-11-20 23:59:40", 1000), row("2026-11-20 23:59:50", 1010)])
+    jobs.run_rollups(spark, lake, out)
+    lake_writer.append(lake, [row("2026-11-22 00:00:10", 2000), row("2026-11-22 00:00:20", 2010)])
+    jobs.run_rollups(spark, lake, out)
+    # Its first interval started at 23:59:50 two days before: 1,000 messages over 86,430 s.
+    expected = (at("2026-11-22 00:00:00"), 1000, 86_430.0, 1000 / 86_430)
+    assert minute_of(out, "2026-11-22 00:00:00") == expected
+    jobs.run_rollups(spark, lake, tmp_path / "scratch", full=True)
+    assert rollup_rows(tmp_path / "scratch") == rollup_rows(out)
+
+
+def test_a_late_file_redoes_the_queues_next_snapshot_days_later(spark, lake, out):
+    lake_writer.append(lake, [row("2026-11-20 10:00:00", 0, queue="q1")])
+    lake_writer.append(lake, [row("2026-11-22 10:00:00", 100, queue="q1")])
+    jobs.run_rollups(spark, lake, out)
+    lake_writer.append(lake, [row("2026-11-20 10:00:00", 50, queue="q2")])  # another queue
+    jobs.run_rollups(spark, lake, out)
+    assert minute_of(out, "2026-11-22 10:00:00")[1:3] == (100, 172_800.0)
+
+    lake_writer.append(lake, [row("2026-11-21 10:00:00", 40, queue="q1")])  # late, day between
+    run = jobs.run_rollups(spark, lake, out)
+    assert [d.isoformat() for d in run.days] == ["2026-11-21", "2026-11-22"]
+    assert minute_of(out, "2026-11-21 10:00:00")[1:3] == (40, 86_400.0)
+    assert minute_of(out, "2026-11-22 10:00:00")[1:3] == (60, 86_400.0)
+
+
+def test_duplicate_readings_at_one_instant_count_the_same_in_any_file_layout(spark, tmp_path):
+    # Equal counters, different hidden counts and ages: every column decides, not the files.
+    a = row("10:00:00", 5, msgs=9, hiddenmsgs=9, oldest_age=None)
+    b = row("10:00:00", 5, msgs=9, hiddenmsgs=0, oldest_age=500.0)
+    got = []
+    for i, files in enumerate([[[a], [b]], [[b], [a]], [[a, b]], [[b, a]]]):
+        lake_dir, out = tmp_path / f"lake{i}", tmp_path / f"out{i}"
+        for f in files:
+            lake_writer.append(lake_dir, f)
+        jobs.run_rollups(spark, lake_dir, out, rules=Rules(slo=300))
+        [hour] = results.buckets(out, "hour", at("10:00:00").date())
+        got.append((hour.hidden_avg, hour.oldest_age_max, len(results.flags(out))))
+    assert got == [(9.0, None, 0)] * 4
+
+
+def test_the_last_queue_of_a_namespace_no_longer_snapshotted_closes_its_flags(spark, lake, out):
+    old = {"msgs": 3, "oldest_age": 900.0}
+    lake_writer.append(lake, [row("10:00:00", 0, **old), row("10:00:00", 0, queue="q2")])
+    lake_writer.append(lake, [row("10:01:00", 0, **old), row("10:01:00", 0, queue="q2")])
+    run = jobs.run_rollups(spark, lake, out)
+    assert run.open_flags == 1
+    # q1 (namespace n) is deleted; q2 of another namespace is still snapshotted.
+    for t in ("10:02:00", "10:03:00", "10:04:00", "10:05:00"):
+        lake_writer.append(lake, [row(t, 0, queue="q2", namespace="other")])
+    run = jobs.run_rollups(spark, lake, out)
+    [flag] = results.flags(out)
+    assert (flag.queue, flag.end, run.open_flags) == ("q1", ms("10:02:00"), 0)
+
+
+def test_a_full_run_keeps_the_rollups_of_days_the_lake_no_longer_has(spark, lake, out):
+    lake_writer.append(lake, [row("2026-11-20 10:00:00", 0), row("2026-11-20 10:00:30", 30)])
+    lake_writer.append(lake, [row("10:00:00", 40), row("10:00:30", 70)])
+    jobs.run_rollups(spark, lake, out)
+    lake_writer.prune(lake, at("10:00:00"))  # retention: 2026-11-20 goes
+    jobs.run_rollups(spark, lake, out, full=True)
+    assert [d.isoformat() for d in results.days(out, "hour")] == ["2026-11-20", "2026-11-21"]
+    assert minute_of(out, "2026-11-20 10:00:00")[1] == 30
+
+
+def test_the_hourly_run_compacts_finished_hours_and_reads_only_what_is_new(spark, lake, out):
+    for t in ("10:00:00", "10:00:10", "10:59:50", "11:00:00", "11:00:10"):
+        lake_writer.append(lake, [row(t, 0)])
+    run = jobs.run_rollups(spark, lake, out)
+    assert run.compacted == 3  # 10:00 is finished: one file; 11:00 is not
+    names = lake_files(lake)
+    assert len(names) == 3 and sum("-compact-" in n for n in names) == 1
+    # Make the compacted hour unreadable: the next hour's run must not need it.
+    [compacted] = [n for n in names if "-compact-" in n]
+    (lake / "date=2026-11-21" / compacted).write_bytes(b"not parquet")
+    lake_writer.append(lake, [row("12:00:00", 120)])
+    run = jobs.run_rollups(spark, lake, out)
+    assert (run.new_files, run.compacted) == (1, 2)
+    assert minute_of(out, "12:00:00")[1:3] == (120, 3590.0)
+
+
+def lake_files(lake_dir: Path) -> list[str]:
+    return [n for names in listed(lake_dir).values() for n in names]
