@@ -25,6 +25,7 @@ a queue at rest is read exactly.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -184,9 +185,13 @@ def _arrow_schema() -> Any:
     )
 
 
+#: the sessions the source is registered in
+_registered: weakref.WeakSet[SparkSession] = weakref.WeakSet()
+
+
 def register(spark: SparkSession) -> None:
     """Make ``spark.read.format("rsmq")`` available in this session (once: registering
     it again makes Spark warn that it replaced it)."""
-    if not getattr(spark, "_rsmq_registered", False):
+    if spark not in _registered:
         spark.dataSource.register(RsmqDataSource)
-        spark._rsmq_registered = True  # type: ignore[attr-defined]
+        _registered.add(spark)

@@ -187,6 +187,11 @@ class Worker:
         return self._rsmq
 
     @property
+    def url(self) -> str | None:
+        """The Redis URL it was made or configured with; None: RSMQ_REDIS_URL decides."""
+        return self._url
+
+    @property
     def rsmq(self) -> RedisSMQ:
         if self._rsmq is None:
             url = self._url or os.environ.get("RSMQ_REDIS_URL", "redis://127.0.0.1:6379/0")

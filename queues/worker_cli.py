@@ -67,7 +67,7 @@ def run_workers(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    if worker._rsmq is None and not (args.url or worker._url):  # the children inherit it
+    if worker.client is None and not (args.url or worker.url):  # the children inherit it
         os.environ["RSMQ_REDIS_URL"] = default_redis_url()
     spec = (args.target, args.url, args.ns, args.log_format, args.log_level)
     if args.processes == 1:
