@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from pathlib import Path
+from importlib.resources import files
 
-_DIR = Path(__file__).with_name("scripts")
+# Read as package data, not by path: the same code runs from a zip (the copy of queues/
+# that Spark ships to its executors) as from a checkout or an installed wheel.
+_DIR = files(__package__ or "queues") / "scripts"
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,8 +19,8 @@ class Script:
 
 
 def _load(name: str) -> Script:
-    prelude = (_DIR / "_prelude.lua").read_text()
-    source = (prelude + "\n" + (_DIR / f"{name}.lua").read_text()).encode()
+    prelude = (_DIR / "_prelude.lua").read_text(encoding="utf-8")
+    source = (prelude + "\n" + (_DIR / f"{name}.lua").read_text(encoding="utf-8")).encode()
     return Script(name, source, hashlib.sha1(source).hexdigest())
 
 
