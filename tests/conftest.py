@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -95,3 +96,10 @@ def node_driver() -> Path:
 def node(node_driver: Path, redis_server: EmbeddedRedis, ns: str) -> NodeRsmq:
     """Node rsmq 0.12.4 on this test's namespace."""
     return NodeRsmq(node_driver, redis_server.port, ns)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # py4j's garbage-collection thread may still log while the interpreter shuts down,
+    # after pytest closed its streams: don't let logging print that failure as a
+    # traceback below the test summary (the summary must stay the last thing printed).
+    logging.raiseExceptions = False
