@@ -15,37 +15,42 @@ import datetime as dt
 import os
 import shutil
 import uuid
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.lake import PARTITION, SCHEMA, folder
 
-
-def _day(ms: int) -> dt.date:
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).date()
+DAY_MS = 86_400_000
+EPOCH = dt.date(1970, 1, 1)
 
 
 def append(lake_dir: Path, rows: Sequence[Mapping[str, Any]]) -> list[Path]:
     """Write rows (``SCHEMA``'s fields; ``taken_at`` in epoch ms) as new files, one per
     day they fall on; returns the files. On failure none of them is left behind."""
-    by_day: dict[dt.date, list[Mapping[str, Any]]] = defaultdict(list)
-    for row in rows:
-        by_day[_day(row["taken_at"])].append(row)
+    return append_table(lake_dir, pa.Table.from_pylist(list(rows), schema=SCHEMA))
+
+
+def append_table(lake_dir: Path, table: pa.Table) -> list[Path]:
+    """``append`` of a table with ``SCHEMA``: a snapshot of 100,000 queues is built
+    column by column, without a dict per row."""
+    taken = table.column("taken_at").cast(pa.int64())
+    day_numbers = pc.divide(taken, DAY_MS)  # epoch days (integer division)
     written: list[Path] = []
     try:
-        for day, day_rows in sorted(by_day.items()):
-            where = folder(lake_dir, day)
+        for number in sorted(pc.unique(day_numbers).to_pylist()):
+            on_day = pc.equal(day_numbers, number)
+            part = table if pc.all(on_day).as_py() else table.filter(on_day)
+            where = folder(lake_dir, EPOCH + dt.timedelta(days=number))
             where.mkdir(parents=True, exist_ok=True)
-            first = min(r["taken_at"] for r in day_rows)
+            first = pc.min(part.column("taken_at").cast(pa.int64())).as_py()
             path = where / f"{first}-{uuid.uuid4().hex}.parquet"
             tmp = where / f".{path.name}.tmp"
-            table = pa.Table.from_pylist(list(day_rows), schema=SCHEMA)
-            pq.write_table(table, tmp, compression="zstd")
+            pq.write_table(part, tmp, compression="zstd")
             os.replace(tmp, path)
             written.append(path)
     except BaseException:

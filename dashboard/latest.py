@@ -16,6 +16,11 @@ from django.db.models.functions import Coalesce
 
 from .models import Snapshot
 
+#: a namespace whose last snapshot holds more queues than this is big: the overview pages
+#: it in the snapshot's order and /metrics serves the snapshot (reading 100,000 queues
+#: live costs seconds of Redis scripts)
+LIVE_MAX = 5_000
+
 #: each overview sort key as an expression of a snapshot's columns (vt, delay and maxsize
 #: are not in snapshots: a namespace sorted by them is read live)
 ORDER: dict[str, Expression | F] = {
@@ -52,6 +57,11 @@ def last_run(conn: str, ns: str) -> tuple[int, QuerySet[Snapshot]] | None:
     start = before if before is not None else latest - interval_ms / 2
     rows = mine.filter(taken_at__gt=start, taken_at__lte=latest)
     return latest, rows
+
+
+def is_big(rows: QuerySet[Snapshot]) -> bool:
+    """Whether a run's rows are more than ``LIVE_MAX`` (without counting them all)."""
+    return bool(rows.values_list("pk", flat=True)[LIVE_MAX : LIVE_MAX + 1])
 
 
 def ordered_names(rows: QuerySet[Snapshot], sort: str, search: str) -> QuerySet[Snapshot, str]:

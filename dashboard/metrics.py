@@ -1,4 +1,4 @@
-"""/metrics for Prometheus: every configured namespace's queues, read at each scrape.
+"""/metrics for Prometheus: every configured namespace's queues.
 
     rsmq_queue_messages{connection,namespace,queue}      gauge
     rsmq_queue_visible_messages / _hidden_ / _inflight_ / _delayed_messages
@@ -6,101 +6,202 @@
     rsmq_queue_sent_total / rsmq_queue_received_total     counters (totalsent / totalrecv)
     rsmq_queue_unreadable{connection,namespace,queue}     1 for a queue whose data can't be
                                                           read (no other series of it)
-    rsmq_up{connection,namespace}                         1: read, 0: Redis failed
+    rsmq_up{connection,namespace}                         1: its queues are here, 0: its
+                                                          Redis failed
+    rsmq_stats_age_seconds{connection,namespace}          0: read live at this scrape; else
+                                                          the age of the snapshot served
 
-A scrape reads each namespace once (``queue_stats``: its queue list and counters in one
-pipeline; one more round trip only for queues created since the last read).
+A namespace is read live at each scrape (``queue_stats``: its queue list and counters in
+one pipeline), unless its last snapshot holds more than ``latest.LIVE_MAX`` queues: reading
+100,000 queues costs Redis seconds of scripts, which the snapshot task (every
+RSMQ_SNAPSHOT_INTERVAL) has just spent, so the scrape serves that snapshot's rows and says
+how old they are in ``rsmq_stats_age_seconds``. Queues that can't be read have no row in a
+snapshot, so ``rsmq_queue_unreadable`` lists them only for namespaces read live.
+
+The per-queue series are written by ``dashboard/exposition.py`` (prometheus_client's
+generate_latest costs ~8 µs a sample: 8 s for 100,000 queues); the rest by
+prometheus_client.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, NamedTuple
 
 import redis
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_safe
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import GaugeMetricFamily, Metric
 
 from queues import RsmqError
+from queues.models import QueueStats
 from queues.urls import redacted
 
+from . import latest
 from .access import token_or_viewer
 from .connections import Connection, connections, get_rsmq
+from .exposition import Family, escape, labels, render
 
 log = logging.getLogger(__name__)
 
-LABELS = ["connection", "namespace", "queue"]
-GAUGES = {
-    # name: (help, field of QueueStats.as_dict)
-    "rsmq_queue_messages": ("Messages in the queue", "msgs"),
-    "rsmq_queue_visible_messages": ("Messages a receive can get now", "visible"),
-    "rsmq_queue_hidden_messages": ("Messages not visible (in flight or delayed)", "hidden"),
-    "rsmq_queue_inflight_messages": ("Hidden messages received at least once", "inflight"),
-    "rsmq_queue_delayed_messages": ("Hidden messages never received (delayed)", "delayed"),
-}
+# The per-queue families, in the order they are written; QueueRow's fields feed them.
+FAMILIES = (
+    Family("rsmq_queue_messages", "Messages in the queue", "gauge", "msgs"),
+    Family("rsmq_queue_visible_messages", "Messages a receive can get now", "gauge", "visible"),
+    Family(
+        "rsmq_queue_hidden_messages",
+        "Messages not visible (in flight or delayed)",
+        "gauge",
+        "hidden",
+    ),
+    Family(
+        "rsmq_queue_inflight_messages",
+        "Hidden messages received at least once",
+        "gauge",
+        "inflight",
+    ),
+    Family(
+        "rsmq_queue_delayed_messages",
+        "Hidden messages never received (delayed)",
+        "gauge",
+        "delayed",
+    ),
+    Family(
+        "rsmq_queue_oldest_visible_age_seconds",
+        "Seconds since the oldest visible message was sent (0: nothing visible)",
+        "gauge",
+        "oldest_age",
+    ),
+    # created: a queue deleted and recreated starts its counters again.
+    Family("rsmq_queue_sent", "Messages sent (totalsent)", "counter", "totalsent"),
+    Family("rsmq_queue_received", "Messages received (totalrecv)", "counter", "totalrecv"),
+)
 
 
-class QueueCollector:
-    """Collects every queue of the given (connection, namespace) places when scraped."""
+class QueueRow(NamedTuple):
+    """One queue's series: its labels and values (the fields FAMILIES name)."""
+
+    labels: str
+    msgs: int
+    visible: int
+    hidden: int
+    inflight: int
+    delayed: int
+    oldest_age: float
+    totalsent: int
+    totalrecv: int
+    created: int
+
+    @classmethod
+    def of_stats(cls, place: str, s: QueueStats) -> QueueRow:
+        """``place``: ``place_labels`` of the queue's connection and namespace."""
+        return cls(
+            f'{place}{escape(s.qname)}"', s.msgs, s.visible, s.hidden, s.inflight, s.delayed,
+            s.oldest_age or 0.0, s.totalsent, s.totalrecv, s.created,
+        )  # fmt: skip
+
+    @classmethod
+    def of_snapshot(cls, place: str, row: tuple[Any, ...]) -> QueueRow:
+        """``row``: a snapshot's ``SNAPSHOT`` columns."""
+        queue, msgs, hidden, inflight, delayed, oldest_age, sent, received, created = row
+        return cls(
+            f'{place}{escape(queue)}"', msgs, msgs - hidden, hidden, inflight, delayed,
+            oldest_age or 0.0, sent, received, created,
+        )  # fmt: skip
+
+
+def place_labels(conn: str, ns: str) -> str:
+    """The labels of a namespace's queue series up to the queue's name (``queue="``):
+    written once per namespace, not per queue."""
+    return labels(connection=conn, namespace=ns, queue="")[:-1]
+
+
+#: the snapshot columns QueueRow.of_snapshot reads, in its order
+SNAPSHOT = ("queue", "msgs", "hiddenmsgs", "inflight", "delayed", "oldest_age", "totalsent",
+            "totalrecv", "created")  # fmt: skip
+PLACE = ["connection", "namespace"]
+
+
+class Scrape:
+    """One scrape of the given (connection, namespace) places."""
 
     def __init__(self, places: Sequence[tuple[Connection, str]]) -> None:
-        self.places = places
+        self.rows: list[QueueRow] = []
+        self.unreadable: list[list[str]] = []  # labels
+        self.up: list[tuple[list[str], int]] = []
+        self.age: list[tuple[list[str], float]] = []
+        for conn, ns in places:
+            self._read(conn, ns)
+
+    def _read(self, conn: Connection, ns: str) -> None:
+        run = latest.last_run(conn.name, ns)
+        if run is not None and latest.is_big(run[1]):
+            taken_at, snapshot = run
+            place = place_labels(conn.name, ns)
+            self.rows += (QueueRow.of_snapshot(place, r) for r in snapshot.values_list(*SNAPSHOT))
+            self.up.append(([conn.name, ns], 1))
+            self.age.append(([conn.name, ns], max(0.0, time.time() - taken_at / 1000)))
+            return
+        try:
+            stats = get_rsmq(conn, ns).queue_stats()
+        except (redis.RedisError, RsmqError) as e:
+            # One Redis down must not hide the others: its namespace reports up 0.
+            log.warning("metrics: %s/%s unreadable at %s: %s", conn.name, ns, redacted(conn.url), e)
+            self.up.append(([conn.name, ns], 0))
+            return
+        self.up.append(([conn.name, ns], 1))
+        self.age.append(([conn.name, ns], 0.0))
+        place = place_labels(conn.name, ns)
+        for s in stats:
+            if s.unreadable:
+                log.warning("metrics: %s/%s queue %r: %s", conn.name, ns, s.qname, s.unreadable)
+                self.unreadable.append([conn.name, ns, s.qname])
+            else:
+                self.rows.append(QueueRow.of_stats(place, s))
 
     def collect(self) -> Iterator[Metric]:
-        gauges = {
-            name: GaugeMetricFamily(name, doc, labels=LABELS) for name, (doc, _) in GAUGES.items()
-        }
-        age = GaugeMetricFamily(
-            "rsmq_queue_oldest_visible_age_seconds",
-            "Seconds since the oldest visible message was sent (0: nothing visible)",
-            labels=LABELS,
-        )
-        sent = CounterMetricFamily("rsmq_queue_sent", "Messages sent (totalsent)", labels=LABELS)
-        received = CounterMetricFamily(
-            "rsmq_queue_received", "Messages received (totalrecv)", labels=LABELS
-        )
+        """The other families, for prometheus_client: few series."""
         unreadable = GaugeMetricFamily(
             "rsmq_queue_unreadable",
             "1: the queue's data can't be read (written by some other client), or its name "
             "is not an RSMQ queue name",
-            labels=LABELS,
+            labels=[*PLACE, "queue"],
         )
+        for queue in self.unreadable:
+            unreadable.add_metric(queue, 1)
         up = GaugeMetricFamily(
-            "rsmq_up", "1 if the namespace was read in this scrape", labels=LABELS[:2]
+            "rsmq_up",
+            "1: the namespace's queues are in this scrape (read live, or from a snapshot: "
+            "rsmq_stats_age_seconds); 0: its Redis failed",
+            labels=PLACE,
         )
-        for conn, ns in self.places:
-            try:
-                stats = get_rsmq(conn, ns).queue_stats()
-            except (redis.RedisError, RsmqError) as e:
-                # One Redis down must not hide the others: its namespace reports up 0.
-                log.warning(
-                    "metrics: %s/%s unreadable at %s: %s", conn.name, ns, redacted(conn.url), e
-                )
-                up.add_metric([conn.name, ns], 0)
-                continue
-            up.add_metric([conn.name, ns], 1)
-            for s in stats:
-                if s.unreadable:
-                    log.warning("metrics: %s/%s queue %r: %s", conn.name, ns, s.qname, s.unreadable)
-                    unreadable.add_metric([conn.name, ns, s.qname], 1)
-                    continue
-                d = s.as_dict()
-                labels = [conn.name, ns, d["name"]]
-                for name, (_, field) in GAUGES.items():
-                    gauges[name].add_metric(labels, d[field])
-                age.add_metric(labels, d["oldest_age"] or 0.0)
-                # created: a queue deleted and recreated starts its counters again.
-                sent.add_metric(labels, d["totalsent"], created=d["created"])
-                received.add_metric(labels, d["totalrecv"], created=d["created"])
-        yield from gauges.values()
-        yield from (age, sent, received, unreadable, up)
+        age = GaugeMetricFamily(
+            "rsmq_stats_age_seconds",
+            "0: the queues' series were read live at this scrape; else the age of the "
+            "snapshot they come from (namespaces of more than "
+            f"{latest.LIVE_MAX:,} queues)",
+            labels=PLACE,
+        )
+        for place, value in self.up:
+            up.add_metric(place, value)
+        for place, seconds in self.age:
+            age.add_metric(place, seconds)
+        yield from (unreadable, up, age)
+
+    def body(self) -> bytes:
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(self)
+        return render(FAMILIES, self.rows).encode() + generate_latest(registry)
+
+
+def places() -> Iterable[tuple[Connection, str]]:
+    return [(c, ns) for c in connections() for ns in c.namespaces]
 
 
 @require_safe
 @token_or_viewer
 def metrics(request: HttpRequest) -> HttpResponse:
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(QueueCollector([(c, ns) for c in connections() for ns in c.namespaces]))
-    return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
+    return HttpResponse(Scrape(list(places())).body(), content_type=CONTENT_TYPE_LATEST)

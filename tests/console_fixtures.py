@@ -158,3 +158,13 @@ def wire(monkeypatch: pytest.MonkeyPatch) -> Iterator[Wire]:
 
     monkeypatch.setattr(AbstractConnection, "send_packed_command", counting)
     yield wire
+
+
+TOKEN = "s3cret-scrape-token"
+
+
+@pytest.fixture
+def token(settings) -> str:
+    """The bearer token of /metrics and the JSON API."""
+    settings.RSMQ_METRICS_TOKEN = TOKEN
+    return TOKEN

@@ -98,9 +98,6 @@ def queue_create(request: HtmxHttpRequest, conn: str, ns: str) -> HttpResponse:
     return redirect(place.url("rsmq-queue", d["name"]))
 
 
-#: a namespace whose last snapshot holds more queues than this is paged in the snapshot's
-#: order, and only the page is read live: reading 100,000 queues live costs seconds
-LIVE_SORT_MAX = 5_000
 
 
 def snapshot_rows(
@@ -112,7 +109,7 @@ def snapshot_rows(
     if sort.lstrip("-") not in latest.ORDER or run is None:
         return None
     taken_at, rows = run
-    if not rows.values_list("pk", flat=True)[LIVE_SORT_MAX : LIVE_SORT_MAX + 1]:
+    if not latest.is_big(rows):
         return None  # small: read live (a count would read every row)
     page_obj = Paginator(latest.ordered_names(rows, sort, search), per_page).get_page(page)
     names = list(dict.fromkeys(page_obj.object_list))

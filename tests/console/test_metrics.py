@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from django.test import Client
+from metrics_scrape import TOKEN, scrape
 from prometheus_client.parser import text_string_to_metric_families
 
 from queues import RedisSMQ
@@ -12,14 +13,6 @@ from queues.server import free_port
 
 pytest_plugins = ["console_fixtures"]
 pytestmark = pytest.mark.django_db
-
-TOKEN = "s3cret-scrape-token"
-
-
-@pytest.fixture
-def token(settings) -> str:
-    settings.RSMQ_METRICS_TOKEN = TOKEN
-    return TOKEN
 
 
 @pytest.fixture
@@ -30,20 +23,6 @@ def queues(console, rsmq: RedisSMQ) -> RedisSMQ:
     rsmq.send_message("orders", "later", delay=600)
     rsmq.create_queue("idle")
     return rsmq
-
-
-def scrape(client: Client, token: str | None = TOKEN) -> dict[tuple[str, tuple], float]:
-    """{(sample name, (connection, namespace, queue)): value} of one scrape."""
-    headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
-    response = client.get("/metrics", **headers)
-    assert response.status_code == 200
-    assert response["Content-Type"].startswith("text/plain; version=")
-    samples = {}
-    for family in text_string_to_metric_families(response.content.decode()):
-        for s in family.samples:
-            key = tuple(s.labels.get(k, "") for k in ("connection", "namespace", "queue"))
-            samples[(s.name, key)] = s.value
-    return samples
 
 
 def test_it_exposes_each_queues_gauges(console, token, queues: RedisSMQ) -> None:

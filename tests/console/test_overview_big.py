@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 from django.test import Client
 
+from dashboard import latest
 from dashboard.models import Snapshot
-from dashboard.views import overview
 from queues import RedisSMQ
 
 pytest_plugins = ["console_fixtures"]
@@ -40,7 +40,7 @@ def many(redis_url: str, ns: str) -> Iterator[list[str]]:
 
 @pytest.fixture
 def big(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(overview, "LIVE_SORT_MAX", N // 3)
+    monkeypatch.setattr(latest, "LIVE_MAX", N // 3)
 
 
 def snapshot(ns: str, names: list[str], age_s: float = 10) -> None:

@@ -217,3 +217,32 @@ def test_it_says_when_a_run_outlived_its_lock(
     with caplog.at_level(logging.WARNING, logger="dashboard.snapshots"):
         assert snapshots.take().rows == 2
     assert caplog.messages == ["snapshot took longer than its lock (60 s)"]
+
+
+def test_a_row_has_the_columns_of_the_table_and_of_the_lake() -> None:
+    table = {f.name for f in Snapshot._meta.concrete_fields if not f.primary_key}
+    assert set(snapshots.COLUMNS) == table
+    assert snapshots.COLUMNS == tuple(SCHEMA.names)
+
+
+def test_a_run_across_midnight_writes_a_file_per_day(console, lake: Path) -> None:
+    from dashboard.lake import append_table
+
+    midnight = dt.datetime(2026, 11, 22, tzinfo=dt.UTC).timestamp() * 1000
+    rows = [
+        ("c", "ns", f"q{i}", int(midnight) + ms, 1, 0, 0, 0, 1, 0, None, 1)
+        for i, ms in enumerate((-20, -10, 0, 10))
+    ]
+    columns = [list(c) for c in zip(*rows, strict=True)]
+    import pyarrow as pa
+
+    table = pa.Table.from_arrays(
+        [pa.array(c, type=t) for c, t in zip(columns, SCHEMA.types, strict=True)], schema=SCHEMA
+    )
+    written = append_table(lake, table)
+    assert [p.parent.name for p in written] == ["date=2026-11-21", "date=2026-11-22"]
+    assert [pq.read_table(p).column("queue").to_pylist() for p in written] == [
+        ["q0", "q1"],
+        ["q2", "q3"],
+    ]
+    assert written[0].name.startswith(f"{int(midnight) - 20}-")
