@@ -64,11 +64,16 @@ local ATTRIBUTES = {"vt", "delay", "maxsize", "totalrecv", "totalsent", "created
 
 -- getQueueAttributes: vt, delay, maxsize, totalrecv, totalsent, created, modified, msgs,
 -- hiddenmsgs (nil if the queue is missing); then what is not a number among them (nil
--- if all are: a field that is not counts as 0)
-local function attributes(zkey, qkey, ms)
-  local a = redis.call("HMGET", qkey, unpack(ATTRIBUTES))
+-- if all are: a field that is not counts as 0); then, when `more` names further fields
+-- of the queue's hash, their values, read by the same HMGET (a list, false when unset)
+local function attributes(zkey, qkey, ms, more)
+  local a = redis.call("HMGET", qkey, unpack(more and more.fields or ATTRIBUTES))
   if not a[1] then
     return nil
+  end
+  local extra = {}
+  for i = 8, #a do
+    extra[i - 7] = a[i]
   end
   local bad
   for i = 1, 7 do
@@ -80,7 +85,16 @@ local function attributes(zkey, qkey, ms)
   end
   a[8] = redis.call("ZCARD", zkey)
   a[9] = redis.call("ZCOUNT", zkey, "(" .. int(ms), "+inf")
-  return a, bad
+  return a, bad, extra
+end
+
+-- `more` for attributes(): ATTRIBUTES followed by these fields, made once per script call
+local function also(...)
+  local fields = {unpack(ATTRIBUTES)}
+  for _, f in ipairs({...}) do
+    fields[#fields + 1] = f
+  end
+  return {fields = fields}
 end
 
 -- the first `n` bytes of a body, never ending inside a UTF-8 character

@@ -12,9 +12,10 @@
 local _, ms = now()
 local sample, phase = tonumber(ARGV[1]), tonumber(ARGV[2])
 local out = {ms}
+local POLICY = also("x:dlq", "x:maxrc", "x:deadlettered")
 
 local function read(zkey, qkey)
-  local a, bad = attributes(zkey, qkey, ms)
+  local a, bad, p = attributes(zkey, qkey, ms, POLICY)
   if not a then
     return nil
   end
@@ -46,7 +47,6 @@ local function read(zkey, qkey)
   if visible > 0 then
     head = redis.call("ZRANGE", zkey, 0, 0)[1]
   end
-  local p = redis.call("HMGET", qkey, "x:dlq", "x:maxrc", "x:deadlettered")
   local maxrc, why = false, nil
   if p[2] then
     maxrc, why = integer("x:maxrc", p[2])
