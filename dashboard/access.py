@@ -6,11 +6,13 @@ import hmac
 from collections.abc import Callable
 from enum import IntEnum
 from functools import wraps
+from typing import TypeVar, cast
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, PermissionsMixin
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, JsonResponse
+from django.http.response import HttpResponseBase
 
 
 class Role(IntEnum):
@@ -78,13 +80,17 @@ def bearer_token(request: HttpRequest) -> bool | None:
     return hmac.compare_digest(given.strip().encode(), settings.RSMQ_METRICS_TOKEN.encode())
 
 
-def token_or_viewer(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+#: a view: plain or streaming response
+View = TypeVar("View", bound=Callable[..., HttpResponseBase])
+
+
+def token_or_viewer(view: View) -> View:
     """For machines and people: /metrics and the JSON API take the bearer token, or a
     logged-in viewer's session like the pages. They answer 401 / 403 rather than send a
     scraper to the login page."""
 
     @wraps(view)
-    def wrapped(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+    def wrapped(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponseBase:
         token = bearer_token(request)
         if token is False or (token is None and not request.user.is_authenticated):
             response = JsonResponse({"error": "Authentication required."}, status=401)
@@ -94,4 +100,4 @@ def token_or_viewer(view: Callable[..., HttpResponse]) -> Callable[..., HttpResp
             return JsonResponse({"error": "This needs the viewer role."}, status=403)
         return view(request, *args, **kwargs)
 
-    return wrapped
+    return cast(View, wrapped)

@@ -12,7 +12,7 @@ compares them), so Prometheus reads it the same way.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from operator import attrgetter
 from typing import Any, Literal, NamedTuple
@@ -45,22 +45,24 @@ def _help(name: str, doc: str, type_: str) -> str:
     return f"# HELP {name} {doc}\n# TYPE {name} {type_}\n"
 
 
-def render(families: Sequence[Family], rows: Sequence[Any]) -> str:
-    """The families' HELP, TYPE and one sample per row each; a counter's ``_created``
-    gauge follows it, as ``generate_latest`` writes it. Families with no row are written
-    with their HELP and TYPE only (as prometheus_client does)."""
-    out: list[str] = []
+def render(families: Sequence[Family], rows: Sequence[Any]) -> Iterator[str]:
+    """The families' HELP, TYPE and one sample per row each, a family at a time (a
+    response can stream them: a family of 100,000 queues is ~10 MB of text); a counter's
+    ``_created`` gauge follows it, as ``generate_latest`` writes it. Families with no row
+    are written with their HELP and TYPE only (as prometheus_client does)."""
     for family in families:
         value = attrgetter(family.field)
         if family.type == "counter":
             name = f"{family.name}_total"
-            out.append(_help(name, family.doc, "counter"))
-            out += [f"{name}{{{r.labels}}} {number(value(r))}\n" for r in rows]
+            yield _help(name, family.doc, "counter") + "".join(
+                [f"{name}{{{r.labels}}} {number(value(r))}\n" for r in rows]
+            )
             if rows:
                 created = f"{family.name}_created"
-                out.append(_help(created, family.doc, "gauge"))
-                out += [f"{created}{{{r.labels}}} {number(r.created)}\n" for r in rows]
+                yield _help(created, family.doc, "gauge") + "".join(
+                    [f"{created}{{{r.labels}}} {number(r.created)}\n" for r in rows]
+                )
         else:
-            out.append(_help(family.name, family.doc, "gauge"))
-            out += [f"{family.name}{{{r.labels}}} {number(value(r))}\n" for r in rows]
-    return "".join(out)
+            yield _help(family.name, family.doc, "gauge") + "".join(
+                [f"{family.name}{{{r.labels}}} {number(value(r))}\n" for r in rows]
+            )

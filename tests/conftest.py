@@ -14,6 +14,10 @@ from node_rsmq import NodeRsmq, install
 from queues import RedisSMQ
 from queues.server import EmbeddedRedis
 
+# Helper modules that test modules import (as well as load as plugins): their asserts
+# rewritten like a test's.
+pytest.register_assert_rewrite("console_fixtures", "metrics_scrape")
+
 
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:

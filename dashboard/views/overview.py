@@ -98,8 +98,6 @@ def queue_create(request: HtmxHttpRequest, conn: str, ns: str) -> HttpResponse:
     return redirect(place.url("rsmq-queue", d["name"]))
 
 
-
-
 def snapshot_rows(
     place: Place, search: str, sort: str, page: int, per_page: int
 ) -> tuple[Page[Any], list[QueueStats], int] | None:

@@ -15,7 +15,7 @@ def scrape(client: Client, token: str | None = TOKEN) -> dict[tuple[str, tuple],
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/plain; version=")
     samples = {}
-    for family in text_string_to_metric_families(response.content.decode()):
+    for family in text_string_to_metric_families(response.getvalue().decode()):
         for s in family.samples:
             key = tuple(s.labels.get(k, "") for k in ("connection", "namespace", "queue"))
             samples[(s.name, key)] = s.value

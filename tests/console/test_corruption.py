@@ -289,7 +289,7 @@ def scrape(client: Client, ns: str) -> dict[tuple[str, str], float]:
     response = client.get("/metrics", HTTP_AUTHORIZATION="Bearer matrix-token")
     assert response.status_code == 200
     samples = {}
-    for family in text_string_to_metric_families(response.content.decode()):
+    for family in text_string_to_metric_families(response.getvalue().decode()):
         for s in family.samples:
             if s.labels.get("namespace") == ns:
                 samples[(s.name, s.labels.get("queue", ""))] = s.value

@@ -41,7 +41,7 @@ def test_it_exposes_each_queues_gauges(console, token, queues: RedisSMQ) -> None
 
 def test_it_exposes_totalsent_and_totalrecv_as_counters(console, token, queues) -> None:
     response = Client().get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
-    families = {f.name: f for f in text_string_to_metric_families(response.content.decode())}
+    families = {f.name: f for f in text_string_to_metric_families(response.getvalue().decode())}
     assert families["rsmq_queue_sent"].type == "counter"
     assert families["rsmq_queue_received"].type == "counter"
     assert families["rsmq_queue_messages"].type == "gauge"

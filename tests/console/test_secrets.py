@@ -75,7 +75,7 @@ def test_the_metrics_log_hides_the_password(secret_console, viewer: Client, capl
     caplog.set_level(logging.INFO)
     response = viewer.get("/metrics")
     assert response.status_code == 200
-    assert_no_secret(response.content.decode() + caplog.text)
+    assert_no_secret(response.getvalue().decode() + caplog.text)
 
 
 # -- Django's own error report --------------------------------------------------------------
