@@ -4,7 +4,7 @@ with their work and logs in a temp dir; stopped at the end of the test session.
 
 Test modules load it with ``pytest_plugins = ["spark_standalone"]`` and take the
 ``spark_cluster`` fixture (a ``Cluster``: its master URL and the environment a driver
-process needs). Drivers run as their own processes (``python -m pipeline ... --master``):
+process needs); bench/pipeline.py starts one with ``standalone()``. Drivers run as their own processes (``python -m pipeline ... --master``):
 a process has one SparkContext, and the tests' own local[2] one stays. Without Java the
 tests that use it are skipped, saying so.
 """
@@ -19,6 +19,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,14 +95,11 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait()
 
 
-@pytest.fixture(scope="session")
-def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    problem = java_problem()
-    if problem:
-        pytest.skip(problem)
-    tmp = tmp_path_factory.mktemp("spark-standalone")
-    (tmp / "logs").mkdir()
-    (tmp / "work").mkdir()
+@contextmanager
+def standalone(tmp: Path) -> Iterator[Cluster]:
+    """A master and one worker (2 cores, 2 GB) started in ``tmp``, stopped after."""
+    (tmp / "logs").mkdir(parents=True, exist_ok=True)
+    (tmp / "work").mkdir(exist_ok=True)
     env = _env(tmp)
     port, ui_port, worker_port, worker_ui = (free_port() for _ in range(4))
     master = f"spark://127.0.0.1:{port}"
@@ -140,3 +138,12 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]
     finally:
         for p in reversed(procs):
             _stop(p)
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    problem = java_problem()
+    if problem:
+        pytest.skip(problem)
+    with standalone(tmp_path_factory.mktemp("spark-standalone")) as cluster:
+        yield cluster
