@@ -49,7 +49,15 @@ def main() -> None:
         "--hourly", action="store_true",
         help="instead: full runs and hourly increments on the console's own layout",
     )  # fmt: skip
-    ap.add_argument("--days", default="1,7", help="--hourly: lakes of these many days")
+    ap.add_argument(
+        "--slowlog", action="store_true",
+        help="instead: each census call's Redis time (SLOWLOG) on 64 KB bodies",
+    )  # fmt: skip
+    ap.add_argument("--days", default="1,7,30", help="--hourly: lakes of these many days")
+    ap.add_argument(
+        "--spark-days", type=int, default=7,
+        help="--hourly: the lake on which increments are also forced through Spark",
+    )  # fmt: skip
     args = ap.parse_args()
 
     from bench.results import publish
@@ -57,10 +65,13 @@ def main() -> None:
 
     if problem := java_problem():
         raise SystemExit(problem)
+    if args.slowlog:
+        publish(render_slowlog(census_slowlog(args.rounds)), args.write)
+        return
     if args.hourly:
         days = [int(d) for d in args.days.split(",")]
         tmp = Path(tempfile.mkdtemp(prefix="rsmq-bench-hourly-"))
-        rows = hourly(tmp, days, args.rounds)
+        rows = hourly(tmp, days, args.rounds, args.spark_days)
         publish(render_hourly(rows, args), args.write)
         return
     sizes = (100_000, 1_000_000) if args.quick else (1_000_000, 10_000_000)
@@ -205,114 +216,253 @@ def write_hour(lake: Path, hour: int, small: bool) -> str:
 
 def add_history(lake: Path, results: Path, until: int, first: int = 0) -> None:
     """Hours ``first`` to ``until`` (before the lake's first), compacted as the hourly
-    runs leave them, and known to the state as rolled up (their rollups are not made: a
-    full run over 60M+ rows does not fit this shared machine's time; no increment reads
-    them)."""
+    runs leave them and known to the state as rolled up: each a hard link to one real
+    compacted hour (360,000 rows), so that the lake lists as many files, and as large,
+    as a real one (their rollups are not made, and no increment reads them: a 30-day
+    lake is 259M rows, more than this shared machine can write in the time)."""
+    import shutil
+    import uuid
+
     from pipeline import state as saved
+    from pipeline.lake import COMPACTED
 
     known = saved.load(results)
+    model = results.parent / "history-hour.parquet"
+    if not model.exists():
+        name = write_hour(results.parent / "model", 0, small=False)
+        shutil.move(next((results.parent / "model").rglob(name)), model)
     for h in range(first, until):
-        name = write_hour(lake, h, small=False)
         t0 = int((START + dt.timedelta(hours=h)).timestamp() * 1000)
         day = (START + dt.timedelta(hours=h)).date().isoformat()
+        folder = lake / f"date={day}"
+        folder.mkdir(parents=True, exist_ok=True)
+        name = f"{t0}{COMPACTED}{uuid.uuid4().hex}.parquet"
+        os.link(model, folder / name)
         last = t0 + (PER_HOUR - 1) * INTERVAL_MS + (QUEUES - 1) * 7
         known.files.setdefault(day, {})[name] = (t0, last)
     saved.save(results, known)
 
 
-def cpu_seconds(pid: int) -> float:
-    """CPU time a process has used (user + system, all its threads)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def tree_cpu(pids: list[int]) -> float:
+    """CPU seconds (user + system) of these processes and every live descendant."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        pid = int(stat.parent.name)
+        stats[pid] = fields
+        parents.setdefault(int(fields[1]), []).append(pid)
+    total, todo, seen = 0.0, list(pids), set()
+    while todo:
+        p = todo.pop()
+        if p in seen or p not in stats:
+            continue
+        seen.add(p)
+        total += (int(stats[p][11]) + int(stats[p][12])) / tick
+        todo += parents.get(p, [])
+    return total
 
 
-def hourly(tmp: Path, days: list[int], rounds: int) -> list[dict[str, Any]]:
-    """One lake that grows: a full run over its newest day, ``rounds`` hourly increments
-    (an hour of small files added, then the run) on each master; then older days added
-    (``add_history``) until it holds the next size of ``days``, and increments again."""
+MASTERS_HOURLY = ("local[1]", "local[2]", "standalone")
+RUNS: list[str] = []  # each run, as the report lists it
+
+
+def hourly(tmp: Path, days: list[int], rounds: int, spark_days: int) -> list[dict[str, Any]]:
+    """One lake that grows. Its newest day as the hourly runs make it: hour by hour,
+    each rolled up. Then for each size of ``days`` (older days added, ``add_history``),
+    on each master, ``rounds`` hourly increments (an hour of small files added, then
+    the run) as the job chooses to run them (in this process: ``driver``), and for the
+    ``spark_days`` lake also forced through Spark's jobs (``spark``) for comparison."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from spark_standalone import standalone
+
     from pipeline import jobs
     from pipeline.spark import session
 
     lake, results = tmp / "lake", tmp / "out"
     biggest = max(days)
     hours = 24 * biggest
+    spark = session("local[2]", conf={"spark.driver.memory": "4g"})
     t0 = time.perf_counter()
     for h in range(hours - 24, hours):
-        write_hour(lake, h, small=h == hours - 1)
-    print(f"newest day written in {time.perf_counter() - t0:.0f} s", flush=True)
-    spark = session("local[2]", conf={"spark.driver.memory": "6g"})
-    t0 = time.perf_counter()
-    run = jobs.run_rollups(spark, lake, results, full=True)
-    full = time.perf_counter() - t0
-    print(f"full run, 1 day, local[2]: {full:.1f} s", flush=True)
+        write_hour(lake, h, small=False)
+        jobs.run_rollups(spark, lake, results)
+    RUNS.append(f"- the newest day written and rolled up hour by hour (24 runs, local[2]):"
+                f" {time.perf_counter() - t0:.0f} s")  # fmt: skip
+    print(RUNS[-1], flush=True)
     spark.stop()
     out: list[dict[str, Any]] = []
     have = 1
-    for n in sorted(days):
-        if n > have:
-            add_history(lake, results, 24 * (biggest - have), first=24 * (biggest - n))
-            have = n
-        for master in MASTERS:
-            spark = session(master, conf={"spark.driver.memory": "6g"})
-            jvm = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
-            times, cpus, loads = [], [], []
-            for _ in range(rounds):
-                write_hour(lake, hours, small=True)
-                hours += 1
-                load = os.getloadavg()[0]
-                c0, t0 = cpu_seconds(jvm) + time.process_time(), time.perf_counter()
-                run = jobs.run_rollups(spark, lake, results)
-                times.append(time.perf_counter() - t0)
-                cpus.append(cpu_seconds(jvm) + time.process_time() - c0)
-                loads.append(load)
-                size = f"{n} day{'s' if n > 1 else ''}"
-                print(f"hourly increment, {size}, {master}: {times[-1]:.1f} s,"
-                      f" {cpus[-1]:.1f} CPU-s, load {load:.1f} ({run.new_files} new files,"
-                      f" {run.rows:,} rollups, {run.compacted} compacted)", flush=True)  # fmt: skip
-            spark.stop()
-            out.append({"days": n, "master": master, "full": full if n == 1 else None,
-                        "times": times, "cpus": cpus, "loads": loads})  # fmt: skip
+    cluster_cm = standalone(tmp / "standalone")
+    cluster = cluster_cm.__enter__()
+    try:
+        for n in sorted(days):
+            if n > have:
+                add_history(lake, results, 24 * (biggest - have), first=24 * (biggest - n))
+                have = n
+            for master in MASTERS_HOURLY:
+                if master == "standalone":
+                    os.environ.update(cluster.env)
+                spark = session(cluster.master if master == "standalone" else master,
+                                conf={"spark.driver.memory": "4g"})  # fmt: skip
+                jvm = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+                watched = [jvm, os.getpid()] + (
+                    [cluster_worker_pid(cluster)] if master == "standalone" else []
+                )
+                for engine in ("driver", "spark") if n == spark_days else ("driver",):
+                    jobs.ON_THE_DRIVER_ROWS = 3_000_000 if engine == "driver" else -1
+                    times, cpus, loads = [], [], []
+                    for _ in range(rounds):
+                        write_hour(lake, hours, small=True)
+                        hours += 1
+                        load = os.getloadavg()[0]
+                        c0, t0 = tree_cpu(watched), time.perf_counter()
+                        run = jobs.run_rollups(spark, lake, results)
+                        times.append(time.perf_counter() - t0)
+                        cpus.append(tree_cpu(watched) - c0)
+                        loads.append(load)
+                        assert run.engine == engine, run.engine
+                        size = f"{n} day{'s' if n > 1 else ''}"
+                        RUNS.append(f"- {size}, {master}, {engine}: {times[-1]:.1f} s,"
+                                    f" {cpus[-1]:.1f} CPU-s, load {load:.1f} ({run.new_files}"
+                                    f" new files, {run.rows:,} rollups, {run.flags:,} flags,"
+                                    f" {run.compacted} compacted)")  # fmt: skip
+                        print(RUNS[-1], flush=True)
+                    out.append({"days": n, "master": master, "engine": engine,
+                                "times": times, "cpus": cpus, "loads": loads})  # fmt: skip
+                spark.stop()
+    finally:
+        cluster_cm.__exit__(None, None, None)
+        jobs.ON_THE_DRIVER_ROWS = 3_000_000
     return out
+
+
+def cluster_worker_pid(cluster: Any) -> int:
+    """The standalone worker's JVM (its executors are its children)."""
+    for stat in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            cmd = stat.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"org.apache.spark.deploy.worker.Worker" in cmd and cluster.master.encode() in cmd:
+            return int(stat.parent.name)
+    raise RuntimeError("no standalone worker")
 
 
 def render_hourly(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
     from bench.machine import describe
 
-    full = next(r["full"] for r in rows if r["full"] is not None)
     lines = [
         "## Spark pipeline: hourly increments (`bench/pipeline.py --hourly`)",
         "",
         f"{describe()}; Spark 4.3 (pyspark), Java {java_version()}; {args.rounds} increments"
-        " per master and lake, median. **The machine was shared** (4 other engineers' tests"
-        " and Spark jobs): the load average at each run is recorded, and the CPU seconds"
-        " the run used (the JVM and this process), which the load does not inflate.",
+        " per cell, median. **The machine was shared** (other engineers' tests and Spark"
+        " jobs): the load average at each run is recorded, and the CPU seconds the run used"
+        " (this process, the driver's JVM and, on the standalone cluster, the worker and its"
+        " executors), which the load inflates far less than the wall time.",
         "",
-        f"The console's own layout: {QUEUES:,} queues snapshotted every 10 s, one small file"
-        " per snapshot for the newest hour, one file per earlier hour as the hourly run"
-        " compacts them. An *increment*: an hour of small files (360 files, 360,000 rows)"
-        " added, then `run_rollups()` (rollups, flags, the finished hour compacted). The lake"
-        " grows: a full run over its newest day (`run_rollups(full=True)`, local[2]:"
-        f" {full:.0f} s), increments; then the older days added as compacted files the state"
-        " knows as rolled up (their rollups and flags not made: a full run over 60M rows"
-        " does not fit this machine's time; no increment reads them), increments again."
+        f"The console's own layout: {QUEUES:,} queues snapshotted every 10 s. An *increment*:"
+        " an hour of small files as the snapshot task writes them (360 files, 360,000 rows)"
+        " added, then `run_rollups()` (minute and hour rollups, flags, the state, the"
+        " finished hour compacted). The lake's newest day was made by hourly runs; older days"
+        " are compacted hour files the state knows as rolled up (hard links to one real"
+        " hour: the lake lists as many files as a real one; a 30-day lake is 259M rows, more"
+        " than this machine can write in the time). *driver*: the job's choice for an"
+        " increment this small (no late file, ≤ 3M new rows): pyarrow in the driver process"
+        " (`pipeline/inmemory.py`), no Spark job, so the master does not matter. *spark*:"
+        " the same increment forced through Spark's jobs (`jobs.ON_THE_DRIVER_ROWS = -1`)."
         " Budget (SPEC §10): ≤ 15 s on local[2] for a 7-day lake.",
         "",
-        "| lake | snapshot rows | hourly, local[1] | CPU-s | hourly, local[2] | CPU-s | load |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| lake | snapshot rows | engine | " + " | ".join(f"{m} | CPU-s" for m in MASTERS_HOURLY)
+        + " | load |",
+        "|---|---:|---|" + "---:|---:|" * len(MASTERS_HOURLY) + "---:|",
     ]
-    by_days: dict[int, dict[str, Any]] = {}
+    cells: dict[tuple[int, str], dict[str, Any]] = {}
     for r in rows:
-        by_days.setdefault(r["days"], {})[r["master"]] = r
-    for n, r in sorted(by_days.items()):
-        cells = []
-        for m in MASTERS:
-            cells += [f"{statistics.median(r[m]['times']):.1f} s",
-                      f"{statistics.median(r[m]['cpus']):.1f}"]  # fmt: skip
-        load = statistics.median(x for m in MASTERS for x in r[m]["loads"])
+        cells.setdefault((r["days"], r["engine"]), {})[r["master"]] = r
+    for (n, engine), by_master in sorted(cells.items()):
+        parts = []
+        for m in MASTERS_HOURLY:
+            r = by_master.get(m)
+            parts += ([f"{statistics.median(r['times']):.1f} s",
+                       f"{statistics.median(r['cpus']):.1f}"] if r else ["–", "–"])  # fmt: skip
+        load = statistics.median(x for r in by_master.values() for x in r["loads"])
         lines.append(
-            f"| {n} day{'s' if n > 1 else ''} | {24 * n * PER_HOUR * QUEUES:,} |"
-            f" {' | '.join(cells)} | {load:.1f} |"
+            f"| {n} day{'s' if n > 1 else ''} | {24 * n * PER_HOUR * QUEUES:,} | {engine} |"
+            f" {' | '.join(parts)} | {load:.1f} |"
         )
+    lines += ["", "Each run (wall, CPU seconds, load average when it started):", "", *RUNS]
+    return "\n".join(lines) + "\n"
+
+
+# -- census calls' Redis time -------------------------------------------------------------
+
+
+def census_slowlog(rounds: int) -> dict[str, list[int]]:
+    """Every census script call's duration (µs, SLOWLOG with no threshold) reading a
+    queue of 2,000 messages of 64 KB, with and without bodies, and of 2,000 small ones."""
+    from bench.machine import pinned_redis
+    from queues import RedisSMQ
+    from queues.census import MAX_COUNT, read_range
+    from queues.scripts import CENSUS
+
+    out: dict[str, list[int]] = {}
+    with pinned_redis("rsmq-bench-slowlog-") as (server, _):
+        rsmq = RedisSMQ(url=server.url, ns="bench")
+        import redis
+
+        r = redis.Redis.from_url(server.url)
+        rsmq.create_queue("big")
+        rsmq.create_queue("small")
+        for _ in range(20):
+            rsmq.send_messages("big", ["é" * 32_768] * 100)  # 64 KB each
+            rsmq.send_messages("small", ['{"order": 1}'] * 100)
+        r.config_set("slowlog-max-len", 100_000)
+        r.config_set("slowlog-log-slower-than", 0)
+        for name, queue, body in (
+            ("2,000 × 64 KB, body=true", "big", True),
+            ("2,000 × 64 KB, sizes only", "big", False),
+            ("2,000 × 12 B, body=true", "small", True),
+        ):
+            out[name] = []
+            for _ in range(rounds):
+                r.slowlog_reset()
+                got = read_range(rsmq, queue, 0, MAX_COUNT, body=body)
+                assert len(got) == 2000
+                out[name] += [
+                    e["duration"] for e in r.slowlog_get(100_000) if CENSUS.sha in str(e["command"])
+                ]
+        r.config_set("slowlog-log-slower-than", 10_000)
+        r.close()
+    return out
+
+
+def render_slowlog(found: dict[str, list[int]]) -> str:
+    from bench.machine import describe
+
+    lines = [
+        "## Census calls' Redis time (`bench/pipeline.py --slowlog`)",
+        "",
+        f"{describe()}; redis-server on core 0. Every census script call of reading a"
+        " whole queue with `queues.census.read_range` (a call per 512 KB or per range), its"
+        " duration from SLOWLOG with no threshold; all rounds. Budget (issue 12): no call"
+        " over 2 ms on 64 KB bodies. **The machine was shared** (load"
+        f" {os.getloadavg()[0]:.1f}): Redis's own time, which the load inflates only when it"
+        " takes the core from Redis mid-call.",
+        "",
+        "| queue, read | calls | median | p99 | longest | over 2 ms |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, us in found.items():
+        us = sorted(us)
+        p99 = us[min(len(us) - 1, int(len(us) * 0.99))]
+        over = sum(1 for u in us if u > 2000)
+        lines.append(f"| {name} | {len(us)} | {statistics.median(us) / 1000:.2f} ms |"
+                     f" {p99 / 1000:.2f} ms | {us[-1] / 1000:.2f} ms | {over} |")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

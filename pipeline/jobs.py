@@ -23,6 +23,12 @@ of days older than the lake). Any sequence of runs over the same files writes wh
 ``full`` run writes; the state is written last, so a run that dies half-way is simply
 done again by the next one.
 
+**Where an increment runs.** An increment of at most ``ON_THE_DRIVER_ROWS`` new
+snapshots with no late file (an hour of 1,000 queues: 360,000) is rolled up in this
+process with pyarrow (inmemory.py: the same rules, the same arithmetic, no Spark job);
+a larger one, a late file, and ``full`` run as Spark jobs. Both write the same rows (the
+property tests hold each to ``full`` and to a plain Python computation).
+
 **Compaction**: then the run rewrites the rolled-up files of each finished hour into one
 file (pipeline/lake.py says how that stays atomic for readers).
 """
@@ -34,10 +40,11 @@ import os
 import shutil
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -46,7 +53,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, IntegerType, LongType, StructField, StructType
 
-from . import anomalies, census, lake, results, rollups, source
+from . import anomalies, census, inmemory, lake, results, rollups, source
 from . import state as saved
 from .state import Key, Row, State
 
@@ -67,6 +74,7 @@ class RollupRun:
     open_flags: int = 0
     watermark: int | None = None  # the newest snapshot rolled up, epoch ms
     compacted: int = 0  # lake files rewritten into fewer
+    engine: str | None = None  # "spark", or "driver": rolled up in this process (inmemory.py)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -77,6 +85,7 @@ class RollupRun:
             "open_flags": self.open_flags,
             "watermark": self.watermark,
             "compacted": self.compacted,
+            "engine": self.engine,
         }
 
 
@@ -138,25 +147,23 @@ def _read(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
 
 
 ON_THE_DRIVER = 256 << 20  # bytes of new files read with pyarrow, not file by file in Spark
+# An increment of at most these many new snapshots, none of them late, is rolled up in
+# this process (inmemory.py), not by Spark jobs: an hour of 1,000 queues is 360,000.
+ON_THE_DRIVER_ROWS = 3_000_000
 
 
-def _fresh(
-    spark: SparkSession, paths: Sequence[str]
-) -> tuple[DataFrame, dict[tuple[dt.date, str], tuple[int, int]]]:
-    """The new files' snapshots, read once, and each file's span. An hour's small files
-    (360 at 10 s) are read here with pyarrow and handed to Spark as one Arrow table:
-    Spark pays a task's worth of overhead per small file."""
-    if sum(os.path.getsize(p) for p in paths) > ON_THE_DRIVER:
-        return _read(spark, paths).localCheckpoint(), _spans(spark, paths)
+def _fresh(paths: Sequence[str]) -> tuple[pa.Table, dict[tuple[dt.date, str], tuple[int, int]]]:
+    """The new files' snapshots, read once with pyarrow, and each file's span (Spark pays
+    a task's worth of overhead per small file: an hour is 360 of them)."""
     tables, spans = [], {}
     for p in paths:
         table = pq.read_table(p, schema=lake.SCHEMA)
-        low, high = pc.min_max(pc.cast(table.column("taken_at"), pa.int64())).values()
+        low, high = pc.min_max(inmemory.millis(table.column("taken_at"))).values()
         folder, name = p.rsplit("/", 2)[-2:]
         day = dt.date.fromisoformat(folder.removeprefix(lake.PARTITION))
         spans[(day, name)] = (low.as_py() or 0, high.as_py() or 0)  # 0: an empty file
         tables.append(table)
-    return spark.createDataFrame(pa.concat_tables(tables)), spans
+    return pa.concat_tables(tables), spans
 
 
 def _spans(spark: SparkSession, paths: Sequence[str]) -> dict[tuple[dt.date, str], tuple[int, int]]:
@@ -196,6 +203,45 @@ def _millis(column: str) -> Column:
     return F.unix_millis(F.col(column))
 
 
+@dataclass
+class Plan:
+    """Where each queue of the new files is redone from, and from which snapshots."""
+
+    starts: dict[Key, int] = field(default_factory=dict)  # the hour its redo starts, ms
+    before: list[Row] = field(default_factory=list)  # its snapshot before, from the state
+    again: dict[Key, int] = field(default_factory=dict)  # rolled-up snapshots from start on
+    late: dict[Key, int] = field(default_factory=dict)  # ...the snapshot before in the lake
+
+
+def _plan(state: State, spans: Iterable[tuple[Key, int, int]]) -> Plan:
+    """From each queue's first and last new snapshot (and the state: its newest moves)."""
+    plan = Plan()
+    newest = state.newest
+    for k, low, high in spans:
+        start = plan.starts[k] = _floor(low, HOUR)
+        newest = high if newest is None else max(newest, high)
+        q = state.queues.get(k)
+        if q is None:
+            continue
+        if start > q.last_at:
+            plan.before.append(q.last)
+        elif start == _floor(q.last_at, HOUR):
+            plan.again[k] = start
+            if q.before is not None:
+                plan.before.append(q.before)
+        else:
+            plan.again[k] = plan.late[k] = start
+    state.newest = newest
+    return plan
+
+
+def _queue_spans(table: pa.Table) -> list[tuple[Key, int, int]]:
+    at = inmemory.millis(table.column("taken_at"))
+    by = table.select(list(KEY)).append_column("at", at).group_by(list(KEY))
+    found = by.aggregate([("at", "min"), ("at", "max")]).to_pylist()
+    return [((r["connection"], r["namespace"], r["queue"]), r["at_min"], r["at_max"]) for r in found]
+
+
 def _roll_up(
     spark: SparkSession,
     lake_dir: Path,
@@ -209,37 +255,49 @@ def _roll_up(
 ) -> None:
     fresh_names = {(d, n) for d, names in new.items() for n in names}
     paths = [lake.path(lake_dir, d, n) for d, n in sorted(fresh_names)]
-    fresh, spans = _fresh(spark, paths)
+    table: pa.Table | None = None
+    if sum(os.path.getsize(p) for p in paths) <= ON_THE_DRIVER:
+        table, spans = _fresh(paths)
+        plan = _plan(state, _queue_spans(table))
+    else:
+        fresh = _read(spark, paths).localCheckpoint()
+        spans = _spans(spark, paths)
+        firsts = fresh.groupBy(*KEY).agg(
+            F.min(_millis("taken_at")).alias("low"), F.max(_millis("taken_at")).alias("high")
+        )
+        plan = _plan(
+            state,
+            (((r["connection"], r["namespace"], r["queue"]), r["low"], r["high"])
+             for r in firsts.collect()),
+        )  # fmt: skip
     for (d, n), span in spans.items():
         state.files.setdefault(d.isoformat(), {})[n] = span
-    firsts = fresh.groupBy(*KEY).agg(
-        F.min(_millis("taken_at")).alias("low"), F.max(_millis("taken_at")).alias("high")
-    )
-
-    starts: dict[Key, int] = {}
-    before: list[Row] = []  # each queue's snapshot before its start, from the state
-    again: dict[Key, int] = {}  # queues with snapshots rolled up at or after their start
-    late: dict[Key, int] = {}  # ...whose snapshot before their start is in the lake
-    newest = state.newest
-    for r in firsts.collect():
-        k: Key = (r["connection"], r["namespace"], r["queue"])
-        start = starts[k] = _floor(r["low"], HOUR)
-        newest = r["high"] if newest is None else max(newest, r["high"])
-        q = state.queues.get(k)
-        if q is None:
-            continue
-        if start > q.last_at:
-            before.append(q.last)
-        elif start == _floor(q.last_at, HOUR):
-            again[k] = start
-            if q.before is not None:
-                before.append(q.before)
-        else:
-            again[k] = late[k] = start
-    state.newest = newest
-
-    parts = [fresh, _frame(spark, before)]
     rolled = [(d, n, low, high) for d, n, low, high in state.spans() if (d, n) not in fresh_names]
+    if table is not None and not full and not plan.late and table.num_rows <= ON_THE_DRIVER_ROWS:
+        run.engine = "driver"
+        _roll_up_here(lake_dir, out, state, table, plan, rolled, rules, flag_days, run)
+        return
+    run.engine = "spark"
+    if table is not None:
+        fresh = spark.createDataFrame(table)
+    _roll_up_spark(spark, lake_dir, out, state, fresh, plan, rolled, rules, flag_days, full, run)
+
+
+def _roll_up_spark(
+    spark: SparkSession,
+    lake_dir: Path,
+    out: Path,
+    state: State,
+    fresh: DataFrame,
+    plan: Plan,
+    rolled: list[tuple[dt.date, str, int, int]],
+    rules: anomalies.Rules,
+    flag_days: int,
+    full: bool,
+    run: RollupRun,
+) -> None:
+    starts, again, late = plan.starts, plan.again, plan.late
+    parts = [fresh, _frame(spark, plan.before)]
     if again:
         since = min(again.values())
         files = [lake.path(lake_dir, d, n) for d, n, _, high in rolled if high >= since]
@@ -281,7 +339,166 @@ def _roll_up(
         r["date"] for r in made.where(F.col("grain") == "hour").select("date").distinct().collect()
     )
     _remember(state, snapshots)
-    run.flags, run.open_flags = _write_flags(spark, out, state, starts, rules, flag_days, full)
+
+    def episodes(redo: dict[Key, int], newest: int) -> DataFrame:
+        if full:
+            return anomalies.flags(_stored(spark, out, "minute", None), rules, newest)
+        # The minute before each redo's first, for its backlog growth and continuity.
+        minutes = (
+            _stored(spark, out, "minute", min(redo.values()) - 2 * MINUTE)
+            .join(_starts(spark, redo), KEY)
+            .where(_millis("bucket_start") >= F.col("_from") - 2 * MINUTE)
+            .drop("_from")
+        )
+        return (
+            anomalies.flags(minutes, rules, newest)
+            .join(_starts(spark, redo), KEY)
+            .where(_millis("start") >= F.col("_from"))
+            .drop("_from")
+        )
+
+    def made_flags(redo: dict[Key, int], newest: int) -> pa.Table:
+        return episodes(redo, newest).select(
+            *KEY, "kind", _millis("start").alias("start"), _millis("end").alias("end"),
+            "intervals", "figures",
+        ).toArrow()  # fmt: skip
+
+    run.flags, run.open_flags = _write_flags(out, state, starts, rules, flag_days, full, made_flags)
+
+
+def _roll_up_here(
+    lake_dir: Path,
+    out: Path,
+    state: State,
+    fresh: pa.Table,
+    plan: Plan,
+    rolled: list[tuple[dt.date, str, int, int]],
+    rules: anomalies.Rules,
+    flag_days: int,
+    run: RollupRun,
+) -> None:
+    """``_roll_up_spark``'s steps in this process, for an increment without late files."""
+    parts = [fresh, _lake_table(plan.before)]
+    if plan.again:
+        since = min(plan.again.values())
+        files = [lake.path(lake_dir, d, n) for d, n, _, high in rolled if high >= since]
+        if files:
+            found = pa.concat_tables(pq.read_table(f, schema=lake.SCHEMA) for f in files)
+            parts.append(_from_start(found, plan.again, "taken_at"))
+    snapshots = pa.concat_tables(parts)
+    made = {
+        grain: _from_start(buckets, plan.starts, "bucket_start")
+        for grain, buckets in inmemory.rollups(snapshots).items()
+    }
+    run.rows = sum(t.num_rows for t in made.values())
+    for grain, buckets in made.items():
+        _replace_here(out, grain, buckets, plan.starts)
+    run.days = sorted(
+        set(pc.cast(made["hour"].column("bucket_start"), pa.date32()).to_pylist())
+    )
+    for k, last, before in inmemory.remember(snapshots):
+        state.queues[k] = saved.Queue(last, before)
+
+    def made_flags(redo: dict[Key, int], newest: int) -> pa.Table:
+        since = min(redo.values()) - 2 * MINUTE
+        minutes = _from_start(_stored_here(out, since), redo, "bucket_start", -2 * MINUTE)
+        found = [
+            f
+            for f in inmemory.flags(minutes, rules, newest)
+            if f["start"] >= redo[(f["connection"], f["namespace"], f["queue"])]
+        ]
+        return pa.Table.from_pylist(found, schema=FLAGS_MS)
+
+    run.flags, run.open_flags = _write_flags(
+        out, state, plan.starts, rules, flag_days, False, made_flags
+    )
+
+
+def _lake_table(rows: Sequence[Row]) -> pa.Table:
+    """Lake rows kept in the state (``taken_at`` in epoch ms) as a lake table."""
+    names = lake.SCHEMA.names
+    columns: dict[str, Any] = {c: [r[i] for r in rows] for i, c in enumerate(names)}
+    at = pa.array(columns["taken_at"], pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
+    columns["taken_at"] = at
+    return pa.table(columns, schema=lake.SCHEMA)
+
+
+def _from_start(table: pa.Table, starts: dict[Key, int], column: str, shift: int = 0) -> pa.Table:
+    """The rows of the queues in ``starts``, from their start (+ ``shift`` ms) on."""
+    at = inmemory.millis(table.column(column))
+    joined = table.append_column("_at", at).join(
+        _keyed(starts, "_from"), list(KEY), join_type="inner"
+    )
+    kept = joined.filter(pc.field("_at") >= pc.add(pc.field("_from"), shift))
+    return kept.drop_columns(["_at", "_from"]).select(table.column_names)
+
+
+def _partition_of(grain: str, bucket_ms: int) -> Path:
+    t = _instant(bucket_ms)
+    day = Path(f"date={t.date().isoformat()}")
+    return day / f"hour={t.hour}" if grain == "minute" else day
+
+
+def _parquet_files(folder: Path) -> list[Path]:
+    return sorted(
+        f for f in folder.iterdir() if f.suffix == ".parquet" and not f.name.startswith((".", "_"))
+    )
+
+
+def _replace_here(out: Path, grain: str, made: pa.Table, starts: dict[Key, int]) -> None:
+    """``_replace`` in this process: each partition the made buckets fall in is rewritten
+    as one file (its other queues' buckets, and the redone queues' before their start,
+    kept), renamed over the one before (the commit); files Spark wrote there go after.
+    A run that dies half-way leaves each partition old or new, and the next run, from
+    the same state, writes the same again."""
+    root = results.grain_dir(out, grain)
+    at = inmemory.millis(made.column("bucket_start")).to_pylist()
+    rows_of: dict[Path, list[int]] = defaultdict(list)
+    for i, ms in enumerate(at):
+        rows_of[_partition_of(grain, ms)].append(i)
+    for part, rows in sorted(rows_of.items()):
+        folder = root / part
+        folder.mkdir(parents=True, exist_ok=True)
+        tables = [made.take(pa.array(rows, pa.int64()))]
+        old = _parquet_files(folder)
+        final = folder / ROLLUP_FILE
+        # Our file beside others: a run that died after its rename left them (Spark
+        # replaces every file of a partition it writes): ours has their rows.
+        current = [final] if final in old else old
+        if current:
+            before = pa.concat_tables(pq.read_table(f, schema=inmemory.STORED) for f in current)
+            redone = inmemory.millis(before.column("bucket_start"))
+            joined = before.append_column("_at", redone).join(
+                _keyed(starts, "_from"), list(KEY), join_type="left outer"
+            )
+            keep = pc.is_null(pc.field("_from")) | (pc.field("_at") < pc.field("_from"))
+            tables.append(joined.filter(keep).select(inmemory.STORED.names))
+        tmp = folder / f".{ROLLUP_FILE}.{uuid.uuid4().hex}.tmp"
+        pq.write_table(pa.concat_tables(tables).cast(inmemory.STORED), tmp)
+        os.replace(tmp, final)
+        for f in old:
+            if f != final:
+                f.unlink(missing_ok=True)
+
+
+ROLLUP_FILE = "rollups.parquet"  # the one file of a partition rewritten in this process
+
+
+def _stored_here(out: Path, since: int) -> pa.Table:
+    """The minute rollups from the partition holding ``since`` on, as one table."""
+    root = results.grain_dir(out, "minute")
+    first = _instant(since)
+    tables = []
+    for day in results.days(out, "minute"):
+        if day < first.date():
+            continue
+        for hour_dir in results.day_dir(out, "minute", day).glob("hour=*"):
+            hour = int(hour_dir.name.removeprefix("hour="))
+            if day == first.date() and hour < first.hour:
+                continue
+            tables += [pq.read_table(f, schema=inmemory.STORED) for f in _parquet_files(hour_dir)]
+    del root
+    return pa.concat_tables(tables) if tables else inmemory.STORED.empty_table()
 
 
 @lru_cache(maxsize=4)
@@ -357,13 +574,13 @@ def _remember(state: State, snapshots: DataFrame) -> None:
 
 
 def _write_flags(
-    spark: SparkSession,
     out: Path,
     state: State,
     starts: dict[Key, int],
     rules: anomalies.Rules,
     days: int,
     full: bool,
+    episodes: Callable[[dict[Key, int], int], pa.Table],
 ) -> tuple[int, int]:
     """Flags redone for the queues rolled up again, from the first minute any of their
     episodes could change; the others' kept, closed once their queue is no longer
@@ -388,27 +605,7 @@ def _write_flags(
         for r in reaching.to_pylist():
             k = (r["connection"], r["namespace"], r["queue"])
             redo[k] = min(redo[k], r["start_min"])
-    if full:
-        minutes = _stored(spark, out, "minute", None)
-        episodes = anomalies.flags(minutes, rules, newest)
-    else:
-        # The minute before each redo's first, for its backlog growth and continuity.
-        minutes = (
-            _stored(spark, out, "minute", min(redo.values()) - 2 * MINUTE)
-            .join(_starts(spark, redo), KEY)
-            .where(_millis("bucket_start") >= F.col("_from") - 2 * MINUTE)
-            .drop("_from")
-        )
-        episodes = (
-            anomalies.flags(minutes, rules, newest)
-            .join(_starts(spark, redo), KEY)
-            .where(_millis("start") >= F.col("_from"))
-            .drop("_from")
-        )
-    made = episodes.select(
-        *KEY, "kind", _millis("start").alias("start"), _millis("end").alias("end"),
-        "intervals", "figures",
-    ).toArrow()  # fmt: skip
+    made = episodes(redo, newest)
     flags = [made.select(FLAGS_MS.names).cast(FLAGS_MS)]
     if stored is not None and stored.num_rows:
         kept = _closed(_kept(stored, redo), state, newest, rules)

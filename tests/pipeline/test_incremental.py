@@ -170,15 +170,25 @@ def flags(out: Path) -> list[tuple]:
 
 
 @pytest.mark.timeout(900)  # a few runs each: slow on a busy machine
-@pytest.mark.parametrize("seed", SEEDS)
-def test_any_sequence_of_runs_gives_what_a_full_run_and_plain_python_give(spark, tmp_path, seed):
+@pytest.mark.parametrize(
+    "seed, engine", [*((s, "either") for s in SEEDS), (0, "spark")], ids=lambda v: str(v)
+)
+def test_any_sequence_of_runs_gives_what_a_full_run_and_plain_python_give(
+    spark, tmp_path, monkeypatch, seed, engine
+):
+    """Increments run in this process (inmemory.py) unless a file is late; with
+    ``engine="spark"`` every one runs in Spark. ``--full`` always does."""
+    if engine == "spark":
+        monkeypatch.setattr(jobs, "ON_THE_DRIVER_ROWS", -1)
     rng = random.Random(seed)
     files = random_lake(rng)
     lake_dir, out = tmp_path / "lake", tmp_path / "out"
+    engines = []
     for batch in arrivals(rng, files):
         for f in batch:
             lake_writer.append(lake_dir, f)
-        jobs.run_rollups(spark, lake_dir, out, RULES)
+        engines.append(jobs.run_rollups(spark, lake_dir, out, RULES).engine)
+    assert ("driver" in engines) == (engine == "either")
 
     scratch = tmp_path / "scratch"
     jobs.run_rollups(spark, lake_dir, scratch, RULES, full=True)

@@ -58,7 +58,7 @@ def test_a_run_rolls_up_the_lake_and_a_rerun_changes_nothing(spark, lake, out):
     run = jobs.run_rollups(spark, lake, out)
     assert run.as_dict() == {
         "new_files": 2, "days": ["2026-11-21"], "rows": 3, "flags": 0, "open_flags": 0,
-        "watermark": ms("10:01:00"), "compacted": 0,
+        "watermark": ms("10:01:00"), "compacted": 0, "engine": "driver",
     }  # fmt: skip
     assert rollup_rows(out) == [
         (at("10:00:00"), 30, 30.0, 1.0),
@@ -224,3 +224,29 @@ def test_the_hourly_run_compacts_finished_hours_and_reads_only_what_is_new(spark
 
 def lake_files(lake_dir: Path) -> list[str]:
     return [n for names in listed(lake_dir).values() for n in names]
+
+
+def test_a_run_that_died_after_rewriting_a_partition_is_simply_done_again(spark, lake, out):
+    lake_writer.append(lake, [row("10:00:00", 0), row("10:00:00", 0, queue="q2")])
+    lake_writer.append(lake, [row("10:00:30", 30), row("10:00:30", 5, queue="q2")])
+    jobs.run_rollups(spark, lake, out, full=True)  # Spark writes the partitions
+    partition = results.day_dir(out, "minute", at("10:00").date()) / "hour=10"
+    spark_files = {f.name: f.read_bytes() for f in partition.glob("*.parquet")}
+    state = results.state_file(out).read_bytes()
+
+    lake_writer.append(lake, [row("10:01:00", 90)])
+    assert jobs.run_rollups(spark, lake, out).engine == "driver"
+    assert [f.name for f in partition.glob("*.parquet")] == [jobs.ROLLUP_FILE]
+    # As if it died after its rename: Spark's files back, the state not yet written.
+    for name, data in spark_files.items():
+        (partition / name).write_bytes(data)
+    results.state_file(out).write_bytes(state)
+
+    jobs.run_rollups(spark, lake, out)
+    scratch = lake.parent / "scratch"
+    jobs.run_rollups(spark, lake, scratch, full=True)
+    both = [
+        sorted(map(repr, results.buckets(o, "minute", at("10:00").date()))) for o in (out, scratch)
+    ]
+    assert both[0] == both[1]
+    assert len(both[0]) == 3  # q1 at 10:00 and 10:01, q2 at 10:00: nothing twice
