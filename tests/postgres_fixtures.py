@@ -2,11 +2,12 @@
 
 Debian's ``postgresql`` package (``.ci/run`` installs it) gives initdb and pg_ctl; the run
 makes a cluster of its own in a temporary folder, on a free port, at the first test that
-needs it, and removes it at the end. The tests of ``POSTGRES_MODULES`` are collected twice:
-as they are (SQLite) and as ``test_x[postgres]`` (or ``test_x[a-postgres]``), the twins
-last (the switch happens once). A twin runs with Django's ``default`` connection on
-Postgres: the same ORM, the same pytest-django transactions, a test database made by
-Django's migrations. Without initdb the twins are collected and skipped, saying why.
+needs it, and removes it at the end. The database tests of ``POSTGRES_MODULES`` are
+collected twice: as they are (SQLite) and as ``test_x[postgres]`` (or
+``test_x[a-postgres]``), the twins last (the switch happens once). A twin runs with
+Django's ``default`` connection on Postgres: the same ORM, the same pytest-django
+transactions, a test database made by Django's migrations. Without initdb the twins are
+collected and skipped, saying why.
 
 ``EmbeddedPostgres`` also serves the compose test and ``bench/snapshots.py --postgres``.
 """
@@ -222,7 +223,13 @@ def with_twins(collector: pytest.Collector, made: object) -> object:
     if not isinstance(made, list | tuple) and not hasattr(made, "__next__"):
         return made
     items = list(made)  # type: ignore[call-overload]
-    return items + [twin(i) for i in items if isinstance(i, pytest.Function)]
+    return items + [twin(i) for i in items if uses_database(i)]
+
+
+def uses_database(item: object) -> bool:
+    return isinstance(item, pytest.Function) and (
+        "_django_db_helper" in item.fixturenames or item.get_closest_marker("django_db") is not None
+    )
 
 
 def twins_last(items: list[pytest.Item]) -> None:
