@@ -115,6 +115,8 @@ AUTHENTICATION_BACKENDS = [
 AXES_FAILURE_LIMIT = int(os.environ.get("RSMQ_LOGIN_FAILURES", "5"))
 AXES_COOLOFF_TIME = dt.timedelta(seconds=float(os.environ.get("RSMQ_LOGIN_COOLOFF", "900")))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# The user name as a user name can be (a longer one posted would not fit axes' column).
+AXES_USERNAME_CALLABLE = "dashboard.throttle.username"
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False  # no banner at every start; lockouts go to the audit log
 AXES_LOCKOUT_TEMPLATE = "registration/locked.html"

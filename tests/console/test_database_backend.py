@@ -7,6 +7,7 @@ import threading
 
 import pytest
 from django.db import connection
+from django.test import Client
 
 from dashboard.models import AuditEntry
 
@@ -37,3 +38,17 @@ def test_another_thread_reaches_the_same_database(request, transactional_db):
     thread.join()
     assert seen == [expected_vendor(request)]
     assert AuditEntry.objects.get().username == "w"
+
+
+def test_an_overlong_login_is_refused_and_counted_without_a_500(db, settings):
+    """Every posted text that reaches a row is cut to its column: Postgres refuses what is
+    longer (SQLite keeps it), and django-axes writes the user name of each failed try."""
+    settings.AXES_FAILURE_LIMIT = 2
+    client = Client()
+    name = "u" * 5000
+    answers = [
+        client.post("/login/", {"username": name, "password": "wrong"}).status_code
+        for _ in range(2)
+    ]
+    assert answers == [200, 429]  # the form again, then locked out at the second failure
+    assert AuditEntry.objects.get().username == name[:150]
