@@ -1,11 +1,23 @@
-# The console's image: the web server, the Celery worker and beat (docker-compose.yml).
-FROM python:3.11-slim
+# The one image of the whole stack (docker-compose.yml): the web server, the Celery
+# worker and beat, and the Spark master and worker. pyspark ships Spark itself, so the
+# driver (in the worker or web) and the executors (in spark-worker) run the same Spark,
+# the same Python and this same project, with redis and pyarrow.
+# bookworm: the Debian that still has Java 17 (Spark 4 runs on 17 or 21).
+FROM python:3.11-slim-bookworm
+
+RUN apt-get update -qq \
+ && apt-get install -y -qq --no-install-recommends openjdk-17-jre-headless \
+ && rm -rf /var/lib/apt/lists/*
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     RSMQ_DATA_DIR=/data \
-    RSMQ_STATIC_ROOT=/app/staticfiles
+    RSMQ_STATIC_ROOT=/app/staticfiles \
+    # The executors' Python: this image's, where the project is installed.
+    PYSPARK_PYTHON=python3 \
+    # A Spark worker's scratch space (its default is inside the installed pyspark).
+    SPARK_WORKER_DIR=/tmp/spark-worker
 
 WORKDIR /app
 COPY . .
@@ -14,7 +26,8 @@ RUN pip install --no-cache-dir -e ".[postgres]"
 # Static files with hashed, compressed names, in the image (WhiteNoise serves them).
 RUN SECRET_KEY=collectstatic-only python manage.py collectstatic --noinput --verbosity 0
 
-# uid 185 is the user of the apache/spark image: both may write the shared lake volume.
+# One user for every service: they share the data volume (the lake, the pipeline's
+# output, beat's schedule), written by the console and read and written by executors.
 RUN useradd --uid 185 --create-home console && mkdir -p /data && chown console /data
 USER console
 

@@ -115,6 +115,8 @@ AUTHENTICATION_BACKENDS = [
 AXES_FAILURE_LIMIT = int(os.environ.get("RSMQ_LOGIN_FAILURES", "5"))
 AXES_COOLOFF_TIME = dt.timedelta(seconds=float(os.environ.get("RSMQ_LOGIN_COOLOFF", "900")))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# The user name as a user name can be (a longer one posted would not fit axes' column).
+AXES_USERNAME_CALLABLE = "dashboard.throttle.username"
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False  # no banner at every start; lockouts go to the audit log
 AXES_LOCKOUT_TEMPLATE = "registration/locked.html"
@@ -142,12 +144,24 @@ TEMPLATES = [
     }
 ]
 
-DATABASES = {
-    "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL") or f"sqlite:///{DATA_DIR / 'db.sqlite3'}",
-        conn_max_age=60,
+# The one way to choose the database: DATABASE_URL (sqlite:///…, postgres://…); unset,
+# SQLite in the data dir. A URL that names no known database is reported by the check at
+# start (below, RSMQ_CONFIG_ERRORS), with SQLite meanwhile so that the check can run.
+SQLITE_URL = f"sqlite:///{DATA_DIR / 'db.sqlite3'}"
+DATABASE_URL_SCHEMES = ("sqlite", "postgres", "postgresql")
+_database_url = os.environ.get("DATABASE_URL") or SQLITE_URL
+_database_error = ""
+if _database_url.split("://", 1)[0] in DATABASE_URL_SCHEMES:
+    # Health checks: a kept connection (60 s) that a restarted Postgres closed is
+    # replaced before a request uses it, not answered with a 500.
+    _database = dj_database_url.parse(_database_url, conn_max_age=60, conn_health_checks=True)
+else:  # never the URL itself in the message: it may hold a password
+    _database_error = (
+        f"DATABASE_URL must start with one of {', '.join(s + '://' for s in DATABASE_URL_SCHEMES)}"
+        f" (it starts with {_database_url.split(':', 1)[0][:20]!r})"
     )
-}
+    _database = dj_database_url.parse(SQLITE_URL, conn_max_age=60)
+DATABASES = {"default": _database}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The web server and the Celery worker write to one file: each write waits for the
     # other's (short) transaction instead of failing with "database is locked".
@@ -189,7 +203,7 @@ RSMQ_SOCKET_TIMEOUT = float(os.environ.get("RSMQ_SOCKET_TIMEOUT", "3"))
 # More connections: RSMQ_CONNECTIONS='[{"name": "prod", "url": "redis://…",
 #   "namespaces": ["rsmq"], "environment": "production"}]'
 # What is wrong with the environment, reported by the check at start (dashboard/checks.py).
-RSMQ_CONFIG_ERRORS: list[str] = []
+RSMQ_CONFIG_ERRORS: list[str] = [_database_error] if _database_error else []
 try:
     _connections = json.loads(os.environ.get("RSMQ_CONNECTIONS", "null"))
 except json.JSONDecodeError as e:

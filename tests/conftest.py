@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import redis
 from node_rsmq import NodeRsmq, install
+from postgres_fixtures import Backends, twins_last, with_twins
+from postgres_fixtures import report_header as postgres_report_header
 
 from queues import RedisSMQ
 from queues.server import EmbeddedRedis
@@ -17,6 +19,8 @@ from queues.server import EmbeddedRedis
 # Helper modules that test modules import (as well as load as plugins): their asserts
 # rewritten like a test's.
 pytest.register_assert_rewrite("console_fixtures", "metrics_scrape")
+
+BACKENDS = pytest.StashKey["Backends"]()
 
 
 @pytest.fixture(scope="session")
@@ -107,3 +111,38 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     # after pytest closed its streams: don't let logging print that failure as a
     # traceback below the test summary (the summary must stay the last thing printed).
     logging.raiseExceptions = False
+
+
+# -- The console's database tests, a second time on Postgres (tests/postgres_fixtures.py) --
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "postgres: the Postgres twin of a database test")
+    config.stash[BACKENDS] = Backends(config)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return postgres_report_header()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector) -> Iterator[object]:
+    return with_twins(collector, (yield))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    twins_last(items)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    backends = item.config.stash[BACKENDS]
+    if item.get_closest_marker("postgres"):
+        backends.use_postgres()
+    else:
+        backends.use_sqlite()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    session.config.stash[BACKENDS].stop()

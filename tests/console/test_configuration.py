@@ -70,16 +70,20 @@ def test_it_says_when_the_data_dir_cannot_be_made(settings, tmp_path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("connections", "line"),
+    ("environment", "line"),
     [
-        ('[{"name": "Prod EU", "url": "redis://h/0"}]', "name 'Prod EU' must be"),
-        ("[{", "RSMQ_CONNECTIONS is not JSON"),
+        ({"RSMQ_CONNECTIONS": '[{"name": "Prod EU", "url": "redis://h/0"}]'},
+         "name 'Prod EU' must be"),
+        ({"RSMQ_CONNECTIONS": "[{"}, "RSMQ_CONNECTIONS is not JSON"),
+        ({"DATABASE_URL": "mysql://u:s3cret@db/rsmq"},
+         "DATABASE_URL must start with one of sqlite://, postgres://, postgresql://"
+         " (it starts with 'mysql')"),
     ],
-)
+)  # fmt: skip
 def test_manage_py_check_fails_with_one_line_per_problem(
-    tmp_path, connections: str, line: str
+    tmp_path, environment: dict[str, str], line: str
 ) -> None:
-    env = dict(os.environ, RSMQ_CONNECTIONS=connections, RSMQ_DATA_DIR=str(tmp_path / "d"))
+    env = dict(os.environ, **environment, RSMQ_DATA_DIR=str(tmp_path / "d"))
     env.pop("DJANGO_SETTINGS_MODULE", None)
     proc = subprocess.run(
         [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True,
@@ -87,5 +91,6 @@ def test_manage_py_check_fails_with_one_line_per_problem(
     )  # fmt: skip
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr
+    assert "s3cret" not in proc.stderr + proc.stdout  # a URL's password is never shown
     (reported,) = [x for x in proc.stderr.splitlines() if "rsmq.E001" in x]
     assert line in reported
