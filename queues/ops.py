@@ -21,7 +21,6 @@ from . import validation as v
 from .driver import Batch, Call, Command, Endpoint, Op, operation
 from .errors import InvalidArgument, MessageNotString, NoAttributeSupplied, QueueNotFound
 from .ids import random_suffixes, sent_ms
-from .urls import MAX_WAIT_REPLICAS, MAX_WAIT_TIMEOUT
 from .models import (
     DeadLetterPolicy,
     Message,
@@ -33,6 +32,7 @@ from .models import (
     Slice,
     State,
 )
+from .urls import MAX_WAIT_REPLICAS, MAX_WAIT_TIMEOUT
 
 #: messages one purge / move / redrive / bulk step handles: small enough that a step
 #: never holds Redis for long (a few ms), large enough that a million take ~1000 steps

@@ -24,16 +24,16 @@ from redis.cluster import RedisCluster
 from redis.crc import key_slot
 from redis.exceptions import ClusterDownError, ConnectionError, MovedError, RedisClusterException
 from redis.retry import Retry
-from redis.sentinel import Sentinel
+from redis.sentinel import Sentinel, SentinelManagedConnection
+
+from .errors import InvalidArgument
+from .urls import Target, cluster_namespace_problem, redacted
 
 # redis-py's untyped constructors, called as what they are
 _Sentinel: Any = Sentinel
 _AsyncSentinel: Any = aiosentinel.Sentinel
 _AsyncSentinelPool: Any = aiosentinel.SentinelConnectionPool
 _ClusterNode: Any = redis.cluster.ClusterNode
-
-from .errors import InvalidArgument
-from .urls import Target, cluster_namespace_problem, redacted
 
 #: a connection's attempts to reach the master while Sentinel promotes another (about
 #: 3 s in all): enough for a SENTINEL FAILOVER; a longer one (a master killed) answers
@@ -68,8 +68,9 @@ def sync_client(t: Target, key: str, **options: Any) -> redis.Redis:
             },
         )
         master: redis.Redis = sentinels.master_for(
-            t.service, redis_class=redis.Redis, db=t.db, retry=_reconnects(), **auth, **options
-        )
+            t.service, redis_class=redis.Redis, connection_class=MasterConnection, db=t.db,
+            retry=_reconnects(), **auth, **options,
+        )  # fmt: skip
         return master
     owner = SlotOwner(t, key, {**auth, **options})
     pool = redis.ConnectionPool(connection_class=SlotConnection, owner=owner, **auth, **options)
@@ -90,7 +91,8 @@ def async_pool(t: Target, key: str, **options: Any) -> aioredis.ConnectionPool:
             },
         )
         pool: aioredis.ConnectionPool = _AsyncSentinelPool(
-            t.service, sentinels, db=t.db, retry=_reconnects(), **auth,
+            t.service, sentinels, connection_class=AsyncMasterConnection, db=t.db,
+            retry=_reconnects(), **auth,
             **{k: v for k, v in options.items() if k not in ("max_connections", "timeout")},
         )  # fmt: skip
         return pool
@@ -98,6 +100,50 @@ def async_pool(t: Target, key: str, **options: Any) -> aioredis.ConnectionPool:
     return aioredis.BlockingConnectionPool(
         connection_class=AsyncSlotConnection, owner=owner, **auth, **options
     )
+
+
+class MasterConnection(SentinelManagedConnection):
+    """A connection to the group's master, asked of the sentinels at every (re)connect.
+
+    redis-py's own asks them only in ``connect()``; a command sent on a closed
+    connection reconnects without it (to localhost:6379). Retried with backoff while
+    the sentinels still name a master that is gone (a failover under way)."""
+
+    def connect(self) -> None:
+        self.connect_check_health()
+
+    def connect_check_health(
+        self, check_health: bool = True, retry_socket_connect: bool = True
+    ) -> None:
+        if self._sock:
+            return
+        self.retry.call_with_retry(lambda: self._to_master(check_health), lambda e: None)
+
+    def _to_master(self, check_health: bool) -> None:
+        self.host, self.port = self.connection_pool.get_master_address()
+        super().connect_check_health(check_health, retry_socket_connect=False)
+
+
+class AsyncMasterConnection(aiosentinel.SentinelManagedConnection):
+    async def connect(self) -> None:
+        await self.connect_check_health()
+
+    async def connect_check_health(
+        self, check_health: bool = True, retry_socket_connect: bool = True
+    ) -> None:
+        if self.is_connected:
+            return
+
+        async def to_master() -> None:
+            self.host, self.port = await self.connection_pool.get_master_address()
+            await super(AsyncMasterConnection, self).connect_check_health(
+                check_health, retry_socket_connect=False
+            )
+
+        async def again(error: Exception) -> None:
+            pass
+
+        await self.retry.call_with_retry(to_master, again)
 
 
 def _unreachable(t: Target, e: Exception) -> ConnectionError:

@@ -101,7 +101,9 @@ def parse(url: str) -> Target:
     options = dict(parse_qsl(query, keep_blank_values=True))
     replicas, timeout = _wait(options, url)
     if url.startswith(PLAIN):
-        kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k not in WAIT_OPTIONS]
+        kept = [
+            (k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k not in WAIT_OPTIONS
+        ]
         plain = head + ("?" + urlencode(kept) if kept else "")
         return Target("redis", plain, wait_replicas=replicas, wait_timeout=timeout)
     sentinel = url.startswith(SENTINEL)
