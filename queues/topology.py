@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from typing import Any
 
 import redis
@@ -36,9 +37,13 @@ _AsyncSentinelPool: Any = aiosentinel.SentinelConnectionPool
 _ClusterNode: Any = redis.cluster.ClusterNode
 
 #: a connection's attempts to reach the master while Sentinel promotes another (about
-#: 3 s in all): enough for a SENTINEL FAILOVER; a longer one (a master killed) answers
+#: 1 s in all): enough for a SENTINEL FAILOVER; a longer one (a master killed) answers
 #: "unavailable" meanwhile, and the next call asks the sentinels again
-RECONNECTS = 5
+RECONNECTS = 3
+#: how often (s) a connection asks the sentinels whether its master is still the one:
+#: after a SENTINEL FAILOVER the old master takes writes until the sentinels demote it
+#: (their INFO round, up to 10 s), and those writes are lost when it resyncs
+MASTER_CHECK = 1.0
 
 
 def slot_key(t: Target, ns: str) -> str:
@@ -51,7 +56,7 @@ def slot_key(t: Target, ns: str) -> str:
 
 
 def _reconnects() -> Retry:
-    return Retry(ExponentialBackoff(cap=1.0, base=0.1), RECONNECTS)
+    return Retry(ExponentialBackoff(cap=0.5, base=0.1), RECONNECTS)
 
 
 def sync_client(t: Target, key: str, **options: Any) -> redis.Redis:
@@ -107,7 +112,10 @@ class MasterConnection(SentinelManagedConnection):
 
     redis-py's own asks them only in ``connect()``; a command sent on a closed
     connection reconnects without it (to localhost:6379). Retried with backoff while
-    the sentinels still name a master that is gone (a failover under way)."""
+    the sentinels still name a master that is gone (a failover under way); and left
+    for the new master once the sentinels name another (see MASTER_CHECK)."""
+
+    checked = 0.0
 
     def connect(self) -> None:
         self.connect_check_health()
@@ -122,9 +130,19 @@ class MasterConnection(SentinelManagedConnection):
     def _to_master(self, check_health: bool) -> None:
         self.host, self.port = self.connection_pool.get_master_address()
         super().connect_check_health(check_health, retry_socket_connect=False)
+        self.checked = time.monotonic()
+
+    def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        if self._sock and time.monotonic() - self.checked > MASTER_CHECK:
+            self.checked = time.monotonic()
+            if _demoted(self, self.connection_pool.get_master_address):
+                self.disconnect()
+        super().send_packed_command(command, check_health)  # type: ignore[no-untyped-call]
 
 
 class AsyncMasterConnection(aiosentinel.SentinelManagedConnection):
+    checked = 0.0
+
     async def connect(self) -> None:
         await self.connect_check_health()
 
@@ -144,6 +162,27 @@ class AsyncMasterConnection(aiosentinel.SentinelManagedConnection):
             pass
 
         await self.retry.call_with_retry(to_master, again)
+        self.checked = time.monotonic()
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        if self.is_connected and time.monotonic() - self.checked > MASTER_CHECK:
+            self.checked = time.monotonic()
+            try:
+                where = await self.connection_pool.get_master_address()
+            except ConnectionError:
+                where = None
+            if where is not None and tuple(where) != (self.host, self.port):
+                await self.disconnect()
+        await super().send_packed_command(command, check_health)
+
+
+def _demoted(conn: Any, master_address: Any) -> bool:
+    """Do the sentinels name another master than the one ``conn`` is connected to?"""
+    try:
+        where = master_address()
+    except ConnectionError:
+        return False  # no sentinel answers: keep to the master we have
+    return bool(tuple(where) != (conn.host, conn.port))
 
 
 def _unreachable(t: Target, e: Exception) -> ConnectionError:

@@ -1,0 +1,140 @@
+"""Failover through a real Sentinel group while a producer sends and a worker consumes:
+SENTINEL FAILOVER and kill -9 of the master. The producer sends with ``WAIT 1``
+(``wait_replicas=1``), so a send it was told succeeded is on the replica too; the test
+reports acknowledged vs received and finds none of the acknowledged lost."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from redis_topologies import SentinelGroup
+
+from queues import RedisSMQ, RsmqError
+from queues.cli import main
+from queues.worker import Worker
+
+pytestmark = pytest.mark.slow
+
+DOWN_AFTER_MS = 1000
+FAILOVER_TIMEOUT_MS = 3000
+
+
+@pytest.fixture
+def group(tmp_path: Path) -> Iterator[SentinelGroup]:
+    with SentinelGroup(tmp_path, DOWN_AFTER_MS, FAILOVER_TIMEOUT_MS) as g:
+        yield g
+
+
+class Producer(threading.Thread):
+    """Sends m0, m1, … as fast as it is answered; remembers which were acknowledged."""
+
+    def __init__(self, url: str, ns: str) -> None:
+        super().__init__(daemon=True)
+        self.rsmq = RedisSMQ(url=url, ns=ns, wait_replicas=1, wait_timeout=500)
+        self.acked: dict[str, float] = {}  # body -> when it was acknowledged
+        self.failed = 0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        i = 0
+        while not self.done.is_set():
+            body = f"m{i}"
+            i += 1
+            try:
+                self.rsmq.send_message("jobs", body)
+                self.acked[body] = time.monotonic()
+            except (redis.RedisError, RsmqError):
+                self.failed += 1  # not acknowledged (NotReplicated, Redis unreachable)
+                time.sleep(0.05)
+        self.rsmq.close()
+
+    def acked_after(self, t: float) -> int:
+        return sum(1 for at in list(self.acked.values()) if at > t)
+
+
+@pytest.mark.parametrize("how", ["sentinel-failover", "kill-9"])
+def test_a_failover_loses_no_acknowledged_send(
+    group: SentinelGroup, how: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ns = "f" + uuid.uuid4().hex[:8]
+    with RedisSMQ(url=group.url(), ns=ns) as setup:
+        setup.create_queue("jobs")
+    received: set[str] = set()
+    worker = Worker(url=group.url(), ns=ns, poll_interval=0.05, realtime=False, grace=1)
+
+    @worker.handler("jobs", concurrency=2, vt=5)
+    def handle(msg: object) -> None:
+        received.add(msg.message)  # type: ignore[attr-defined]
+
+    consumer = threading.Thread(target=worker.run, daemon=True)
+    consumer.start()
+    producer = Producer(group.url(), ns)
+    producer.start()
+    _until(lambda: len(producer.acked) >= 20 and received, "traffic flowing", 20)
+
+    old = group.master_port()
+    started = time.monotonic()
+    if how == "sentinel-failover":
+        group.failover()
+    else:
+        killed = group.kill_master()
+    new = group.wait_for_new_master(old)
+    promoted = time.monotonic() - started
+    on_new = redis.Redis(port=new, decode_responses=True)
+    base = int(on_new.hget(f"{ns}:jobs:Q", "totalsent") or 0)
+    if how == "kill-9":
+        killed.start()  # back as a replica of the new master (the sentinels make it one)
+    # Followed: the producer's sends land on the new master...
+    _until(
+        lambda: int(on_new.hget(f"{ns}:jobs:Q", "totalsent") or 0) > base,
+        "sends on the new master",
+        30,
+    )
+    followed = time.monotonic() - started
+    # ... and are acknowledged again once it has a replica to WAIT for.
+    _until(lambda: producer.acked_after(started + promoted) >= 20, "sends acknowledged again", 30)
+    reacked = min(at for at in producer.acked.values() if at > started + promoted) - started
+    producer.done.set()
+    producer.join(10)
+    acked = set(producer.acked)
+    _until(lambda: acked <= received, "every acknowledged send received", 30)
+    worker.stop()
+    consumer.join(10)
+
+    # The CLI, started now with the same URL, reaches the new master.
+    assert (
+        main(["--url", group.url(), "--ns", ns, "message", "send", "-n", "jobs", "-m", "cli"]) == 0
+    )
+    assert json.loads(capsys.readouterr().out.strip())
+    assert "cli" in on_new.hvals(f"{ns}:jobs:Q")
+    on_new.close()
+
+    lost = acked - received
+    with capsys.disabled():
+        print(
+            f"\n{how}: master {old} -> {new}, promoted in {promoted:.1f} s; the producer's "
+            f"sends reached it {followed:.1f} s after the failover began, and were "
+            f"acknowledged again (WAIT 1: a replica back) {reacked:.1f} s after; "
+            f"sends acknowledged {len(acked)}, "
+            f"not acknowledged {producer.failed}, received {len(received & acked)} of the "
+            f"acknowledged (+{len(received - acked)} unacknowledged that landed), lost {len(lost)}"
+        )
+    assert lost == set()
+    # Within the Sentinel's own timeouts (down-after + failover-timeout) and a margin
+    # for a 2-core machine shared with the rest of the suite.
+    assert followed < (DOWN_AFTER_MS + FAILOVER_TIMEOUT_MS) / 1000 + 10
+
+
+def _until(check: object, what: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout} s")
+        time.sleep(0.05)
