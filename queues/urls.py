@@ -91,7 +91,7 @@ class Target:
     wait_timeout: int = 1000
 
 
-def parse(url: str) -> Target:
+def parse(url: object) -> Target:
     """``url`` understood, or ValueError with one line saying what is wrong (never the
     password)."""
     if not isinstance(url, str) or not url.startswith(SCHEMES):
