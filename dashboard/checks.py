@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, register
 
-from queues.urls import cluster_namespace_problem, parse
+from queues.urls import CLUSTER, SENTINEL, cluster_namespace_problem, parse
 
 #: a connection's name stands in the console's URLs (/c/<name>/…)
 NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,100}")
@@ -25,6 +25,11 @@ def problems() -> list[str]:
     """Everything wrong with the configuration, one line each."""
     found = list(getattr(settings, "RSMQ_CONFIG_ERRORS", []))
     found += _connections(settings.RSMQ_CONNECTIONS)
+    if str(settings.CELERY_BROKER_URL).startswith((SENTINEL, CLUSTER)):
+        found.append(
+            "CELERY_BROKER_URL must be set to a plain redis:// URL when RSMQ_REDIS_URL is a "
+            "Sentinel or Cluster URL (Celery's broker and the console's locks can't use those)"
+        )
     found += _data_dir(Path(settings.DATA_DIR))
     return found
 

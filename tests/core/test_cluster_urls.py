@@ -70,3 +70,19 @@ def test_a_bad_url_is_one_line_naming_what_is_wrong(url: str, says: str) -> None
 )
 def test_a_namespaces_hash_tag_is_the_one_redis_cluster_hashes(ns: str, tag: str | None) -> None:
     assert hash_tag(ns) == tag
+
+
+def test_the_console_wants_its_own_broker_url_beside_a_sentinel_or_cluster(
+    settings, tmp_path
+) -> None:
+    from dashboard.checks import problems
+
+    settings.DATA_DIR = tmp_path
+    settings.RSMQ_CONNECTIONS = [{"name": "ha", "url": "redis+sentinel://s1/mymaster"}]
+    settings.CELERY_BROKER_URL = "redis+sentinel://s1/1"  # what settings derive from it
+    assert problems() == [
+        "CELERY_BROKER_URL must be set to a plain redis:// URL when RSMQ_REDIS_URL is a "
+        "Sentinel or Cluster URL (Celery's broker and the console's locks can't use those)"
+    ]
+    settings.CELERY_BROKER_URL = "redis://broker:6379/1"
+    assert problems() == []
