@@ -17,17 +17,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Sequence
 
-import redis
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_safe
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from queues import RsmqError
 from queues.urls import redacted
 
 from .access import token_or_viewer
-from .connections import Connection, connections, get_rsmq
+from .connections import Connection, connections, stats_of_all
 
 log = logging.getLogger(__name__)
 
@@ -70,10 +68,9 @@ class QueueCollector:
         up = GaugeMetricFamily(
             "rsmq_up", "1 if the namespace was read in this scrape", labels=LABELS[:2]
         )
-        for conn, ns in self.places:
-            try:
-                stats = get_rsmq(conn, ns).queue_stats()
-            except (redis.RedisError, RsmqError) as e:
+        for (conn, ns), stats in zip(self.places, stats_of_all(self.places), strict=True):
+            if isinstance(stats, Exception):
+                e = stats
                 # One Redis down must not hide the others: its namespace reports up 0.
                 log.warning(
                     "metrics: %s/%s unreadable at %s: %s", conn.name, ns, redacted(conn.url), e
