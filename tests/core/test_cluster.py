@@ -134,3 +134,31 @@ def test_a_slot_moved_to_another_node_is_followed(
     crsmq.send_message("q1", "after")
     assert crsmq.get_queue_attributes("q1").totalsent == 2
     assert node_of(redis_cluster, f"{{{tag}}}") == dst
+
+
+def test_a_node_that_lost_its_scripts_gets_them_again(
+    redis_cluster: RedisClusterGroup, crsmq: RedisSMQ, tag: str
+) -> None:
+    crsmq.create_queue("q1")
+    node = redis.Redis(port=node_of(redis_cluster, f"{{{tag}}}"))
+    node.script_flush()
+    node.close()
+    # NOSCRIPT: the scripts are loaded on the slot's node, and the send runs once.
+    crsmq.send_message("q1", "after a flush")
+    assert crsmq.get_queue_attributes("q1").totalsent == 1
+
+
+def test_the_async_client_follows_a_moved_slot(redis_cluster: RedisClusterGroup, tag: str) -> None:
+    async def run() -> tuple[int, int]:
+        async with AsyncRedisSMQ(url=redis_cluster.url, ns=f"{{{tag}}}") as a:
+            await a.create_queue("q")
+            await a.send_message("q", "before")
+            src = node_of(redis_cluster, f"{{{tag}}}")
+            dst = next(n.port for n in redis_cluster.nodes if n.port != src)
+            move_slot(redis_cluster, key_slot(tag.encode()), src, dst)
+            await asyncio.gather(*(a.send_message("q", "after") for _ in range(10)))
+            return (await a.get_queue_attributes("q")).msgs, node_of(
+                redis_cluster, f"{{{tag}}}"
+            ) - dst
+
+    assert asyncio.run(run()) == (11, 0)
