@@ -18,7 +18,7 @@ from queues.server import EmbeddedRedis, free_port, port_is_free, redis_server_b
 SERVICE = "mymaster"
 
 
-def _wait_for(what: str, check: object, timeout: float = 20.0) -> None:
+def wait_for(what: str, check: object, timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
     last: object = None
     while time.monotonic() < deadline:
@@ -28,7 +28,7 @@ def _wait_for(what: str, check: object, timeout: float = 20.0) -> None:
         except redis.RedisError as e:
             last = e
         time.sleep(0.1)
-    raise RuntimeError(f"{what} not reached in {timeout} s ({last})")
+    raise AssertionError(f"{what}: not within {timeout} s ({last or 'no error'})")
 
 
 def _cluster_port() -> int:
@@ -75,7 +75,7 @@ class RedisClusterGroup:
         )  # fmt: skip
         for node in self.nodes:
             client = redis.Redis(port=node.port)
-            _wait_for(
+            wait_for(
                 f"cluster_state:ok on {node.port}",
                 lambda c=client: b"cluster_state:ok" in c.execute_command("CLUSTER", "INFO"),
             )
@@ -126,7 +126,7 @@ class SentinelGroup:
         self.master.start()
         self.replica.start()
         replica = redis.Redis(port=self.replica.port)
-        _wait_for(
+        wait_for(
             "the replica in sync",
             lambda: replica.info("replication").get("master_link_status") == "up",
         )
@@ -146,7 +146,7 @@ class SentinelGroup:
         # Every sentinel knows the replica and the other sentinels before a test begins.
         for s in self.sentinels:
             c = redis.Redis(port=s.port, decode_responses=True)
-            _wait_for(
+            wait_for(
                 f"sentinel {s.port} seeing the group",
                 lambda c=c: (
                     c.sentinel_master(SERVICE)["num-other-sentinels"] == 2
@@ -181,10 +181,10 @@ class SentinelGroup:
         return server
 
     def wait_for_new_master(self, old: int, timeout: float = 30.0) -> int:
-        _wait_for(f"a master other than {old}", lambda: self.master_port() != old, timeout)
+        wait_for(f"a master other than {old}", lambda: self.master_port() != old, timeout)
         port = self.master_port()
         c = redis.Redis(port=port)
-        _wait_for("the new master writable", lambda: c.info("replication")["role"] == "master")
+        wait_for("the new master writable", lambda: c.info("replication")["role"] == "master")
         c.close()
         return port
 

@@ -33,10 +33,13 @@ def test_a_good_configuration_has_no_problem(conns) -> None:
 def test_sentinel_and_cluster_urls_are_accepted(conns) -> None:
     sentinel = "redis+sentinel://:pw@s1:26379,s2:26379,[::1]:26380/mymaster/2?wait_replicas=1"
     cluster = "redis+cluster://:pw@n1:7000,n2:7001"
-    assert conns(
-        {"name": "ha", "url": sentinel},
-        {"name": "big", "url": cluster, "namespaces": ["{shop}:orders", "{billing}"]},
-    ) == []
+    assert (
+        conns(
+            {"name": "ha", "url": sentinel},
+            {"name": "big", "url": cluster, "namespaces": ["{shop}:orders", "{billing}"]},
+        )
+        == []
+    )
 
 
 @pytest.mark.parametrize(

@@ -162,3 +162,17 @@ def test_the_async_client_follows_a_moved_slot(redis_cluster: RedisClusterGroup,
             ) - dst
 
     assert asyncio.run(run()) == (11, 0)
+
+
+def test_realtime_sends_reach_a_subscriber_of_the_namespaces_node(
+    redis_cluster: RedisClusterGroup, tag: str
+) -> None:
+    with RedisSMQ(url=redis_cluster.url, ns=f"{{{tag}}}", realtime=True) as rt:
+        rt.create_queue("q1")
+        pubsub = rt.redis.pubsub()  # as the worker listens: on the slot's node
+        pubsub.subscribe(rt.realtime_channel("q1"))
+        assert pubsub.get_message(timeout=2)["type"] == "subscribe"  # type: ignore[index]
+        rt.send_messages("q1", ["a", "b"])
+        got = pubsub.get_message(timeout=2)
+        pubsub.close()
+    assert got is not None and got["data"] == b"2"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from redis_topologies import SentinelGroup
+from redis_topologies import SentinelGroup, wait_for
 
 from queues import AsyncRedisSMQ, RedisSMQ, RsmqError
 from queues.cli import main
@@ -83,7 +83,7 @@ def test_a_failover_loses_no_acknowledged_send(
     consumer.start()
     producer = Producer(group.url(), ns)
     producer.start()
-    _until(lambda: len(producer.acked) >= 20 and received, "traffic flowing", 20)
+    wait_for("traffic flowing", lambda: len(producer.acked) >= 20 and received)
 
     old = group.master_port()
     started = time.monotonic()
@@ -98,19 +98,19 @@ def test_a_failover_loses_no_acknowledged_send(
     if how == "kill-9":
         killed.start()  # back as a replica of the new master (the sentinels make it one)
     # Followed: the producer's sends land on the new master...
-    _until(
-        lambda: int(on_new.hget(f"{ns}:jobs:Q", "totalsent") or 0) > base,
+    wait_for(
         "sends on the new master",
+        lambda: int(on_new.hget(f"{ns}:jobs:Q", "totalsent") or 0) > base,
         30,
     )
     followed = time.monotonic() - started
     # ... and are acknowledged again once it has a replica to WAIT for.
-    _until(lambda: producer.acked_after(started + promoted) >= 20, "sends acknowledged again", 30)
+    wait_for("sends acknowledged again", lambda: producer.acked_after(started + promoted) >= 20, 30)
     reacked = min(at for at in producer.acked.values() if at > started + promoted) - started
     producer.done.set()
     producer.join(10)
     acked = set(producer.acked)
-    _until(lambda: acked <= received, "every acknowledged send received", 30)
+    wait_for("every acknowledged send received", lambda: acked <= received, 30)
     worker.stop()
     consumer.join(10)
 
@@ -134,14 +134,6 @@ def test_a_failover_loses_no_acknowledged_send(
         )
     assert lost == set()
     assert followed < FOLLOWED_WITHIN
-
-
-def _until(check: object, what: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout} s")
-        time.sleep(0.05)
 
 
 def test_the_async_client_follows_a_sentinel_failover(group: SentinelGroup) -> None:
