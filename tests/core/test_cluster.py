@@ -4,6 +4,7 @@ held by one slot through their hash tag, and the slot's node followed when it mo
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import Iterator
 
@@ -13,6 +14,7 @@ from redis.crc import key_slot
 from redis_topologies import EXPECTED, RedisClusterGroup, every_operation
 
 from queues import AsyncRedisSMQ, InvalidArgument, RedisSMQ
+from queues.cli import EXIT_ERROR, main
 
 
 @pytest.fixture
@@ -176,3 +178,18 @@ def test_realtime_sends_reach_a_subscriber_of_the_namespaces_node(
         got = pubsub.get_message(timeout=2)
         pubsub.close()
     assert got is not None and got["data"] == b"2"
+
+
+def test_the_cli_works_on_a_cluster_and_says_why_a_namespace_is_refused(
+    redis_cluster: RedisClusterGroup, tag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["--url", redis_cluster.url, "--ns"]
+    assert main([*base, f"{{{tag}}}", "queue", "create", "-n", "jobs"]) == 0
+    assert main([*base, f"{{{tag}}}", "message", "send", "-n", "jobs", "-m", "hi"]) == 0
+    assert main([*base, f"{{{tag}}}", "queue", "list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert json.loads(out[-1]) == ["jobs"]
+    assert main([*base, "orders", "queue", "list"]) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert err.startswith("rsmq: error: namespace 'orders' has no hash tag")
+    assert err.count("\n") == 1
