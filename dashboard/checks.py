@@ -13,19 +13,23 @@ from typing import Any
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, register
 
-from queues.urls import redacted
+from queues.urls import CLUSTER, SENTINEL, cluster_namespace_problem, parse
 
 #: a connection's name stands in the console's URLs (/c/<name>/…)
 NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,100}")
 #: a namespace stands in them too, and prefixes every key (``{shop}`` on a Cluster)
 NAMESPACE_RE = re.compile(r"[A-Za-z0-9_.:{}-]{1,200}")
-SCHEMES = ("redis://", "rediss://", "unix://")
 
 
 def problems() -> list[str]:
     """Everything wrong with the configuration, one line each."""
     found = list(getattr(settings, "RSMQ_CONFIG_ERRORS", []))
     found += _connections(settings.RSMQ_CONNECTIONS)
+    if str(settings.CELERY_BROKER_URL).startswith((SENTINEL, CLUSTER)):
+        found.append(
+            "CELERY_BROKER_URL must be set to a plain redis:// URL when RSMQ_REDIS_URL is a "
+            "Sentinel or Cluster URL (Celery's broker and the console's locks can't use those)"
+        )
     found += _data_dir(Path(settings.DATA_DIR))
     return found
 
@@ -51,9 +55,11 @@ def _connections(conns: Any) -> Iterable[str]:
         else:
             seen.add(name)
         label = f"{where} ({name})" if isinstance(name, str) else where
-        if not isinstance(url, str) or not url.startswith(SCHEMES):
-            shown = redacted(url) if isinstance(url, str) else repr(url)
-            yield f"{label}: url {shown!r} must start with {', '.join(SCHEMES)}"
+        target = None
+        try:
+            target = parse(url)
+        except ValueError as e:
+            yield f"{label}: {e}"
         namespaces = c.get("namespaces", ["rsmq"])
         if not isinstance(namespaces, list) or not namespaces:
             yield f"{label}: namespaces must be a non-empty list"
@@ -64,6 +70,10 @@ def _connections(conns: Any) -> Iterable[str]:
                     f"{label}: namespace {ns!r} must be 1 to 200 letters, digits or "
                     "'_' '-' '.' ':' '{' '}'"
                 )
+            elif target is not None and target.kind == "cluster":
+                problem = cluster_namespace_problem(ns)
+                if problem:
+                    yield f"{label}: {problem}"
 
 
 def _data_dir(path: Path) -> Iterable[str]:

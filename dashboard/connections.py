@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+import redis
 from django.conf import settings
 
-from queues import RedisSMQ
+from queues import RedisSMQ, RsmqError
+from queues.models import QueueStats
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,3 +52,29 @@ def _client(url: str, ns: str, timeout: float) -> RedisSMQ:
 def get_rsmq(conn: Connection, ns: str | None = None) -> RedisSMQ:
     namespace = ns if ns in conn.namespaces else conn.namespaces[0]
     return _client(conn.url, namespace, settings.RSMQ_SOCKET_TIMEOUT)
+
+
+@lru_cache(maxsize=64)
+def _reader(url: str, ns: str) -> ThreadPoolExecutor:
+    # One thread per namespace, kept: it always reads with the same connection
+    # (RedisSMQ's are per thread), so a read is one round trip, never a new handshake.
+    return ThreadPoolExecutor(1, thread_name_prefix=f"rsmq-read-{ns}")
+
+
+def stats_of_all(
+    places: Sequence[tuple[Connection, str]],
+) -> list[list[QueueStats] | redis.RedisError | RsmqError]:
+    """``queue_stats()`` of every (connection, namespace), read in parallel: namespaces on
+    different servers or Cluster shards cost the slowest read, not the sum. A place
+    Redis failed to answer gets its error, so one down never hides the others."""
+
+    def read(place: tuple[Connection, str]) -> list[QueueStats] | redis.RedisError | RsmqError:
+        try:
+            return get_rsmq(*place).queue_stats()
+        except (redis.RedisError, RsmqError) as e:
+            return e
+
+    if len(places) <= 1:
+        return [read(p) for p in places]
+    futures = [_reader(c.url, ns).submit(read, (c, ns)) for c, ns in places]
+    return [f.result() for f in futures]

@@ -30,19 +30,17 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
-import redis
 from django.http import HttpRequest, StreamingHttpResponse
 from django.views.decorators.http import require_safe
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from queues import RsmqError
 from queues.models import QueueStats
 from queues.urls import redacted
 
 from . import latest
 from .access import token_or_viewer
-from .connections import Connection, connections, get_rsmq
+from .connections import Connection, connections, stats_of_all
 from .exposition import Family, escape, labels, render
 
 log = logging.getLogger(__name__)
@@ -133,23 +131,28 @@ class Scrape:
         self.unreadable: list[list[str]] = []  # labels
         self.up: list[tuple[list[str], int]] = []
         self.age: list[tuple[list[str], float]] = []
-        for conn, ns in places:
-            self._read(conn, ns)
+        live = [(conn, ns) for conn, ns in places if not self._from_snapshot(conn, ns)]
+        for (conn, ns), stats in zip(live, stats_of_all(live), strict=True):
+            self._live(conn, ns, stats)
 
-    def _read(self, conn: Connection, ns: str) -> None:
+    def _from_snapshot(self, conn: Connection, ns: str) -> bool:
+        """A big namespace's rows from its last snapshot, if recent; False: read it live."""
         run = latest.last_run(conn.name, ns)
-        if run is not None and latest.is_big(run[1]):
-            taken_at, snapshot = run
-            place = place_labels(conn.name, ns)
-            self.rows += (QueueRow.of_snapshot(place, r) for r in snapshot.values_list(*SNAPSHOT))
-            self.up.append(([conn.name, ns], 1))
-            self.age.append(([conn.name, ns], max(0.0, time.time() - taken_at / 1000)))
-            return
-        try:
-            stats = get_rsmq(conn, ns).queue_stats()
-        except (redis.RedisError, RsmqError) as e:
+        if run is None or not latest.is_big(run[1]):
+            return False
+        taken_at, snapshot = run
+        place = place_labels(conn.name, ns)
+        self.rows += (QueueRow.of_snapshot(place, r) for r in snapshot.values_list(*SNAPSHOT))
+        self.up.append(([conn.name, ns], 1))
+        self.age.append(([conn.name, ns], max(0.0, time.time() - taken_at / 1000)))
+        return True
+
+    def _live(self, conn: Connection, ns: str, stats: list[QueueStats] | Exception) -> None:
+        if isinstance(stats, Exception):
             # One Redis down must not hide the others: its namespace reports up 0.
-            log.warning("metrics: %s/%s unreadable at %s: %s", conn.name, ns, redacted(conn.url), e)
+            log.warning(
+                "metrics: %s/%s unreadable at %s: %s", conn.name, ns, redacted(conn.url), stats
+            )
             self.up.append(([conn.name, ns], 0))
             return
         self.up.append(([conn.name, ns], 1))

@@ -12,19 +12,17 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import redis
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
 from pipeline.lake import SCHEMA
-from queues import RsmqError
 from queues.locks import Busy
 from queues.models import QueueStats
 from queues.urls import redacted
 
 from . import lake, locks
-from .connections import Connection, connections, get_rsmq
+from .connections import Connection, connections, stats_of_all
 from .models import Snapshot
 
 log = logging.getLogger(__name__)
@@ -65,20 +63,18 @@ def take() -> Run:
 def _take() -> Run:
     run = Run()
     rows: list[Row] = []
-    for conn in connections():
-        for ns in conn.namespaces:
-            try:
-                stats = get_rsmq(conn, ns).queue_stats()
-            except (redis.RedisError, RsmqError) as e:
-                # Nothing of this namespace this time; the others still count.
-                error = " ".join(str(e).split())
-                log.warning(
-                    "snapshot of %s/%s skipped: Redis at %s: %s",
-                    conn.name, ns, redacted(conn.url), error,
-                )  # fmt: skip
-                run.skipped.append(f"{conn.name}/{ns}")
-                continue
-            rows += _rows(conn, ns, stats, run)
+    places = [(conn, ns) for conn in connections() for ns in conn.namespaces]
+    for (conn, ns), stats in zip(places, stats_of_all(places), strict=True):
+        if isinstance(stats, Exception):
+            # Nothing of this namespace this time; the others still count.
+            error = " ".join(str(stats).split())
+            log.warning(
+                "snapshot of %s/%s skipped: Redis at %s: %s",
+                conn.name, ns, redacted(conn.url), error,
+            )  # fmt: skip
+            run.skipped.append(f"{conn.name}/{ns}")
+            continue
+        rows += _rows(conn, ns, stats, run)
     if rows:
         run.files = store(rows)
         run.rows = len(rows)

@@ -26,6 +26,7 @@ import redis.asyncio as aioredis
 import redis.connection
 from redis.exceptions import ConnectionError, ResponseError
 
+from . import topology
 from .driver import Cmd, Endpoint, Op, Outcome, T, rounds
 from .ops import Operations
 
@@ -135,14 +136,22 @@ class AsyncRedisSMQ(Operations[aioredis.Redis]):
     LANES = 4
 
     def _open(self, client: aioredis.Redis | None, endpoint: Endpoint) -> aioredis.Redis:
+        target = endpoint.target()
+        self._wait = endpoint.wait(target)
         if client is None:
             # A blocking pool: more concurrent users of ``.redis`` than connections wait
             # for one to be free instead of failing (the default pool raises past
             # max_connections). The operations themselves use lanes of their own.
-            blocking = endpoint.make(
-                aioredis.BlockingConnectionPool, max_connections=MAX_CONNECTIONS, timeout=None
-            )
-            client = aioredis.Redis(connection_pool=blocking)
+            options = {"max_connections": MAX_CONNECTIONS, "timeout": None}
+            pool: aioredis.ConnectionPool
+            if target is None or target.kind == "redis":
+                pool = endpoint.make(aioredis.BlockingConnectionPool, **options)
+            else:
+                key = topology.slot_key(target, self.ns)
+                pool = topology.async_pool(
+                    target, key, socket_timeout=endpoint.socket_timeout, **options
+                )
+            client = aioredis.Redis(connection_pool=pool)
         # Made like the pool's own connections, outside it (as the sync client's are).
         make: Callable[..., Any] = client.connection_pool.connection_class
         kwargs = client.connection_pool.connection_kwargs
@@ -163,6 +172,7 @@ class AsyncRedisSMQ(Operations[aioredis.Redis]):
             await asyncio.gather(*(lane.close() for lane in lanes))
         await self.redis.aclose()
         await self.redis.connection_pool.disconnect()
+        await topology.aclose(self.redis.connection_pool)
 
     async def __aenter__(self) -> AsyncRedisSMQ:
         return self
@@ -172,7 +182,7 @@ class AsyncRedisSMQ(Operations[aioredis.Redis]):
 
     async def _drive(self, op: Op[T]) -> T:
         """Carry out an operation, one round trip at a time."""
-        trips = rounds(op)
+        trips = rounds(op, self._wait)
         trip = next(trips)
         while isinstance(trip, list):
             trip = trips.send(await self._roundtrip(trip))

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import redis
 from redis.exceptions import ConnectionError, ResponseError
 
+from . import topology
 from .driver import Cmd, Endpoint, Op, Outcome, T, rounds
 from .errors import RsmqError
 from .ops import Operations
@@ -41,7 +42,14 @@ class RedisSMQ(Operations[redis.Redis]):
         # them up; close() reaches the ones still alive.
         self._lines: weakref.WeakSet[Line] = weakref.WeakSet()
         self._lines_lock = threading.Lock()
-        return client if client is not None else endpoint.make(redis.Redis)
+        target = endpoint.target()
+        self._wait = endpoint.wait(target)
+        if client is not None:
+            return client
+        if target is None or target.kind == "redis":
+            return endpoint.make(redis.Redis)
+        key = topology.slot_key(target, self.ns)
+        return topology.sync_client(target, key, socket_timeout=endpoint.socket_timeout)
 
     def close(self) -> None:
         with self._lines_lock:
@@ -49,6 +57,7 @@ class RedisSMQ(Operations[redis.Redis]):
                 conn.disconnect()
             self._lines.clear()
         self.redis.close()
+        topology.close(self.redis.connection_pool)
 
     def __enter__(self) -> RedisSMQ:
         return self
@@ -58,7 +67,7 @@ class RedisSMQ(Operations[redis.Redis]):
 
     def _drive(self, op: Op[T]) -> T:
         """Carry out an operation, one round trip at a time."""
-        trips = rounds(op)
+        trips = rounds(op, self._wait)
         trip = next(trips)
         while isinstance(trip, list):
             trip = trips.send(self._roundtrip(trip))

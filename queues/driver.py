@@ -28,8 +28,16 @@ from typing import (
 from redis.exceptions import NoScriptError, ResponseError
 
 from . import validation as v
-from .errors import InvalidArgument, MessageTooLong, QueueExists, QueueNotFound, QueueUnreadable
-from .scripts import Script
+from .errors import (
+    InvalidArgument,
+    MessageTooLong,
+    NotReplicated,
+    QueueExists,
+    QueueNotFound,
+    QueueUnreadable,
+)
+from .scripts import SEND, Script
+from .urls import Target, parse
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -156,23 +164,35 @@ Outcome = list[Any] | Exception
 Trips = Generator[list[Cmd] | Done[T], Outcome, None]
 
 
-def rounds(op: Op[T]) -> Trips[T]:
+#: after each send, ``WAIT replicas timeout_ms`` (None: no waiting)
+Wait = tuple[int, int] | None
+
+
+def rounds(op: Op[T], wait: Wait = None) -> Trips[T]:
     """The round trips an operation takes; a step's error goes back into the operation.
 
     Replies hold error replies as values. A step that meets NOSCRIPT (after a Redis
     restart or SCRIPT FLUSH) loads its scripts and runs again in one more round trip: a
     script that met NOSCRIPT never ran, and a Batch's calls are read-only, so nothing is
     applied twice.
+
+    With ``wait``, a send is followed by ``WAIT`` in the same round trip, and is only
+    acknowledged (returns) once that many replicas have it: else `NotReplicated`.
     """
     try:
         step = next(op)
         while True:
             try:
                 commands = step.commands()
+                waits = wait is not None and isinstance(step, Call) and step.script is SEND
+                if waits:
+                    commands.append(("WAIT", *wait))  # type: ignore[misc]
                 replies = _replies((yield commands))
                 if NoScriptError in map(type, replies):
                     loads: list[Cmd] = [("SCRIPT", "LOAD", s.source) for s in step.scripts()]
                     replies = _replies((yield loads + commands))[len(loads) :]
+                if waits:
+                    _replicated(replies.pop(), replies[0], wait)
                 reply = step.result(replies)
             except Exception as e:
                 step = op.throw(e)
@@ -180,6 +200,15 @@ def rounds(op: Op[T]) -> Trips[T]:
                 step = op.send(reply)
     except StopIteration as stop:
         yield Done(stop.value)
+
+
+def _replicated(acked: Any, sent: Any, wait: Wait) -> None:
+    if wait is None or isinstance(sent, ResponseError):
+        return  # the send itself failed: its own error says so
+    if isinstance(acked, ResponseError):
+        raise acked
+    if acked < wait[0]:
+        raise NotReplicated(acked, *wait)
 
 
 def _replies(outcome: Outcome) -> list[Any]:
@@ -259,10 +288,32 @@ class Endpoint:
     db: int = 0
     password: str | None = None
     socket_timeout: float | None = None
+    #: WAIT after each send (0: don't): replicas, and the longest wait in ms
+    wait_replicas: int = 0
+    wait_timeout: int = 1000
+
+    def target(self) -> Target | None:
+        """The URL understood (None without one), or InvalidArgument naming what's wrong."""
+        if not self.url:
+            return None
+        try:
+            return parse(self.url)
+        except ValueError as e:
+            raise InvalidArgument("url", str(e)) from None
+
+    def wait(self, target: Target | None) -> Wait:
+        """WAIT after sends: as the client was told, else as its URL says."""
+        if self.wait_replicas:
+            return (self.wait_replicas, self.wait_timeout)
+        if target is not None and target.wait_replicas:
+            return (target.wait_replicas, target.wait_timeout)
+        return None
 
     def make(self, factory: ClientFactory[R_co], **options: Any) -> R_co:
-        if self.url:
-            return factory.from_url(self.url, socket_timeout=self.socket_timeout, **options)
+        """A client of a plain Redis (Sentinel and Cluster: queues/topology.py)."""
+        target = self.target()
+        if target is not None:
+            return factory.from_url(target.url, socket_timeout=self.socket_timeout, **options)
         return factory(
             host=self.host, port=self.port, db=self.db, password=self.password,
             socket_timeout=self.socket_timeout, **options,

@@ -66,3 +66,15 @@ class InvalidArgument(RsmqError, ValueError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
         self.field = field
+
+
+class NotReplicated(RsmqError):
+    """A send written on the master but not confirmed by enough replicas (``WAIT``) in
+    time: not acknowledged, it may be lost if the master fails now."""
+
+    def __init__(self, acked: int, wanted: int, timeout: int) -> None:
+        self.acked, self.wanted = acked, wanted
+        super().__init__(
+            f"notReplicated: {acked} of {wanted} replicas confirmed the send within "
+            f"{timeout} ms; it is on the master only and may be lost in a failover"
+        )

@@ -32,6 +32,7 @@ from .models import (
     Slice,
     State,
 )
+from .urls import MAX_WAIT_REPLICAS, MAX_WAIT_TIMEOUT
 
 #: messages one purge / move / redrive / bulk step handles: small enough that a step
 #: never holds Redis for long (a few ms), large enough that a million take ~1000 steps
@@ -233,8 +234,14 @@ class Operations(Generic[R]):
         db: int = 0,
         password: str | None = None,
         socket_timeout: float | None = None,
+        wait_replicas: int = 0,
+        wait_timeout: int = 1000,
     ) -> None:
-        """Use ``client``, or make one for ``url`` (else host, port, db, password)."""
+        """Use ``client``, or make one for ``url`` (else host, port, db, password).
+
+        ``wait_replicas``: a send returns only once that many replicas have it (``WAIT``,
+        at most ``wait_timeout`` ms, else `NotReplicated`); also ``?wait_replicas=`` in
+        the URL."""
         if not isinstance(ns, str) or not ns:
             raise InvalidArgument("ns", "ns must be a non-empty string")
         self.ns = ns
@@ -246,7 +253,12 @@ class Operations(Generic[R]):
         self._known_names: list[str] = []
         # How many queues the namespace held when last listed (None: not yet known).
         self._count_hint: int | None = None
-        self.redis = self._open(client, Endpoint(url, host, port, db, password, socket_timeout))
+        v.integer("wait_replicas", wait_replicas, 0, MAX_WAIT_REPLICAS)
+        v.integer("wait_timeout", wait_timeout, 0, MAX_WAIT_TIMEOUT)
+        endpoint = Endpoint(
+            url, host, port, db, password, socket_timeout, wait_replicas, wait_timeout
+        )
+        self.redis = self._open(client, endpoint)
 
     def _open(self, client: R | None, endpoint: Endpoint) -> R:
         """Set up the driver; return ``client``, or the redis-py client it makes."""

@@ -128,12 +128,15 @@ class EmbeddedRedis:
         persist: bool = False,
         extra_args: list[str] | None = None,
         aof: bool = False,
+        config: Path | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
         self.persist = persist
         self.aof = persist and aof
         self.extra_args = extra_args or []
+        #: a config file, read first (a sentinel's: it rewrites it as the group changes)
+        self.config = config
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -144,6 +147,7 @@ class EmbeddedRedis:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         args = [
             redis_server_binary(),
+            *([str(self.config)] if self.config else []),
             "--bind",
             "127.0.0.1",
             "--port",

@@ -12,6 +12,7 @@ import redis
 from node_rsmq import NodeRsmq, install
 from postgres_fixtures import Backends, twins_last, with_twins
 from postgres_fixtures import report_header as postgres_report_header
+from redis_topologies import RedisClusterGroup, SentinelGroup
 
 from queues import RedisSMQ
 from queues.server import EmbeddedRedis
@@ -92,6 +93,21 @@ class NamespaceState:
 def ns_state(r: redis.Redis, ns: str) -> NamespaceState:
     """``ns_state()`` is everything this test's namespace holds in Redis right now."""
     return NamespaceState(r, ns)
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClusterGroup]:
+    """A real 3-master Redis Cluster (``cluster-enabled yes``), started once if used."""
+    with RedisClusterGroup(tmp_path_factory.mktemp("cluster")) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def sentinel_group(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SentinelGroup]:
+    """A real Sentinel group (a master, a replica, three sentinels) that no test fails
+    over (the failover tests start their own)."""
+    with SentinelGroup(tmp_path_factory.mktemp("sentinel")) as group:
+        yield group
 
 
 @pytest.fixture(scope="session")

@@ -30,13 +30,29 @@ def test_a_good_configuration_has_no_problem(conns) -> None:
     assert conns(GOOD, {"name": "b", "url": "unix:///r.sock", "namespaces": ["q"]}) == []
 
 
+def test_sentinel_and_cluster_urls_are_accepted(conns) -> None:
+    sentinel = "redis+sentinel://:pw@s1:26379,s2:26379,[::1]:26380/mymaster/2?wait_replicas=1"
+    cluster = "redis+cluster://:pw@n1:7000,n2:7001"
+    assert (
+        conns(
+            {"name": "ha", "url": sentinel},
+            {"name": "big", "url": cluster, "namespaces": ["{shop}:orders", "{billing}"]},
+        )
+        == []
+    )
+
+
 @pytest.mark.parametrize(
     ("entry", "problem"),
     [
         ({"name": "Prod EU"}, "name 'Prod EU' must be 1 to 100 letters, digits, '_' or '-'"),
         ({"name": "a/b"}, "name 'a/b' must be"),
         ({"url": "http://h/0"}, "url 'http://h/0' must start with redis://, rediss://, unix://"),
-        ({"url": "redis+sentinel://:pw@h:1/s"}, "url 'redis+sentinel://:***@h:1/s' must"),
+        ({"url": "redis+sentinel://:pw@h:1"}, "url 'redis+sentinel://:***@h:1' must be"),
+        ({"url": "redis+cluster://:pw@h:x"}, "url 'redis+cluster://:***@h:x': 'h:x' must be"),
+        ({"url": "redis+cluster://:pw@h:1/0"}, "(a Cluster has only db 0)"),
+        ({"url": "redis+cluster://:pw@h:1"}, "namespace 'rsmq' has no hash tag"),
+        ({"url": "redis://:pw@h/0?wait_replicas=x"}, "wait_replicas must be between 0 and 100"),
         ({"namespaces": []}, "namespaces must be a non-empty list"),
         ({"namespaces": ["a b"]}, "namespace 'a b' must be"),
         ({"namespaces": ["x/y"]}, "namespace 'x/y' must be"),

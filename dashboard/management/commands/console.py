@@ -203,7 +203,8 @@ class Command(BaseCommand):
         if embedded is None:
             url = settings.RSMQ_REDIS_URL
             try:
-                with RedisSMQ(url=url, socket_timeout=3) as rsmq:
+                ns = settings.RSMQ_NAMESPACE.split(",")[0] or "rsmq"  # a Cluster's: its slot
+                with RedisSMQ(url=url, ns=ns, socket_timeout=3) as rsmq:
                     rsmq.redis.ping()
             except redis.AuthenticationError as e:
                 fail(f"Redis at {redacted(url)} refused the login ({' '.join(str(e).split())})")

@@ -1,0 +1,331 @@
+"""A redis-py client for any Redis URL the project accepts: a plain Redis, a Sentinel
+group's master, or the node of a Redis Cluster that holds a namespace's slot.
+
+Whatever the topology, the clients get a ``redis.Redis`` (``redis.asyncio.Redis``): the
+RSMQ scripts of one namespace touch only keys of its hash tag (queues/urls.py refuses a
+namespace without one on a Cluster), so all of a namespace's commands go to the one node
+that holds its slot, pipelined like on a single Redis. redis-py's own ``Sentinel`` finds
+the master, its ``RedisCluster`` the slot's node; a connection asks them again when it
+(re)connects, after a failover (Sentinel) or a MOVED reply (Cluster).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+import redis
+import redis.asyncio as aioredis
+import redis.asyncio.cluster as aiocluster
+import redis.asyncio.sentinel as aiosentinel
+from redis.backoff import ExponentialBackoff
+from redis.cluster import RedisCluster
+from redis.crc import key_slot
+from redis.exceptions import ClusterDownError, ConnectionError, MovedError, RedisClusterException
+from redis.retry import Retry
+from redis.sentinel import Sentinel, SentinelManagedConnection
+
+from .errors import InvalidArgument
+from .urls import Target, cluster_namespace_problem, redacted
+
+# redis-py's untyped constructors, called as what they are
+_Sentinel: Any = Sentinel
+_AsyncSentinel: Any = aiosentinel.Sentinel
+_AsyncSentinelPool: Any = aiosentinel.SentinelConnectionPool
+_ClusterNode: Any = redis.cluster.ClusterNode
+
+#: a connection's attempts to reach the master while Sentinel promotes another (about
+#: 1 s in all): enough for a SENTINEL FAILOVER; a longer one (a master killed) answers
+#: "unavailable" meanwhile, and the next call asks the sentinels again
+RECONNECTS = 3
+#: how often (s) a connection asks the sentinels whether its master is still the one:
+#: after a SENTINEL FAILOVER the old master takes writes until the sentinels demote it
+#: (their INFO round, up to 10 s), and those writes are lost when it resyncs
+MASTER_CHECK = 1.0
+
+
+def slot_key(t: Target, ns: str) -> str:
+    """The key whose slot holds namespace ``ns`` (refused on a Cluster without a tag)."""
+    if t.kind == "cluster":
+        problem = cluster_namespace_problem(ns)
+        if problem:
+            raise InvalidArgument("ns", problem)
+    return ns + ":QUEUES"
+
+
+def _reconnects() -> Retry:
+    return Retry(ExponentialBackoff(cap=0.5, base=0.1), RECONNECTS)
+
+
+def sync_client(t: Target, key: str, **options: Any) -> redis.Redis:
+    """A client of the Redis that holds ``key``."""
+    if t.kind == "redis":
+        return redis.Redis.from_url(t.url, **options)
+    auth: dict[str, Any] = {"username": t.username, "password": t.password}
+    if t.kind == "sentinel":
+        sentinels = _Sentinel(
+            list(t.hosts),
+            sentinel_kwargs={
+                "password": t.sentinel_password,
+                "socket_timeout": options.get("socket_timeout"),
+            },
+        )
+        master: redis.Redis = sentinels.master_for(
+            t.service, redis_class=redis.Redis, connection_class=MasterConnection, db=t.db,
+            retry=_reconnects(), **auth, **options,
+        )  # fmt: skip
+        return master
+    owner = SlotOwner(t, key, {**auth, **options})
+    pool = redis.ConnectionPool(connection_class=SlotConnection, owner=owner, **auth, **options)
+    return redis.Redis(connection_pool=pool)
+
+
+def async_pool(t: Target, key: str, **options: Any) -> aioredis.ConnectionPool:
+    """A pool of connections to the Redis that holds ``key``."""
+    auth: dict[str, Any] = {"username": t.username, "password": t.password}
+    if t.kind == "redis":
+        return aioredis.BlockingConnectionPool.from_url(t.url, **options)
+    if t.kind == "sentinel":
+        sentinels = _AsyncSentinel(
+            list(t.hosts),
+            sentinel_kwargs={
+                "password": t.sentinel_password,
+                "socket_timeout": options.get("socket_timeout"),
+            },
+        )
+        pool: aioredis.ConnectionPool = _AsyncSentinelPool(
+            t.service, sentinels, connection_class=AsyncMasterConnection, db=t.db,
+            retry=_reconnects(), **auth,
+            **{k: v for k, v in options.items() if k not in ("max_connections", "timeout")},
+        )  # fmt: skip
+        return pool
+    owner = AsyncSlotOwner(t, key, {**auth, **options})
+    return aioredis.BlockingConnectionPool(
+        connection_class=AsyncSlotConnection, owner=owner, **auth, **options
+    )
+
+
+class MasterConnection(SentinelManagedConnection):
+    """A connection to the group's master, asked of the sentinels at every (re)connect.
+
+    redis-py's own asks them only in ``connect()``; a command sent on a closed
+    connection reconnects without it (to localhost:6379). Retried with backoff while
+    the sentinels still name a master that is gone (a failover under way); and left
+    for the new master once the sentinels name another (see MASTER_CHECK)."""
+
+    checked = 0.0
+
+    def connect(self) -> None:
+        self.connect_check_health()
+
+    def connect_check_health(
+        self, check_health: bool = True, retry_socket_connect: bool = True
+    ) -> None:
+        if self._sock:
+            return
+        self.retry.call_with_retry(lambda: self._to_master(check_health), lambda e: None)
+
+    def _to_master(self, check_health: bool) -> None:
+        self.host, self.port = self.connection_pool.get_master_address()
+        super().connect_check_health(check_health, retry_socket_connect=False)
+        self.checked = time.monotonic()
+
+    def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        if self._sock and time.monotonic() - self.checked > MASTER_CHECK:
+            self.checked = time.monotonic()
+            if _demoted(self, self.connection_pool.get_master_address):
+                self.disconnect()
+        super().send_packed_command(command, check_health)  # type: ignore[no-untyped-call]
+
+
+class AsyncMasterConnection(aiosentinel.SentinelManagedConnection):
+    checked = 0.0
+
+    async def connect(self) -> None:
+        await self.connect_check_health()
+
+    async def connect_check_health(
+        self, check_health: bool = True, retry_socket_connect: bool = True
+    ) -> None:
+        if self.is_connected:
+            return
+
+        async def to_master() -> None:
+            self.host, self.port = await self.connection_pool.get_master_address()
+            await super(AsyncMasterConnection, self).connect_check_health(
+                check_health, retry_socket_connect=False
+            )
+
+        async def again(error: Exception) -> None:
+            pass
+
+        await self.retry.call_with_retry(to_master, again)
+        self.checked = time.monotonic()
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        if self.is_connected and time.monotonic() - self.checked > MASTER_CHECK:
+            self.checked = time.monotonic()
+            try:
+                where = await self.connection_pool.get_master_address()
+            except ConnectionError:
+                where = None
+            if where is not None and tuple(where) != (self.host, self.port):
+                await self.disconnect()
+        await super().send_packed_command(command, check_health)
+
+
+def _demoted(conn: Any, master_address: Any) -> bool:
+    """Do the sentinels name another master than the one ``conn`` is connected to?"""
+    try:
+        where = master_address()
+    except ConnectionError:
+        return False  # no sentinel answers: keep to the master we have
+    return bool(tuple(where) != (conn.host, conn.port))
+
+
+def _unreachable(t: Target, e: Exception) -> ConnectionError:
+    return ConnectionError(f"Redis Cluster at {redacted(t.url)}: {e}")
+
+
+class SlotOwner:
+    """Which Cluster node holds a slot, as redis-py's RedisCluster sees it; asked again
+    (CLUSTER SLOTS) after a connection to the node it named failed or was MOVED."""
+
+    def __init__(self, t: Target, key: str, options: dict[str, Any]) -> None:
+        self.target = t
+        self.slot = key_slot(key.encode())
+        self.options = {k: v for k, v in options.items() if k != "max_connections"}
+        self.cluster: RedisCluster | None = None
+        self.stale = False
+        self.lock = threading.Lock()
+
+    def address(self) -> tuple[str, int]:
+        with self.lock:
+            try:
+                if self.cluster is None:
+                    nodes = [_ClusterNode(h, p) for h, p in self.target.hosts]
+                    self.cluster = RedisCluster(startup_nodes=nodes, **self.options)
+                elif self.stale:
+                    self.cluster.nodes_manager.initialize()
+                self.stale = False
+                node = self.cluster.nodes_manager.get_node_from_slot(self.slot)
+            except (RedisClusterException, redis.RedisError) as e:
+                raise _unreachable(self.target, e) from e
+            return node.host, int(node.port)
+
+    def close(self) -> None:
+        with self.lock:
+            if self.cluster is not None:
+                self.cluster.close()
+                self.cluster = None
+
+
+class SlotConnection(redis.Connection):
+    """A connection to the node that holds the namespace's slot, wherever that is now."""
+
+    def __init__(self, *, owner: SlotOwner, **kwargs: Any) -> None:
+        self.owner = owner
+        super().__init__(**kwargs)  # type: ignore[no-untyped-call]
+
+    def connect_check_health(
+        self, check_health: bool = True, retry_socket_connect: bool = True
+    ) -> None:
+        if self._sock:
+            return
+        self.host, self.port = self.owner.address()
+        try:
+            super().connect_check_health(check_health, retry_socket_connect)
+        except ConnectionError:
+            self.owner.stale = True
+            raise
+
+    def read_response(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().read_response(*args, **kwargs)
+        except (MovedError, ClusterDownError) as e:
+            # The slot moved (a failover, a resharding): nothing ran. As a closed
+            # connection, the command is sent again on a new one, to the slot's node.
+            self.owner.stale = True
+            self.disconnect()  # type: ignore[no-untyped-call]
+            raise ConnectionError(f"the namespace's slot moved: {e}") from e
+
+
+class AsyncSlotOwner:
+    """SlotOwner for redis.asyncio: its RedisCluster belongs to one event loop."""
+
+    def __init__(self, t: Target, key: str, options: dict[str, Any]) -> None:
+        self.target = t
+        self.slot = key_slot(key.encode())
+        self.options = {k: v for k, v in options.items() if k not in ("max_connections", "timeout")}
+        self.cluster: aiocluster.RedisCluster | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.stale = False
+
+    async def address(self) -> tuple[str, int]:
+        try:
+            loop = asyncio.get_running_loop()
+            if self.cluster is None or self.loop is not loop:
+                nodes = [aiocluster.ClusterNode(h, p) for h, p in self.target.hosts]
+                self.cluster = aiocluster.RedisCluster(startup_nodes=nodes, **self.options)
+                self.loop = loop
+                await self.cluster.initialize()
+            elif self.stale:
+                await self.cluster.nodes_manager.initialize()
+            self.stale = False
+            node = self.cluster.nodes_manager.get_node_from_slot(self.slot)
+        except (RedisClusterException, redis.RedisError) as e:
+            raise _unreachable(self.target, e) from e
+        return node.host, int(node.port)
+
+    async def close(self) -> None:
+        if self.cluster is not None and self.loop is asyncio.get_running_loop():
+            await self.cluster.aclose()
+        self.cluster = None
+
+
+class AsyncSlotConnection(aioredis.Connection):
+    def __init__(self, *, owner: AsyncSlotOwner, **kwargs: Any) -> None:
+        self.owner = owner
+        super().__init__(**kwargs)
+
+    async def connect_check_health(
+        self, check_health: bool = True, retry_socket_connect: bool = True
+    ) -> None:
+        if self.is_connected:
+            return
+        self.host, self.port = await self.owner.address()
+        try:
+            await super().connect_check_health(check_health, retry_socket_connect)
+        except ConnectionError:
+            self.owner.stale = True
+            raise
+
+    async def read_response(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await super().read_response(*args, **kwargs)
+        except (MovedError, ClusterDownError) as e:
+            self.owner.stale = True
+            await self.disconnect()
+            raise ConnectionError(f"the namespace's slot moved: {e}") from e
+
+
+def close(pool: Any) -> None:
+    """Close what a sync client's pool holds besides its connections: the sentinels'
+    clients, the Cluster's view of its nodes."""
+    owner = pool.connection_kwargs.get("owner")
+    if owner is not None:
+        owner.close()
+    sentinels = getattr(pool, "sentinel_manager", None)
+    if sentinels is not None:
+        sentinels.close()
+
+
+async def aclose(pool: Any) -> None:
+    owner = pool.connection_kwargs.get("owner")
+    if owner is not None:
+        await owner.close()
+    sentinels = getattr(pool, "sentinel_manager", None)
+    if sentinels is not None:
+        await sentinels.aclose()
