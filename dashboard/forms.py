@@ -178,7 +178,7 @@ def _range(field: str, low: str, high: str, kind: str) -> dict[str, str]:
     return {"invalid": text, "min_value": text, "max_value": text, "required": text}
 
 
-class AlertRuleForm(forms.ModelForm[AlertRule]):
+class AlertRuleForm(forms.ModelForm):
     """An alert rule (dashboard/alerting/): where, what, when, and who hears of it."""
 
     place = forms.ChoiceField(label="Redis and namespace")
