@@ -199,12 +199,18 @@ class AlertRuleForm(forms.ModelForm):
         widget=forms.NumberInput(attrs={"min": 0, "max": MAX_FOR_SECONDS}),
     )  # fmt: skip
 
+    webhook_url = forms.URLField(
+        label="JSON webhook URL", required=False, max_length=500, assume_scheme="https"
+    )
+    slack_url = forms.URLField(
+        label="Slack incoming-webhook URL", required=False, max_length=500, assume_scheme="https"
+    )
+
     class Meta:
         model = AlertRule
         fields = ["name", "queue", "pattern", "metric", "op", "threshold", "for_seconds",
                   "enabled", "webhook_url", "slack_url", "emails"]  # fmt: skip
-        labels = {"op": "Fires when the value is", "webhook_url": "JSON webhook URL",
-                  "slack_url": "Slack incoming-webhook URL", "emails": "E-mail to"}  # fmt: skip
+        labels = {"op": "Fires when the value is", "emails": "E-mail to"}
         help_texts = {"emails": "addresses, comma-separated"}
 
     def __init__(self, *args: Any, places: list[tuple[str, str]], **kwargs: Any) -> None:
