@@ -347,12 +347,8 @@ class Alert(models.Model):
 
     class Meta:
         ordering = ["-changed"]
-        constraints = [
-            models.UniqueConstraint(fields=["rule", "queue"], name="alert_rule_queue")
-        ]
-        indexes = [
-            models.Index(fields=["connection", "namespace", "queue"], name="alert_queue")
-        ]
+        constraints = [models.UniqueConstraint(fields=["rule", "queue"], name="alert_rule_queue")]
+        indexes = [models.Index(fields=["connection", "namespace", "queue"], name="alert_queue")]
 
     def __str__(self) -> str:
         return f"{self.rule}: {self.queue} {self.state}"
