@@ -204,3 +204,19 @@ def test_a_disabled_rule_is_not_evaluated(make_rule, add_snapshot, redis_now) ->
     add_snapshot("q1", redis_now(), msgs=10)
     assert evaluate().rules == 0
     assert states(rule) == {}
+
+
+def test_a_pattern_that_moves_many_queues_tells_them_in_parts(
+    make_rule, add_snapshot, redis_now, monkeypatch
+) -> None:
+    monkeypatch.setattr("dashboard.alerting.evaluate.PER_NOTIFICATION", 2)
+    rule = make_rule(queue="", pattern="q*")
+    now = redis_now()
+    for i in range(5):
+        add_snapshot(f"q{i}", now, msgs=10)
+    evaluate()
+    assert told(rule) == [
+        [("q0", "firing"), ("q1", "firing")],
+        [("q2", "firing"), ("q3", "firing")],
+        [("q4", "firing")],
+    ]
