@@ -15,3 +15,17 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 app = Celery("dashboard")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+SWEEP_SECONDS = 30.0  # the outbox's sweep (alert notifications)
+
+
+@app.on_after_configure.connect
+def alert_sweep(sender: Celery, **kwargs: object) -> None:
+    """The outbox's sweep: a notification whose task was lost (a worker restarted, the
+    broker down) is sent by the next one."""
+    sender.add_periodic_task(
+        SWEEP_SECONDS,
+        sender.signature("dashboard.tasks.send_notifications"),
+        name="alert-notifications",
+        expires=SWEEP_SECONDS,
+    )

@@ -14,6 +14,8 @@ from queues import validation as v
 from queues.models import QueueStats
 from queues.ops import MAX_MAXRC
 
+from .models import AlertRule
+
 
 def _core(check: Callable[[Any], object]) -> Callable[[Any], None]:
     """A Django validator from one of queues.validation's checks."""
@@ -164,3 +166,90 @@ def queue_page_forms(stats: QueueStats) -> dict[str, forms.Form]:
         # Its confirmation is shown only where the queue is no dead-letter queue.
         "redrive_form": RedriveForm(qname=stats.qname, confirm=True),
     }
+
+
+MAX_FOR_SECONDS = 7 * 86_400
+MAX_THRESHOLD = 1e12
+
+
+def _range(field: str, low: str, high: str, kind: str) -> dict[str, str]:
+    """Django's number errors in the console's words: the field and its range."""
+    text = f"{field} must be {kind} between {low} and {high}"
+    return {"invalid": text, "min_value": text, "max_value": text, "required": text}
+
+
+class AlertRuleForm(forms.ModelForm):
+    """An alert rule (dashboard/alerting/): where, what, when, and who hears of it."""
+
+    place = forms.ChoiceField(label="Redis and namespace")
+    queue = QueueNameField("queue", label="Queue", required=False, help_text="one queue ...")
+    pattern = forms.CharField(
+        label="or queues matching", required=False, max_length=160,
+        help_text="a pattern: * any characters, ? one, [abc] one of (orders-*)",
+    )  # fmt: skip
+    threshold = forms.FloatField(
+        label="Threshold", required=False, min_value=-MAX_THRESHOLD, max_value=MAX_THRESHOLD,
+        error_messages=_range("threshold", f"{-MAX_THRESHOLD:g}", f"{MAX_THRESHOLD:g}", "a number"),
+        help_text="ignored for anomaly flags (they fire while the flag is open)",
+    )  # fmt: skip
+    for_seconds = forms.IntegerField(
+        label="For (s)", min_value=0, max_value=MAX_FOR_SECONDS,
+        error_messages=_range("for_seconds", "0", str(MAX_FOR_SECONDS), "whole seconds"),
+        help_text=f"0 to {MAX_FOR_SECONDS}: how long it must hold before it fires",
+        widget=forms.NumberInput(attrs={"min": 0, "max": MAX_FOR_SECONDS}),
+    )  # fmt: skip
+
+    webhook_url = forms.URLField(
+        label="JSON webhook URL", required=False, max_length=500, assume_scheme="https"
+    )
+    slack_url = forms.URLField(
+        label="Slack incoming-webhook URL", required=False, max_length=500, assume_scheme="https"
+    )
+
+    class Meta:
+        model = AlertRule
+        fields = ["name", "queue", "pattern", "metric", "op", "threshold", "for_seconds",
+                  "enabled", "webhook_url", "slack_url", "emails"]  # fmt: skip
+        labels = {"op": "Fires when the value is", "emails": "E-mail to"}
+        help_texts = {"emails": "addresses, comma-separated"}
+
+    def __init__(self, *args: Any, places: list[tuple[str, str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        place = self.fields["place"]
+        assert isinstance(place, forms.ChoiceField)
+        place.choices = [(f"{c}/{ns}", f"{c} · {ns}") for c, ns in places]
+        self.order_fields(["name", "place"])
+        if self.instance.pk:
+            self.initial["place"] = f"{self.instance.connection}/{self.instance.namespace}"
+
+    def clean_emails(self) -> str:
+        addresses = [a.strip() for a in self.cleaned_data["emails"].split(",") if a.strip()]
+        for a in addresses:
+            try:
+                forms.EmailField().clean(a)
+            except forms.ValidationError:
+                raise forms.ValidationError(
+                    f"emails: {a!r} is not an e-mail address", code="emails"
+                ) from None
+        return ", ".join(addresses)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if bool(data.get("queue")) == bool(data.get("pattern")):
+            raise forms.ValidationError("Give either a queue or a pattern of queue names (one).")
+        metric = data.get("metric", "")
+        if data.get("threshold") is None:
+            if not metric.startswith("flag:"):
+                self.add_error(
+                    "threshold",
+                    f"threshold is required: a number between {-MAX_THRESHOLD:g}"
+                    f" and {MAX_THRESHOLD:g}",
+                )
+            data["threshold"] = 0.0
+        if not (data.get("webhook_url") or data.get("slack_url") or data.get("emails")):
+            raise forms.ValidationError(
+                "Give at least one receiver: a webhook, a Slack URL or an e-mail address."
+            )
+        conn, _, ns = data.get("place", "").partition("/")
+        self.instance.connection, self.instance.namespace = conn, ns
+        return data

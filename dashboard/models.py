@@ -259,3 +259,151 @@ class CensusResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.connection}/{self.namespace}/{self.queue}: {self.messages} messages"
+
+
+class AlertRule(models.Model):
+    """An admin's alert rule (dashboard/alerting/): one queue, or the queues whose names
+    match a pattern, of one connection and namespace; a snapshot metric or an anomaly
+    flag compared to a threshold, for at least ``for_seconds`` before it fires."""
+
+    class Metric(models.TextChoices):
+        VISIBLE = "visible", "visible messages"
+        INFLIGHT = "inflight", "messages in flight"
+        OLDEST_AGE = "oldest_age", "oldest visible message's age (s)"
+        SEND_RATE = "send_rate", "send rate (/s)"
+        RECEIVE_RATE = "receive_rate", "receive rate (/s)"
+        DEAD_LETTERS = "dead_letters", "dead letters added (per evaluation)"
+        BACKLOG_GROWING = "flag:backlog_growing", "anomaly: backlog growing"
+        CONSUMERS_STALLED = "flag:consumers_stalled", "anomaly: consumers stalled"
+        OLDEST_OVER_SLO = "flag:oldest_age", "anomaly: oldest message over its SLO"
+        REDELIVERY_STORM = "flag:redelivery_storm", "anomaly: redelivery storm"
+
+    class Op(models.TextChoices):
+        ABOVE = "gt", "above"
+        BELOW = "lt", "below"
+
+    name = models.CharField(max_length=100)
+    connection = models.CharField(max_length=100)
+    namespace = models.CharField(max_length=200)
+    queue = models.CharField(max_length=160, blank=True)  # one queue ...
+    pattern = models.CharField(max_length=160, blank=True)  # ... or a glob ("orders-*")
+    metric = models.CharField(max_length=30, choices=Metric.choices)
+    op = models.CharField(max_length=2, choices=Op.choices, default=Op.ABOVE)
+    threshold = models.FloatField(default=0)
+    for_seconds = models.PositiveIntegerField(default=0)
+    enabled = models.BooleanField(default=True)
+    webhook_url = models.URLField(max_length=500, blank=True)
+    # The key of the webhook's HMAC-SHA256 signature, made when the rule is created.
+    webhook_secret = models.CharField(max_length=64, blank=True)
+    slack_url = models.URLField(max_length=500, blank=True)
+    emails = models.CharField(max_length=500, blank=True)  # comma-separated
+    # Counters the rule compares between evaluations (dead letters): {queue: value}.
+    counters = models.JSONField(default=dict, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def target(self) -> str:
+        return self.queue or self.pattern
+
+    @property
+    def flag(self) -> str | None:
+        """The anomaly kind a flag rule watches, else None."""
+        return self.metric.removeprefix("flag:") if self.metric.startswith("flag:") else None
+
+    @property
+    def condition(self) -> str:
+        if self.flag:
+            return self.get_metric_display()
+        return f"{self.get_metric_display()} {self.get_op_display()} {self.threshold:g}"
+
+    @property
+    def recipients(self) -> list[str]:
+        return [e.strip() for e in self.emails.split(",") if e.strip()]
+
+
+class Alert(models.Model):
+    """One rule on one queue: pending (the condition holds, not yet for long enough),
+    firing, or resolved; its changes are its history (AlertEvent)."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        FIRING = "firing"
+        RESOLVED = "resolved"
+
+    rule = models.ForeignKey(AlertRule, on_delete=models.CASCADE, related_name="alerts")
+    connection = models.CharField(max_length=100)
+    namespace = models.CharField(max_length=200)
+    queue = models.CharField(max_length=160)
+    state = models.CharField(max_length=10, choices=State.choices)
+    value = models.FloatField(null=True)
+    since = models.BigIntegerField()  # epoch ms: when the condition started to hold
+    changed = models.BigIntegerField()  # epoch ms of the last change of state
+
+    class Meta:
+        ordering = ["-changed"]
+        constraints = [models.UniqueConstraint(fields=["rule", "queue"], name="alert_rule_queue")]
+        indexes = [models.Index(fields=["connection", "namespace", "queue"], name="alert_queue")]
+
+    def __str__(self) -> str:
+        return f"{self.rule}: {self.queue} {self.state}"
+
+    @property
+    def changed_at(self) -> dt.datetime:
+        return dt.datetime.fromtimestamp(self.changed / 1000, tz=dt.UTC)
+
+
+class AlertEvent(models.Model):
+    """A change of an alert's state, kept as its history."""
+
+    alert = models.ForeignKey(Alert, on_delete=models.CASCADE, related_name="events")
+    at = models.BigIntegerField(db_index=True)  # epoch ms
+    state = models.CharField(max_length=10, choices=Alert.State.choices)
+    value = models.FloatField(null=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.alert} → {self.state}"
+
+    @property
+    def at_time(self) -> dt.datetime:
+        return dt.datetime.fromtimestamp(self.at / 1000, tz=dt.UTC)
+
+
+class Notification(models.Model):
+    """The outbox: one message to one receiver, written in the same transaction as the
+    alert changes it tells of, and sent (then retried with backoff) by Celery until it
+    arrives. ``key`` makes it once per evaluation, rule and receiver."""
+
+    class Channel(models.TextChoices):
+        WEBHOOK = "webhook"
+        SLACK = "slack"
+        EMAIL = "email"
+
+    key = models.CharField(max_length=64, unique=True)
+    rule = models.ForeignKey(
+        AlertRule, null=True, on_delete=models.SET_NULL, related_name="notifications"
+    )
+    channel = models.CharField(max_length=10, choices=Channel.choices)
+    target = models.CharField(max_length=500)  # URL, or the e-mail addresses
+    secret = models.CharField(max_length=64, blank=True)  # the webhook's signing key
+    payload = models.JSONField()
+    created = models.DateTimeField(auto_now_add=True)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt = models.DateTimeField(db_index=True)
+    claimed_until = models.DateTimeField(null=True)  # a worker is sending it
+    sent = models.DateTimeField(null=True, db_index=True)
+    last_error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.channel} {self.key}"

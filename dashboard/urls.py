@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from . import api, health, metrics
-from .views import audit, message, overview, preferences, queue, queue_actions
+from .views import alerts, audit, message, overview, preferences, queue, queue_actions
 
 place_patterns = [
     path("", overview.overview, name="rsmq-overview"),
@@ -20,9 +20,17 @@ api_patterns = [
     path("queues/<str:qname>/", api.queue_detail, name="rsmq-api-queue"),
 ]
 
+alert_patterns = [
+    path("", alerts.alerts_page, name="rsmq-alerts"),
+    path("new/", alerts.rule_create, name="rsmq-alert-rule-create"),
+    path("<int:pk>/", alerts.rule_edit, name="rsmq-alert-rule"),
+    path("<int:pk>/delete/", alerts.rule_delete, name="rsmq-alert-rule-delete"),
+]
+
 urlpatterns = [
     path("", overview.home, name="rsmq-home"),
     path("audit/", audit.audit_log, name="rsmq-audit"),
+    path("alerts/", include(alert_patterns)),
     path("preferences/refresh/", preferences.set_refresh, name="rsmq-set-refresh"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -1,0 +1,127 @@
+"""The alerts page: the rules (admins create, edit and delete them), what fires now, the
+history of every alert, and the notifications still waiting for their receiver."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count, Q
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
+
+from .. import audit
+from ..access import Role, require
+from ..connections import connections
+from ..forms import AlertRuleForm
+from ..htmx import HtmxHttpRequest
+from ..models import Alert, AlertEvent, AlertRule, AuditEntry, Notification
+from ..place import Place, resolve
+from .common import UNPROCESSABLE, context
+
+HISTORY_SHOWN = 100
+FAILED_SHOWN = 20
+
+
+def _places() -> list[tuple[str, str]]:
+    return [(c.name, ns) for c in connections() for ns in c.namespaces]
+
+
+def _place(conn: str, ns: str) -> Place:
+    """The rule's place, for the audit log; a rule whose place is no longer configured is
+    audited under the first one."""
+    return resolve(conn, ns) if (conn, ns) in _places() else resolve()
+
+
+def _params(rule: AlertRule) -> dict[str, Any]:
+    return {
+        "rule": rule.name, "pattern": rule.pattern, "metric": rule.metric, "op": rule.op,
+        "threshold": rule.threshold, "for_seconds": rule.for_seconds, "enabled": rule.enabled,
+        "webhook": bool(rule.webhook_url), "slack": bool(rule.slack_url), "emails": rule.emails,
+    }  # fmt: skip
+
+
+@login_required
+@require_safe
+def alerts_page(request: HtmxHttpRequest) -> HttpResponse:
+    # Rules span every place, so there is none to resolve: only the role.
+    require(request.user, Role.VIEWER)
+    live = Alert.objects.exclude(state=Alert.State.RESOLVED).select_related("rule")
+    outbox = Notification.objects.filter(sent__isnull=True)
+    ctx = context(
+        None,
+        rules=AlertRule.objects.annotate(
+            active=Count("alerts", filter=~Q(alerts__state=Alert.State.RESOLVED))
+        ),
+        live=live.order_by("state", "-changed"),
+        history=AlertEvent.objects.select_related("alert__rule")[:HISTORY_SHOWN],
+        waiting=outbox.count(),
+        failing=outbox.filter(attempts__gt=0).order_by("-attempts")[:FAILED_SHOWN],
+    )
+    return render(request, "alerts.html", ctx)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def rule_create(request: HtmxHttpRequest) -> HttpResponse:
+    return _edit(request, AlertRule(), "alert_rule_create")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def rule_edit(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    return _edit(request, get_object_or_404(AlertRule, pk=pk), "alert_rule_edit")
+
+
+def _edit(request: HtmxHttpRequest, rule: AlertRule, action: str) -> HttpResponse:
+    where = _place(rule.connection, rule.namespace) if rule.pk else resolve()
+    if request.method == "GET":
+        require(request.user, Role.ADMIN)
+        form = AlertRuleForm(instance=rule, places=_places())
+        return render(request, "alerts_rule.html", context(None, form=form, rule=rule))
+    audit.require(request, where, Role.ADMIN, action, queue=rule.target)
+    form = AlertRuleForm(request.POST, instance=rule, places=_places())
+    if not form.is_valid():
+        errors = "; ".join(f"{k}: {' '.join(map(str, v))}" for k, v in form.errors.items())
+        audit.record(request, where, action, AuditEntry.Outcome.INVALID,
+                     queue=request.POST.get("queue", "") or request.POST.get("pattern", ""),
+                     detail=errors)  # fmt: skip
+        page = render(request, "alerts_rule.html", context(None, form=form, rule=rule))
+        page.status_code = UNPROCESSABLE
+        return page
+    rule = form.save(commit=False)
+    if not rule.webhook_secret:
+        rule.webhook_secret = secrets.token_hex(32)
+    rule.save()
+    audit.record(request, _place(rule.connection, rule.namespace), action,
+                 AuditEntry.Outcome.OK, queue=rule.target, params=_params(rule))  # fmt: skip
+    return redirect(reverse("rsmq-alert-rule", args=[rule.pk]) + "?saved=1")
+
+
+@login_required
+@require_POST
+def rule_delete(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    rule = get_object_or_404(AlertRule, pk=pk)
+    where = _place(rule.connection, rule.namespace)
+    audit.require(request, where, Role.ADMIN, "alert_rule_delete", queue=rule.target)
+    if request.POST.get("confirm", "") != rule.name:
+        audit.record(request, where, "alert_rule_delete", AuditEntry.Outcome.INVALID,
+                     queue=rule.target, detail="confirm: not the rule's name")  # fmt: skip
+        form = AlertRuleForm(instance=rule, places=_places())
+        ctx = context(
+            None,
+            form=form,
+            rule=rule,
+            delete_error=f"confirm: type {rule.name} exactly to delete the rule",
+        )
+        page = render(request, "alerts_rule.html", ctx)
+        page.status_code = UNPROCESSABLE
+        return page
+    params = _params(rule)
+    rule.delete()
+    audit.record(request, where, "alert_rule_delete", AuditEntry.Outcome.OK,
+                 queue=params["pattern"] or rule.queue, params=params)  # fmt: skip
+    return redirect("rsmq-alerts")
