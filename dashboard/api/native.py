@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
-from ninja import Router, Schema
+from ninja import Router, Schema, Status
 from pydantic import Field
 
 from queues import validation as v
@@ -149,10 +149,10 @@ def describe_queue(
 @both("PUT", "/queues/{qname}/", ops.CREATE, "create_queue", response={201: DoneOut, **ERRORS})
 def create_queue(
     request: HttpRequest, qname: str, body: CreateIn, conn: str | None = None, ns: str | None = None
-) -> tuple[int, dict[str, bool]]:
+) -> Status[dict[str, bool]]:
     """Create the queue (admin). 409 if it exists."""
     ops.create_queue(request, places.resolve(conn, ns), qname, body.vt, body.delay, body.maxsize)
-    return 201, {"result": True}
+    return Status(201, {"result": True})
 
 
 @both(
@@ -182,19 +182,22 @@ def purge_queue(
 # -- messages --------------------------------------------------------------------------
 
 
-@both("POST", "/queues/{qname}/messages/", ops.SEND, "send", response={201: SentOut, **ERRORS})
+@both(
+    "POST", "/queues/{qname}/messages/", ops.SEND, "send",
+    response={201: SentOut, **ERRORS}, exclude_none=True,
+)  # fmt: skip
 def send(
     request: HttpRequest, qname: str, body: SendIn, conn: str | None = None, ns: str | None = None
-) -> tuple[int, dict[str, Any]]:
+) -> Status[dict[str, Any]]:
     """Send one message (``message``) or a batch (``messages``, all or none) (operator)."""
     place = places.resolve(conn, ns)
     if body.messages is not None and body.message is None:
         if not body.messages:
             raise BadInput(f"messages must be {RANGES['messages']}")
-        return 201, {"ids": ops.send(request, place, qname, body.messages, body.delay)}
+        return Status(201, {"ids": ops.send(request, place, qname, body.messages, body.delay)})
     if body.message is None or body.messages is not None:
         raise BadInput("Give message (one message) or messages (a batch): one of the two")
-    return 201, {"id": ops.send(request, place, qname, [body.message], body.delay)[0]}
+    return Status(201, {"id": ops.send(request, place, qname, [body.message], body.delay)[0]})
 
 
 @both(
