@@ -36,7 +36,7 @@ def both(
 
     def register(view: View) -> View:
         auth = TokenAuth(action) if action else None
-        first, at = placed(view)
+        first, at = placed(view, atomic=action is not None)
         router.api_operation([method], path, auth=auth, operation_id=name, **kwargs)(first)
         router.api_operation(
             [method], "/c/{conn}/{ns}" + path, auth=auth, operation_id=f"{name}_at", **kwargs
