@@ -30,16 +30,17 @@ View = Callable[..., Any]
 
 
 def both(
-    method: str, path: str, action: Action | None, name: str, **kwargs: Any
+    method: str | list[str], path: str, action: Action | None, name: str, **kwargs: Any
 ) -> Callable[[View], View]:
     """Register ``view`` at ``path`` and at ``/c/{conn}/{ns}`` + ``path``."""
 
     def register(view: View) -> View:
         auth = TokenAuth(action) if action else None
         first, at = placed(view, atomic=action is not None)
-        router.api_operation([method], path, auth=auth, operation_id=name, **kwargs)(first)
+        methods = [method] if isinstance(method, str) else method
+        router.api_operation(methods, path, auth=auth, operation_id=name, **kwargs)(first)
         router.api_operation(
-            [method], "/c/{conn}/{ns}" + path, auth=auth, operation_id=f"{name}_at", **kwargs
+            methods, "/c/{conn}/{ns}" + path, auth=auth, operation_id=f"{name}_at", **kwargs
         )(at)
         return view
 
@@ -123,7 +124,7 @@ def message_json(m: Message) -> dict[str, Any]:
 # -- reading (the read API, as it was: the token, RSMQ_METRICS_TOKEN or a viewer) ------
 
 
-@both("GET", "/queues/", None, "list_queues", tags=["read"])
+@both(["GET", "HEAD"], "/queues/", None, "list_queues", tags=["read"])
 def list_queues(
     request: HttpRequest, q: str = "", conn: str | None = None, ns: str | None = None
 ) -> HttpResponse:
@@ -131,7 +132,7 @@ def list_queues(
     return reads.queue_list(request, conn=conn, ns=ns)
 
 
-@both("GET", "/queues/{qname}/", None, "describe_queue", tags=["read"])
+@both(["GET", "HEAD"], "/queues/{qname}/", None, "describe_queue", tags=["read"])
 def describe_queue(
     request: HttpRequest,
     qname: str,

@@ -184,3 +184,9 @@ def test_the_openapi_document_describes_every_route(console) -> None:
     assert send["security"] == [{"TokenAuth": []}]
     assert {"201", "400", "401", "403", "429"} <= set(send["responses"])
     assert doc["components"]["securitySchemes"]["TokenAuth"]["scheme"] == "bearer"
+
+
+def test_the_read_api_still_answers_head_as_it_did(console, viewer: Client) -> None:
+    path = f"/api/c/default/{console.ns}/queues/"
+    assert viewer.head(path).status_code == 200
+    assert viewer.options(path).status_code == 405
