@@ -13,7 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja.decorators import decorate_view
-from ninja.errors import AuthenticationError
+from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as SchemaError
 from ninja.security import HttpBearer
 
@@ -217,6 +217,11 @@ def on_schema_error(request: HttpRequest, exc: SchemaError) -> HttpResponse:
     return error(400, "; ".join(dict.fromkeys(texts)) or "Invalid request.")
 
 
+def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    """ninja's own refusals (a body that is no JSON: 400), in our shape."""
+    return error(exc.status_code, f"{exc.message}.")
+
+
 def on_bad_input(request: HttpRequest, exc: BadInput) -> HttpResponse:
     return error(400, str(exc))
 
@@ -239,6 +244,7 @@ HANDLERS: list[tuple[type[Exception], Callable[[HttpRequest, Any], HttpResponse]
     (tokens.Unauthenticated, on_unauthenticated),
     (tokens.RateLimited, on_rate_limited),
     (SchemaError, on_schema_error),
+    (HttpError, on_http_error),
     (BadInput, on_bad_input),
     (QueueExists, on_queue_exists),
     (PermissionDenied, on_error),

@@ -65,27 +65,29 @@ class MessageOut(Schema):
 
 
 class CreateIn(Schema):
-    vt: int = Field(30, description=SECONDS)
-    delay: int = Field(0, description=SECONDS)
-    maxsize: int = Field(65536, description=f"bytes, {v.MAXSIZE_MIN} to {v.MAXSIZE_MAX}, or -1")
+    vt: int = Field(default=30, description=SECONDS)
+    delay: int = Field(default=0, description=SECONDS)
+    maxsize: int = Field(
+        default=65536, description=f"bytes, {v.MAXSIZE_MIN} to {v.MAXSIZE_MAX}, or -1"
+    )
 
 
 class SendIn(Schema):
-    message: str | None = Field(None, description="one message (or give messages)")
+    message: str | None = Field(default=None, description="one message (or give messages)")
     messages: list[str] | None = Field(
-        None, description=f"a batch of 1 to {v.MAX_SEND_BATCH}: all sent, or none"
+        default=None, description=f"a batch of 1 to {v.MAX_SEND_BATCH}: all sent, or none"
     )
-    delay: int | None = Field(None, description=f"{SECONDS}; none: the queue's delay")
+    delay: int | None = Field(default=None, description=f"{SECONDS}; none: the queue's delay")
 
 
 class SentOut(Schema):
-    id: str | None = Field(None, description="the message's id (one message)")
-    ids: list[str] | None = Field(None, description="the ids, in order (a batch)")
+    id: str | None = Field(default=None, description="the message's id (one message)")
+    ids: list[str] | None = Field(default=None, description="the ids, in order (a batch)")
 
 
 class ReceiveIn(Schema):
-    n: int = Field(1, description=f"up to this many messages, 1 to {v.MAX_BATCH}")
-    vt: int | None = Field(None, description=f"{SECONDS}; none: the queue's vt")
+    n: int = Field(default=1, description=f"up to this many messages, 1 to {v.MAX_BATCH}")
+    vt: int | None = Field(default=None, description=f"{SECONDS}; none: the queue's vt")
 
 
 class ReceivedOut(Schema):
@@ -149,10 +151,15 @@ def describe_queue(
 
 @both("PUT", "/queues/{qname}/", ops.CREATE, "create_queue", response={201: DoneOut, **ERRORS})
 def create_queue(
-    request: HttpRequest, qname: str, body: CreateIn, conn: str | None = None, ns: str | None = None
+    request: HttpRequest,
+    qname: str,
+    body: CreateIn | None = None,
+    conn: str | None = None,
+    ns: str | None = None,
 ) -> Status[dict[str, bool]]:
-    """Create the queue (admin). 409 if it exists."""
-    ops.create_queue(request, places.resolve(conn, ns), qname, body.vt, body.delay, body.maxsize)
+    """Create the queue (admin); no body: vt 30, delay 0, maxsize 65536. 409 if it exists."""
+    b = body or CreateIn()
+    ops.create_queue(request, places.resolve(conn, ns), qname, b.vt, b.delay, b.maxsize)
     return Status(201, {"result": True})
 
 
@@ -211,12 +218,14 @@ def send(
 def receive(
     request: HttpRequest,
     qname: str,
-    body: ReceiveIn,
+    body: ReceiveIn | None = None,
     conn: str | None = None,
     ns: str | None = None,
 ) -> dict[str, Any]:
-    """Receive up to ``n`` visible messages, hidden for ``vt`` s (operator)."""
-    got = ops.receive(request, places.resolve(conn, ns), qname, body.n, body.vt)
+    """Receive up to ``n`` visible messages, hidden for ``vt`` s (operator); no body: one,
+    hidden for the queue's vt."""
+    b = body or ReceiveIn()
+    got = ops.receive(request, places.resolve(conn, ns), qname, b.n, b.vt)
     return {"messages": [message_json(m) for m in got]}
 
 

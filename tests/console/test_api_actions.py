@@ -15,6 +15,7 @@ from django.test import Client
 from dashboard.api import tokens
 from dashboard.models import ApiToken, AuditEntry
 from queues import RedisSMQ
+from queues.server import free_port
 
 pytest_plugins = ["console_fixtures"]
 pytestmark = pytest.mark.django_db
@@ -87,22 +88,45 @@ def test_it_moves_purges_creates_and_deletes_queues(api: Api, q1: RedisSMQ) -> N
 @pytest.mark.parametrize(
     ("method", "path", "body", "error"),
     [
-        ("POST", "q1/messages/", {"message": "x", "delay": 10_000_000},
-         "delay must be an integer between 0 and 9999999"),
-        ("POST", "q1/messages/", {"message": "x", "delay": "soon"},
-         "delay must be an integer between 0 and 9999999"),
+        (
+            "POST",
+            "q1/messages/",
+            {"message": "x", "delay": 10_000_000},
+            "delay must be an integer between 0 and 9999999",
+        ),
+        (
+            "POST",
+            "q1/messages/",
+            {"message": "x", "delay": "soon"},
+            "delay must be an integer between 0 and 9999999",
+        ),
         ("POST", "q1/messages/", {"message": 5}, "message must be a string"),
         ("POST", "q1/messages/", {"messages": ["ok", "x" * 2000]}, None),
-        ("POST", "q1/messages/", {}, "Give message (one message) or messages (a batch): one of the two"),
+        (
+            "POST",
+            "q1/messages/",
+            {},
+            "Give message (one message) or messages (a batch): one of the two",
+        ),
         ("POST", "q1/receive/", {"n": 0}, "n must be an integer between 1 and 1000"),
         ("POST", "q1/receive/", {"vt": -1}, "vt must be an integer between 0 and 9999999"),
-        ("PUT", "q9/", {"maxsize": 5}, "maxsize must be between 1024 and 65536 bytes, or -1 for unlimited"),
+        (
+            "PUT",
+            "q9/",
+            {"maxsize": 5},
+            "maxsize must be between 1024 and 65536 bytes, or -1 for unlimited",
+        ),
         ("PUT", "bad!name/", {}, None),
         ("POST", "q1/move/", {"ids": ["nope"], "to": "q2"}, None),
         ("POST", "q1/move/", {"ids": [], "to": "q2"}, "ids must hold 1 to 1000 message ids"),
-        ("POST", "q1/requeue/", {"ids": "abc"}, "ids must be a list of message ids (32 characters of a-z A-Z 0-9 :)"),
+        (
+            "POST",
+            "q1/requeue/",
+            {"ids": "abc"},
+            "ids must be a list of message ids (32 characters of a-z A-Z 0-9 :)",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_input_is_a_400_naming_the_field_and_changes_nothing(
     api: Api, q1: RedisSMQ, ns_state, method: str, path: str, body: Any, error: str | None
 ) -> None:
@@ -190,3 +214,32 @@ def test_the_read_api_still_answers_head_as_it_did(console, viewer: Client) -> N
     path = f"/api/c/default/{console.ns}/queues/"
     assert viewer.head(path).status_code == 200
     assert viewer.options(path).status_code == 405
+
+
+def test_redis_down_is_a_503_audited_as_failed(settings, api: Api) -> None:
+    down = f"redis://:pw@127.0.0.1:{free_port()}/0"
+    settings.RSMQ_CONNECTIONS = [{"name": "default", "url": down, "namespaces": ["rsmq"]}]
+    answer = api("POST", "q1/messages/", {"message": "x"})
+    assert api.status == 503
+    assert answer["error"].startswith("Redis is unavailable at ") and "pw@" not in answer["error"]
+    row = AuditEntry.objects.get()
+    assert (row.action, row.outcome) == ("send", "error")
+
+
+def test_receive_and_create_need_no_body(api: Api, q1: RedisSMQ) -> None:
+    mid = q1.send_message("q1", "a")
+    # as curl -X POST sends it: no body at all
+    got = api.client.generic("POST", "/api/queues/q1/receive/", b"").json()
+    assert [m["id"] for m in got["messages"]] == [mid]
+    assert api.client.generic("PUT", "/api/queues/q5/", b"").status_code == 201
+    assert q1.get_queue_attributes("q5").vt == 30
+
+
+def test_a_body_that_is_no_json_is_a_400(api: Api, q1: RedisSMQ, ns_state) -> None:
+    before = ns_state()
+    response = api.client.post(
+        "/api/queues/q1/messages/", data="{not json", content_type="application/json"
+    )
+    assert response.status_code == 400
+    assert response.json() == {"error": "Cannot parse request body."}
+    assert ns_state() == before

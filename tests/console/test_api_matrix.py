@@ -37,19 +37,36 @@ class Call:
 
 RANK = {"viewer": 1, "operator": 2, "admin": 3}
 CALLS: dict[str, Call] = {
-    "send": Call("POST", lambda ids: "/api/queues/q1/messages/", {"message": "hi"}, "send", "operator"),
+    "send": Call(
+        "POST", lambda ids: "/api/queues/q1/messages/", {"message": "hi"}, "send", "operator"
+    ),
     "send_batch": Call(
         "POST", lambda ids: "/api/queues/q1/messages/", {"messages": ["a", "b"]}, "send", "operator"
     ),
     "receive": Call("POST", lambda ids: "/api/queues/q1/receive/", {"n": 2}, "receive", "operator"),
-    "delete": Call("DELETE", lambda ids: f"/api/queues/q1/messages/{ids[1]}/", None, "delete", "operator"),
-    "visibility": Call(
-        "POST", lambda ids: f"/api/queues/q1/messages/{ids[0]}/visibility/", {"vt": 0},
-        "visibility", "operator",
+    "delete": Call(
+        "DELETE", lambda ids: f"/api/queues/q1/messages/{ids[1]}/", None, "delete", "operator"
     ),
-    "requeue": Call("POST", lambda ids: "/api/queues/q1/requeue/", lambda ids: {"ids": [ids[0]]}, "requeue", "operator"),
+    "visibility": Call(
+        "POST",
+        lambda ids: f"/api/queues/q1/messages/{ids[0]}/visibility/",
+        {"vt": 0},
+        "visibility",
+        "operator",
+    ),
+    "requeue": Call(
+        "POST",
+        lambda ids: "/api/queues/q1/requeue/",
+        lambda ids: {"ids": [ids[0]]},
+        "requeue",
+        "operator",
+    ),
     "move": Call(
-        "POST", lambda ids: "/api/queues/q1/move/", lambda ids: {"ids": [ids[1]], "to": "q2"}, "move", "operator"
+        "POST",
+        lambda ids: "/api/queues/q1/move/",
+        lambda ids: {"ids": [ids[1]], "to": "q2"},
+        "move",
+        "operator",
     ),
     "create_queue": Call("PUT", lambda ids: "/api/queues/q3/", {}, "create_queue", "admin"),
     "delete_queue": Call("DELETE", lambda ids: "/api/queues/q1/", None, "delete_queue", "admin"),
@@ -57,16 +74,26 @@ CALLS: dict[str, Call] = {
     "rest_send": Call(
         "POST", lambda ids: "/api/rest-rsmq/messages/q1", {"message": "hi"}, "send", "operator"
     ),
-    "rest_receive": Call("GET", lambda ids: "/api/rest-rsmq/messages/q1", None, "receive", "operator"),
+    "rest_receive": Call(
+        "GET", lambda ids: "/api/rest-rsmq/messages/q1", None, "receive", "operator"
+    ),
     "rest_delete": Call(
         "DELETE", lambda ids: f"/api/rest-rsmq/messages/q1/{ids[1]}", None, "delete", "operator"
     ),
     "rest_visibility": Call(
-        "PUT", lambda ids: f"/api/rest-rsmq/message/q1/{ids[0]}?vt=0", None, "visibility", "operator"
+        "PUT",
+        lambda ids: f"/api/rest-rsmq/message/q1/{ids[0]}?vt=0",
+        None,
+        "visibility",
+        "operator",
     ),
-    "rest_create_queue": Call("POST", lambda ids: "/api/rest-rsmq/queues/q3", {}, "create_queue", "admin"),
-    "rest_delete_queue": Call("DELETE", lambda ids: "/api/rest-rsmq/queues/q1", None, "delete_queue", "admin"),
-}  # fmt: skip
+    "rest_create_queue": Call(
+        "POST", lambda ids: "/api/rest-rsmq/queues/q3", {}, "create_queue", "admin"
+    ),
+    "rest_delete_queue": Call(
+        "DELETE", lambda ids: "/api/rest-rsmq/queues/q1", None, "delete_queue", "admin"
+    ),
+}
 
 
 @pytest.fixture
