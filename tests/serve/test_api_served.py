@@ -29,13 +29,13 @@ def served(clone: Path) -> Iterator[Served]:
         console.stop()
 
 
-def make_token(served: Served, name: str, role: str) -> str:
+def make_token(served: Served, name: str, role: str, per_minute: int = 1000) -> str:
     page = served.get("/tokens/")
     served.cookies.update(cookies(page))
     csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
     assert csrf, page.text[:500]
     form = {"csrfmiddlewaretoken": html.unescape(csrf[1]), "name": name, "role": role,
-            "per_minute": "1000"}  # fmt: skip
+            "per_minute": str(per_minute)}  # fmt: skip
     answer = request(
         served.port, "/tokens/", "POST", body=urlencode(form).encode(),
         headers={"Cookie": "; ".join(f"{k}={v}" for k, v in served.cookies.items()),
@@ -93,3 +93,13 @@ def test_without_a_token_it_answers_401_and_the_schema_is_served(served: Served)
     assert refused.headers["www-authenticate"].startswith("Bearer")
     schema = json.loads(request(served.port, "/api/schema/").body)
     assert "/api/rest-rsmq/messages/{qname}" in schema["paths"]
+
+
+def test_the_rate_holds_across_every_web_process(served: Served) -> None:
+    """Each call on a new connection, so gunicorn's 4 processes share them: the count is
+    the token's row, not a process's memory."""
+    token = make_token(served, "slow-bot", "viewer", per_minute=6)
+    statuses = [call(served, "GET", "/api/rest-rsmq/queues", token).status for _ in range(6)]
+    refused = call(served, "GET", "/api/rest-rsmq/queues", token)
+    assert statuses == [200] * 6
+    assert refused.status == 429 and 1 <= int(refused.headers["retry-after"]) <= 60
