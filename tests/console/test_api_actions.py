@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from typing import Any
 
 import pytest
@@ -158,6 +159,8 @@ def test_a_missing_queue_is_a_404_and_an_unknown_place_too(api: Api, q1) -> None
 
 def test_a_token_is_held_to_its_rate(console, q1: RedisSMQ, ns_state) -> None:
     api = Api("operator", per_minute=2)
+    while time.time() % 60 > 55:  # the three calls in one minute's window
+        time.sleep(0.5)
     api("POST", "q1/messages/", {"message": "a"})
     api("POST", "q1/messages/", {"message": "b"})
     before = ns_state()
