@@ -28,11 +28,13 @@ def record(
     count: int | None = None,
     params: dict[str, Any] | None = None,
     detail: str = "",
+    actor: str = "",
 ) -> None:
+    """``actor``: who acted when no console user did (an API token, by its name)."""
     user = request.user
     AuditEntry.objects.create(
-        user=user if user.is_authenticated else None,
-        username=_fit("username", user.get_username()),
+        user=user if user.is_authenticated and not actor else None,
+        username=_fit("username", actor or user.get_username()),
         connection=_fit("connection", place.conn.name),
         namespace=_fit("namespace", place.ns),
         # Whatever was posted, never more than its column holds (Postgres would refuse).

@@ -407,3 +407,33 @@ class Notification(models.Model):
 
     def __str__(self) -> str:
         return f"{self.channel} {self.key}"
+class ApiToken(models.Model):
+    """A machine's key to the HTTP API (dashboard/api/), bound to a role.
+
+    Only the SHA-256 of the token is kept: it is 32 random bytes (``secrets``), so a fast
+    hash is safe here, unlike a password, and it is looked up by that hash. The request
+    count of the current minute (``window``, ``used``) rate-limits it across every web
+    process, in the same row."""
+
+    class Role(models.TextChoices):
+        VIEWER = "viewer", "viewer"
+        OPERATOR = "operator", "operator"
+        ADMIN = "admin", "admin"
+
+    name = models.CharField(max_length=100, unique=True)  # the audit log's actor
+    role = models.CharField(max_length=10, choices=Role.choices)
+    digest = models.CharField(max_length=64, unique=True)  # sha256 hex of the token
+    prefix = models.CharField(max_length=12)  # its first characters, to recognise it
+    per_minute = models.PositiveIntegerField(default=600)  # requests, then 429
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.CharField(max_length=150)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    window = models.BigIntegerField(default=0)  # epoch minute of ``used``
+    used = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.role}{', revoked' if self.revoked_at else ''})"

@@ -2,8 +2,9 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from . import api, health, metrics
-from .views import alerts, audit, message, overview, preferences, queue, queue_actions
+from . import health, metrics
+from .api import api
+from .views import alerts, audit, message, overview, preferences, queue, queue_actions, tokens
 
 place_patterns = [
     path("", overview.overview, name="rsmq-overview"),
@@ -13,11 +14,6 @@ place_patterns = [
     path("q/<str:qname>/act/", queue_actions.queue_action, name="rsmq-queue-action"),
     path("q/<str:qname>/m/<str:msg_id>/", message.message_detail, name="rsmq-message"),
     path("q/<str:qname>/m/<str:msg_id>/act/", message.message_action, name="rsmq-message-action"),
-]
-
-api_patterns = [
-    path("queues/", api.queue_list, name="rsmq-api-queues"),
-    path("queues/<str:qname>/", api.queue_detail, name="rsmq-api-queue"),
 ]
 
 alert_patterns = [
@@ -31,6 +27,7 @@ urlpatterns = [
     path("", overview.home, name="rsmq-home"),
     path("audit/", audit.audit_log, name="rsmq-audit"),
     path("alerts/", include(alert_patterns)),
+    path("tokens/", tokens.token_list, name="rsmq-tokens"),
     path("preferences/refresh/", preferences.set_refresh, name="rsmq-set-refresh"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
@@ -39,7 +36,7 @@ urlpatterns = [
     path("metrics", metrics.metrics, name="rsmq-metrics"),
     path("healthz", health.healthz, name="rsmq-healthz"),
     path("readyz", health.readyz, name="rsmq-readyz"),
-    # The short form reads the first connection's first namespace.
-    path("api/", include(api_patterns)),
-    path("api/c/<slug:conn>/<str:ns>/", include(api_patterns)),
+    # The HTTP API (dashboard/api/): /api/… reads the first connection's first
+    # namespace, /api/c/<conn>/<ns>/… the named one.
+    path("api/", api.urls),
 ]

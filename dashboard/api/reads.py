@@ -5,7 +5,8 @@
     /api/c/<conn>/<ns>/queues/       like the pages' /c/<conn>/<ns>/
     /api/c/<conn>/<ns>/queues/<name>/?range=hour|day|week
 
-Auth: RSMQ_METRICS_TOKEN as a bearer token, or a logged-in viewer (access.token_or_viewer).
+Auth: an API token (any role), RSMQ_METRICS_TOKEN as a bearer token, or a logged-in viewer
+(access.token_or_viewer).
 """
 
 from __future__ import annotations
@@ -20,25 +21,50 @@ from django.views.decorators.http import require_safe
 
 from queues.models import QueueStats
 
-from . import place as places
-from .access import token_or_viewer
-from .connections import get_connection
-from .formatting import iso
-from .history import RANGES, Backlog, current_rates, queue_history
-from .place import Place
-from .rates import Interval
-from .web_errors import web_error
+from .. import place as places
+from ..access import token_or_viewer
+from ..connections import get_connection
+from ..formatting import iso
+from ..history import RANGES, Backlog, current_rates, queue_history
+from ..place import Place
+from ..rates import Interval
+from ..web_errors import web_error
+from . import tokens
 
 COUNTS = ("msgs", "visible", "hidden", "inflight", "delayed", "exact", "totalsent",
           "totalrecv", "oldest_age")  # fmt: skip
 ATTRIBUTES = ("vt", "delay", "maxsize", "created", "modified")
 
 
+def readers(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """An API token of any role (counted against its rate), else access.token_or_viewer."""
+    checked = token_or_viewer(view)
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not given.strip().startswith(tokens.PREFIX):
+            return checked(request, *args, **kwargs)
+        try:
+            tokens.admit(given.strip())
+        except tokens.Unauthenticated as e:
+            response = JsonResponse({"error": str(e)}, status=401)
+            response["WWW-Authenticate"] = 'Bearer realm="rsmq-console"'
+            return response
+        except tokens.RateLimited as e:
+            response = JsonResponse({"error": str(e)}, status=429)
+            response["Retry-After"] = str(e.retry_after)
+            return response
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
 def api_view(view: Callable[..., JsonResponse]) -> Callable[..., HttpResponse]:
-    """GET only, token or viewer, and every failure as JSON with its status."""
+    """GET only, a token or a viewer, and every failure as JSON with its status."""
 
     @require_safe
-    @token_or_viewer
+    @readers
     @wraps(view)
     def wrapped(
         request: HttpRequest, conn: str | None = None, ns: str | None = None, **kwargs: Any

@@ -1,0 +1,280 @@
+"""The API's actions, on the console's own terms: each is a row of the console's tables
+(views/queue_actions.py, views/message.py), so it needs the same role and is audited
+under the same name; it calls the same queues/ operation with the same validation.
+
+Every route is served twice: ``/api/…`` (the first connection's first namespace) and
+``/api/c/<conn>/<ns>/…``, like the read API and the pages."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from ninja import Router, Schema, Status
+from pydantic import Field
+
+from queues import validation as v
+from queues.models import Message
+
+from .. import place as places
+from ..views.actions import Action
+from . import operations as ops
+from . import reads
+from .calls import RANGES, BadInput, TokenAuth, placed
+
+router = Router(tags=["actions"])
+
+
+View = Callable[..., Any]
+
+
+def both(
+    method: str | list[str], path: str, action: Action | None, name: str, **kwargs: Any
+) -> Callable[[View], View]:
+    """Register ``view`` at ``path`` and at ``/c/{conn}/{ns}`` + ``path``."""
+
+    def register(view: View) -> View:
+        auth = TokenAuth(action) if action else None
+        first, at = placed(view, atomic=action is not None)
+        methods = [method] if isinstance(method, str) else method
+        router.api_operation(methods, path, auth=auth, operation_id=name, **kwargs)(first)
+        router.api_operation(
+            methods, "/c/{conn}/{ns}" + path, auth=auth, operation_id=f"{name}_at", **kwargs
+        )(at)
+        return view
+
+    return register
+
+
+# -- schemas ---------------------------------------------------------------------------
+
+SECONDS = f"seconds, 0 to {v.MAX_SECONDS}"
+
+
+class Error(Schema):
+    error: str = Field(description="what went wrong, naming the field and its allowed values")
+
+
+class MessageOut(Schema):
+    id: str
+    message: str
+    rc: int = Field(description="how often it was received")
+    fr: int = Field(description="its first receive, epoch ms")
+    sent: float = Field(description="when it was sent, epoch ms")
+
+
+class CreateIn(Schema):
+    vt: int = Field(default=30, description=SECONDS)
+    delay: int = Field(default=0, description=SECONDS)
+    maxsize: int = Field(
+        default=65536, description=f"bytes, {v.MAXSIZE_MIN} to {v.MAXSIZE_MAX}, or -1"
+    )
+
+
+class SendIn(Schema):
+    message: str | None = Field(default=None, description="one message (or give messages)")
+    messages: list[str] | None = Field(
+        default=None, description=f"a batch of 1 to {v.MAX_SEND_BATCH}: all sent, or none"
+    )
+    delay: int | None = Field(default=None, description=f"{SECONDS}; none: the queue's delay")
+
+
+class SentOut(Schema):
+    id: str | None = Field(default=None, description="the message's id (one message)")
+    ids: list[str] | None = Field(default=None, description="the ids, in order (a batch)")
+
+
+class ReceiveIn(Schema):
+    n: int = Field(default=1, description=f"up to this many messages, 1 to {v.MAX_BATCH}")
+    vt: int | None = Field(default=None, description=f"{SECONDS}; none: the queue's vt")
+
+
+class ReceivedOut(Schema):
+    messages: list[MessageOut]
+
+
+class VisibilityIn(Schema):
+    vt: int = Field(description=f"visible again in {SECONDS}")
+
+
+class IdsIn(Schema):
+    ids: list[str] = Field(description=f"message ids, 1 to {v.MAX_BATCH}")
+
+
+class MoveIn(IdsIn):
+    to: str = Field(description="the queue they go to")
+
+
+class CountOut(Schema):
+    count: int = Field(description="how many messages it changed")
+
+
+class DoneOut(Schema):
+    result: bool = Field(description="false: the message was not there (gone, or never)")
+
+
+ERRORS: dict[int, type[Schema]] = {
+    400: Error, 401: Error, 403: Error, 404: Error, 409: Error, 429: Error, 503: Error
+}  # fmt: skip
+
+
+def message_json(m: Message) -> dict[str, Any]:
+    return {"id": m.id, "message": m.message, "rc": m.rc, "fr": m.fr, "sent": m.sent}
+
+
+# -- reading (the read API, as it was: the token, RSMQ_METRICS_TOKEN or a viewer) ------
+
+
+@both(["GET", "HEAD"], "/queues/", None, "list_queues", tags=["read"])
+def list_queues(
+    request: HttpRequest, q: str = "", conn: str | None = None, ns: str | None = None
+) -> HttpResponse:
+    """Every queue (``q`` filters by name) with counts, attributes and current rates."""
+    return reads.queue_list(request, conn=conn, ns=ns)
+
+
+@both(["GET", "HEAD"], "/queues/{qname}/", None, "describe_queue", tags=["read"])
+def describe_queue(
+    request: HttpRequest,
+    qname: str,
+    range: str = "hour",
+    conn: str | None = None,
+    ns: str | None = None,
+) -> HttpResponse:
+    """One queue: counts, attributes, and its snapshots over ``range`` (hour, day, week)."""
+    return reads.queue_detail(request, conn=conn, ns=ns, qname=qname)
+
+
+# -- queues ----------------------------------------------------------------------------
+
+
+@both("PUT", "/queues/{qname}/", ops.CREATE, "create_queue", response={201: DoneOut, **ERRORS})
+def create_queue(
+    request: HttpRequest,
+    qname: str,
+    body: CreateIn | None = None,
+    conn: str | None = None,
+    ns: str | None = None,
+) -> Status[dict[str, bool]]:
+    """Create the queue (admin); no body: vt 30, delay 0, maxsize 65536. 409 if it exists."""
+    b = body or CreateIn()
+    ops.create_queue(request, places.resolve(conn, ns), qname, b.vt, b.delay, b.maxsize)
+    return Status(201, {"result": True})
+
+
+@both(
+    "DELETE",
+    "/queues/{qname}/",
+    ops.DELETE_QUEUE,
+    "delete_queue",
+    response={200: CountOut, **ERRORS},
+)
+def delete_queue(
+    request: HttpRequest, qname: str, conn: str | None = None, ns: str | None = None
+) -> dict[str, int]:
+    """Delete the queue and every message in it (admin); ``count``: the messages gone."""
+    return {"count": ops.delete_queue(request, places.resolve(conn, ns), qname)}
+
+
+@both(
+    "POST", "/queues/{qname}/purge/", ops.PURGE, "purge_queue", response={200: CountOut, **ERRORS}
+)
+def purge_queue(
+    request: HttpRequest, qname: str, conn: str | None = None, ns: str | None = None
+) -> dict[str, int]:
+    """Delete every message, keep the queue, its attributes and totals (admin)."""
+    return {"count": ops.purge_queue(request, places.resolve(conn, ns), qname)}
+
+
+# -- messages --------------------------------------------------------------------------
+
+
+@both(
+    "POST", "/queues/{qname}/messages/", ops.SEND, "send",
+    response={201: SentOut, **ERRORS}, exclude_none=True,
+)  # fmt: skip
+def send(
+    request: HttpRequest, qname: str, body: SendIn, conn: str | None = None, ns: str | None = None
+) -> Status[dict[str, Any]]:
+    """Send one message (``message``) or a batch (``messages``, all or none) (operator)."""
+    place = places.resolve(conn, ns)
+    if body.messages is not None and body.message is None:
+        if not body.messages:
+            raise BadInput(f"messages must be {RANGES['messages']}")
+        return Status(201, {"ids": ops.send(request, place, qname, body.messages, body.delay)})
+    if body.message is None or body.messages is not None:
+        raise BadInput("Give message (one message) or messages (a batch): one of the two")
+    return Status(201, {"id": ops.send(request, place, qname, [body.message], body.delay)[0]})
+
+
+@both(
+    "POST",
+    "/queues/{qname}/receive/",
+    ops.RECEIVE,
+    "receive",
+    response={200: ReceivedOut, **ERRORS},
+)
+def receive(
+    request: HttpRequest,
+    qname: str,
+    body: ReceiveIn | None = None,
+    conn: str | None = None,
+    ns: str | None = None,
+) -> dict[str, Any]:
+    """Receive up to ``n`` visible messages, hidden for ``vt`` s (operator); no body: one,
+    hidden for the queue's vt."""
+    b = body or ReceiveIn()
+    got = ops.receive(request, places.resolve(conn, ns), qname, b.n, b.vt)
+    return {"messages": [message_json(m) for m in got]}
+
+
+@both(
+    "DELETE",
+    "/queues/{qname}/messages/{msg_id}/",
+    ops.DELETE,
+    "delete_message",
+    response={200: DoneOut, **ERRORS},
+)
+def delete_message(
+    request: HttpRequest, qname: str, msg_id: str, conn: str | None = None, ns: str | None = None
+) -> dict[str, bool]:
+    """Delete one message (operator); ``result`` false: it was not there."""
+    return {"result": ops.delete(request, places.resolve(conn, ns), qname, msg_id)}
+
+
+@both(
+    "POST",
+    "/queues/{qname}/messages/{msg_id}/visibility/",
+    ops.VISIBILITY,
+    "change_visibility",
+    response={200: DoneOut, **ERRORS},
+)
+def change_visibility(
+    request: HttpRequest,
+    qname: str,
+    msg_id: str,
+    body: VisibilityIn,
+    conn: str | None = None,
+    ns: str | None = None,
+) -> dict[str, bool]:
+    """Make one message visible again in ``vt`` s (operator); false: it was not there."""
+    return {"result": ops.visibility(request, places.resolve(conn, ns), qname, msg_id, body.vt)}
+
+
+@both(
+    "POST", "/queues/{qname}/requeue/", ops.REQUEUE, "requeue", response={200: CountOut, **ERRORS}
+)
+def requeue(
+    request: HttpRequest, qname: str, body: IdsIn, conn: str | None = None, ns: str | None = None
+) -> dict[str, int]:
+    """Make these messages visible now, their receive counts kept (operator)."""
+    return {"count": ops.requeue(request, places.resolve(conn, ns), qname, body.ids)}
+
+
+@both("POST", "/queues/{qname}/move/", ops.MOVE, "move", response={200: CountOut, **ERRORS})
+def move(
+    request: HttpRequest, qname: str, body: MoveIn, conn: str | None = None, ns: str | None = None
+) -> dict[str, int]:
+    """Move these messages to queue ``to`` (operator); ``count``: how many went."""
+    return {"count": ops.move(request, places.resolve(conn, ns), qname, body.ids, body.to)}

@@ -1,0 +1,148 @@
+"""The API's actions, each once: the queues/ operation it calls, the console's table row
+it is (views/queue_actions.py, views/message.py: the role it needs, its name in the audit
+log), and what its audit row keeps. native.py and rest_rsmq.py shape their answers."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+
+from queues import InvalidArgument
+from queues import validation as v
+from queues.models import Message
+
+from ..access import Role
+from ..place import Place
+from ..views.actions import Action
+from ..views.message import MESSAGE_ACTIONS
+from ..views.queue_actions import QUEUE_ACTIONS
+from .calls import queue_in_url, run
+
+# Two the console has no button for, at the roles theirs need: creating a queue
+# (overview.queue_create: admin) and receiving (it hides the message and counts a
+# receive, as an operator's requeue or visibility change does).
+CREATE = Action(Role.ADMIN, lambda post: NotImplemented, "create_queue")
+RECEIVE = Action(Role.OPERATOR, lambda post: NotImplemented, "receive")
+SEND, REQUEUE, MOVE = QUEUE_ACTIONS["send"], QUEUE_ACTIONS["requeue"], QUEUE_ACTIONS["move"]
+PURGE, DELETE_QUEUE = QUEUE_ACTIONS["purge"], QUEUE_ACTIONS["delete_queue"]
+DELETE, VISIBILITY = MESSAGE_ACTIONS["delete"], MESSAGE_ACTIONS["visibility"]
+
+
+def create_queue(
+    request: HttpRequest, place: Place, qname: str, vt: int, delay: int, maxsize: int
+) -> None:
+    """The name is what is created: a bad one is a 400 here, not a 404."""
+    params = {"vt": vt, "delay": delay, "maxsize": maxsize}
+
+    def work() -> tuple[None, None]:
+        place.rsmq.create_queue(qname, vt=vt, delay=delay, maxsize=maxsize)
+        return None, None
+
+    run(request, place, CREATE, qname, work, params=params)
+
+
+def delete_queue(request: HttpRequest, place: Place, qname: str) -> int:
+    """The messages it held."""
+    queue_in_url(qname)
+
+    def work() -> tuple[int, int]:
+        # Its stats read even when its counters are spoiled, as the console does.
+        stats = place.rsmq.queue_stats([qname])
+        place.rsmq.delete_queue(qname)
+        n = stats[0].msgs if stats else 0
+        return n, n
+
+    return run(request, place, DELETE_QUEUE, qname, work)
+
+
+def purge_queue(request: HttpRequest, place: Place, qname: str) -> int:
+    queue_in_url(qname)
+
+    def work() -> tuple[int, int]:
+        n = place.rsmq.purge_queue(qname)
+        return n, n
+
+    return run(request, place, PURGE, qname, work)
+
+
+def send(
+    request: HttpRequest, place: Place, qname: str, messages: list[str], delay: int | None
+) -> list[str]:
+    """One message or an atomic batch: their ids."""
+    queue_in_url(qname)
+    params = {"delay": delay, "bytes": sum(len(m.encode()) for m in messages)}
+
+    def work() -> tuple[list[str], int]:
+        if len(messages) == 1:
+            return [place.rsmq.send_message(qname, messages[0], delay=delay)], 1
+        ids = place.rsmq.send_messages(qname, messages, delay=delay)
+        return ids, len(ids)
+
+    return run(request, place, SEND, qname, work, params=params)
+
+
+def receive(
+    request: HttpRequest, place: Place, qname: str, n: int, vt: int | None
+) -> list[Message]:
+    queue_in_url(qname)
+    got: list[str] = []
+
+    def work() -> tuple[list[Message], int]:
+        if n == 1:  # the original's receiveMessage (one message, its own script)
+            one = place.rsmq.receive_message(qname, vt=vt)
+            ms = [one] if one else []
+        else:
+            ms = place.rsmq.receive_messages(qname, n, vt=vt)
+        got.extend(m.id for m in ms)
+        return ms, len(ms)
+
+    return run(request, place, RECEIVE, qname, work, ids=got, params={"n": n, "vt": vt})
+
+
+def delete(request: HttpRequest, place: Place, qname: str, msg_id: str) -> bool:
+    """False: it was not there."""
+    queue_in_url(qname)
+
+    def work() -> tuple[bool, int]:
+        ok = place.rsmq.delete_message(qname, msg_id)
+        return ok, int(ok)
+
+    return run(request, place, DELETE, qname, work, ids=[msg_id])
+
+
+def visibility(request: HttpRequest, place: Place, qname: str, msg_id: str, vt: int) -> bool:
+    queue_in_url(qname)
+
+    def work() -> tuple[bool, int]:
+        ok = place.rsmq.change_message_visibility(qname, msg_id, vt)
+        return ok, int(ok)
+
+    return run(request, place, VISIBILITY, qname, work, ids=[msg_id], params={"vt": vt})
+
+
+def _ids(ids: list[str]) -> list[str]:
+    if not 1 <= len(ids) <= v.MAX_BATCH:
+        raise InvalidArgument("ids", f"ids must hold 1 to {v.MAX_BATCH} message ids")
+    for i in ids:
+        v.message_id(i, "ids")
+    return ids
+
+
+def requeue(request: HttpRequest, place: Place, qname: str, ids: list[str]) -> int:
+    queue_in_url(qname)
+
+    def work() -> tuple[int, int]:
+        n = place.rsmq.requeue(qname, _ids(ids))
+        return n, n
+
+    return run(request, place, REQUEUE, qname, work, ids=ids)
+
+
+def move(request: HttpRequest, place: Place, qname: str, ids: list[str], to: str) -> int:
+    queue_in_url(qname)
+
+    def work() -> tuple[int, int]:
+        v.qname(to, "to")
+        n = place.rsmq.move_messages(qname, to, _ids(ids))
+        return n, n
+
+    return run(request, place, MOVE, qname, work, ids=ids, params={"to": to})

@@ -1,0 +1,185 @@
+"""rest-rsmq's routes (smrchy/rest-rsmq, its README), so that its clients can point at
+``/api/rest-rsmq/`` (or ``/api/c/<conn>/<ns>/rest-rsmq/``) instead of an unauthenticated
+Node server: the same paths, request bodies and answers, plus a token, the console's
+roles, audit log and errors. Each route runs the same operation as native.py's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Router, Schema
+from pydantic import Field
+
+from .. import place as places
+from ..views.actions import Action
+from . import native
+from . import operations as ops
+from .calls import TokenAuth, placed, queue_in_url
+
+router = Router(tags=["rest-rsmq"])
+
+View = Callable[..., Any]
+PREFIXES = ("/rest-rsmq", "/c/{conn}/{ns}/rest-rsmq")
+
+
+def route(
+    method: str, path: str, action: Action | None, name: str, **kwargs: Any
+) -> Callable[[View], View]:
+    def register(view: View) -> View:
+        auth = TokenAuth(action)
+        for prefix, suffix, made in zip(PREFIXES, ("", "_at"), placed(view), strict=True):
+            router.api_operation(
+                [method],
+                prefix + path,
+                auth=auth,
+                operation_id=f"rest_rsmq_{name}{suffix}",
+                **kwargs,
+            )(made)
+        return view
+
+    return register
+
+
+class Result(Schema):
+    result: int = Field(description="1: done; 0: the message was not there")
+
+
+class Queues(Schema):
+    queues: list[str]
+
+
+class Attributes(Schema):
+    vt: int
+    delay: int
+    maxsize: int
+    totalrecv: int
+    totalsent: int
+    created: int
+    modified: int
+    msgs: int
+    hiddenmsgs: int
+
+
+class Sent(Schema):
+    id: str
+
+
+class SendIn(Schema):
+    message: str
+    delay: int | None = None
+
+
+class CreateIn(Schema):
+    vt: int = 30
+    delay: int = 0
+    maxsize: int = 65536
+
+
+ERRORS = native.ERRORS
+
+
+@route("GET", "/queues", None, "list_queues", response={200: Queues, **ERRORS})
+def list_queues(
+    request: HttpRequest, conn: str | None = None, ns: str | None = None
+) -> dict[str, Any]:
+    """listQueues."""
+    return {"queues": places.resolve(conn, ns).rsmq.list_queues()}
+
+
+@route("GET", "/queues/{qname}", None, "get_queue_attributes", response={200: Attributes, **ERRORS})
+def get_queue_attributes(
+    request: HttpRequest, qname: str, conn: str | None = None, ns: str | None = None
+) -> dict[str, Any]:
+    """getQueueAttributes."""
+    a = places.resolve(conn, ns).rsmq.get_queue_attributes(queue_in_url(qname))
+    return {k: getattr(a, k) for k in Attributes.model_fields}
+
+
+@route("POST", "/queues/{qname}", ops.CREATE, "create_queue", response={200: Result, **ERRORS})
+def create_queue(
+    request: HttpRequest,
+    qname: str,
+    body: CreateIn | None = None,
+    conn: str | None = None,
+    ns: str | None = None,
+) -> dict[str, int]:
+    """createQueue."""
+    b = body or CreateIn()
+    ops.create_queue(request, places.resolve(conn, ns), qname, b.vt, b.delay, b.maxsize)
+    return {"result": 1}
+
+
+@route(
+    "DELETE", "/queues/{qname}", ops.DELETE_QUEUE, "delete_queue", response={200: Result, **ERRORS}
+)
+def delete_queue(
+    request: HttpRequest, qname: str, conn: str | None = None, ns: str | None = None
+) -> dict[str, int]:
+    """deleteQueue."""
+    ops.delete_queue(request, places.resolve(conn, ns), qname)
+    return {"result": 1}
+
+
+@route("POST", "/messages/{qname}", ops.SEND, "send_message", response={200: Sent, **ERRORS})
+def send_message(
+    request: HttpRequest, qname: str, body: SendIn, conn: str | None = None, ns: str | None = None
+) -> dict[str, str]:
+    """sendMessage."""
+    return {"id": ops.send(request, places.resolve(conn, ns), qname, [body.message], body.delay)[0]}
+
+
+@route(
+    "GET",
+    "/messages/{qname}",
+    ops.RECEIVE,
+    "receive_message",
+    response={200: dict[str, Any], **ERRORS},
+)
+def receive_message(
+    request: HttpRequest,
+    qname: str,
+    vt: int | None = None,
+    conn: str | None = None,
+    ns: str | None = None,
+) -> dict[str, Any]:
+    """receiveMessage: the message, or ``{}`` when none is visible."""
+    got = ops.receive(request, places.resolve(conn, ns), qname, 1, vt)
+    return native.message_json(got[0]) if got else {}
+
+
+@route(
+    "DELETE",
+    "/messages/{qname}/{msg_id}",
+    ops.DELETE,
+    "delete_message",
+    response={200: Result, **ERRORS},
+)
+def delete_message(
+    request: HttpRequest, qname: str, msg_id: str, conn: str | None = None, ns: str | None = None
+) -> dict[str, int]:
+    """deleteMessage."""
+    return {"result": int(ops.delete(request, places.resolve(conn, ns), qname, msg_id))}
+
+
+def change_message_visibility(
+    request: HttpRequest,
+    qname: str,
+    msg_id: str,
+    vt: int,
+    conn: str | None = None,
+    ns: str | None = None,
+) -> dict[str, int]:
+    """changeMessageVisibility (its README says /message/, its server /messages/: both)."""
+    return {"result": int(ops.visibility(request, places.resolve(conn, ns), qname, msg_id, vt))}
+
+
+VISIBILITY_PATHS = {
+    "/message/{qname}/{msg_id}": "change_message_visibility",
+    "/messages/{qname}/{msg_id}": "change_message_visibility_plural",
+}
+for _path, _name in VISIBILITY_PATHS.items():
+    route("PUT", _path, ops.VISIBILITY, _name, response={200: Result, **ERRORS})(
+        change_message_visibility
+    )

@@ -1,0 +1,108 @@
+"""The HTTP API as `./run` serves it (gunicorn, from a fresh clone): an admin makes a token
+on /tokens/, and a script with nothing but that token sends, receives and deletes over
+HTTP, on the native routes and rest-rsmq's; no token: 401, and /api/schema/ is there."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from conftest import Response, Served, cookies, request, start
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def served(clone: Path) -> Iterator[Served]:
+    console = start(clone, "--no-celery", log_name="api.log")
+    try:
+        console.wait_ready()
+        console.login()
+        yield console
+    finally:
+        console.stop()
+
+
+def make_token(served: Served, name: str, role: str, per_minute: int = 1000) -> str:
+    page = served.get("/tokens/")
+    served.cookies.update(cookies(page))
+    csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+    assert csrf, page.text[:500]
+    form = {"csrfmiddlewaretoken": html.unescape(csrf[1]), "name": name, "role": role,
+            "per_minute": str(per_minute)}  # fmt: skip
+    answer = request(
+        served.port, "/tokens/", "POST", body=urlencode(form).encode(),
+        headers={"Cookie": "; ".join(f"{k}={v}" for k, v in served.cookies.items()),
+                 "Content-Type": "application/x-www-form-urlencoded",
+                 "Referer": f"http://127.0.0.1:{served.port}/tokens/"},
+    )  # fmt: skip
+    assert answer.status == 200, answer.text[:500]
+    found = re.search(r'<code id="new-token">([^<]+)</code>', answer.text)
+    assert found, answer.text[:1000]
+    return found[1]
+
+
+def call(served: Served, method: str, path: str, token: str, body: Any = None) -> Response:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    data = None
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+        data = json.dumps(body).encode()
+    return request(served.port, path, method, headers=headers, body=data)
+
+
+def test_a_token_sends_receives_and_deletes_over_http(served: Served) -> None:
+    token = make_token(served, "served-bot", "admin")
+    assert call(served, "PUT", "/api/queues/api-served/", token, {"vt": 30}).status == 201
+    sent = call(served, "POST", "/api/queues/api-served/messages/", token, {"message": "hello"})
+    assert sent.status == 201, sent.text
+    mid = json.loads(sent.body)["id"]
+    got = call(served, "POST", "/api/queues/api-served/receive/", token, {"n": 1})
+    [message] = json.loads(got.body)["messages"]
+    assert (message["id"], message["message"], message["rc"]) == (mid, "hello", 1)
+    gone = call(served, "DELETE", f"/api/queues/api-served/messages/{mid}/", token)
+    assert json.loads(gone.body) == {"result": True}
+    detail = json.loads(call(served, "GET", "/api/queues/api-served/", token).body)
+    assert (detail["counts"]["msgs"], detail["counts"]["totalrecv"]) == (0, 1)
+
+
+def test_rest_rsmq_clients_work_against_the_served_console(served: Served) -> None:
+    token = make_token(served, "rest-bot", "operator")
+    path = "/api/rest-rsmq/messages/emails"  # a demo queue
+    sent = json.loads(call(served, "POST", path, token, {"message": "Hello World!"}).body)
+    got = call(served, "GET", path + "?vt=30", token)
+    assert got.status == 200
+    assert set(json.loads(got.body)) == {"id", "message", "rc", "fr", "sent"}
+    assert "queues" in json.loads(call(served, "GET", "/api/rest-rsmq/queues", token).body)
+    deleted = call(served, "DELETE", f"/api/rest-rsmq/messages/emails/{sent['id']}", token)
+    assert json.loads(deleted.body) == {"result": 1}
+    # An operator's token may not delete a queue: 403 as JSON, never a traceback.
+    refused = call(served, "DELETE", "/api/rest-rsmq/queues/emails", token)
+    assert refused.status == 403 and "admin role" in json.loads(refused.body)["error"]
+
+
+def test_without_a_token_it_answers_401_and_the_schema_is_served(served: Served) -> None:
+    refused = call(served, "POST", "/api/queues/emails/purge/", "")
+    assert refused.status == 401 and "Traceback" not in refused.text
+    assert refused.headers["www-authenticate"].startswith("Bearer")
+    schema = json.loads(request(served.port, "/api/schema/").body)
+    assert "/api/rest-rsmq/messages/{qname}" in schema["paths"]
+
+
+def test_the_rate_holds_across_every_web_process(served: Served) -> None:
+    """Each call on a new connection, so gunicorn's 4 processes share them: the count is
+    the token's row, not a process's memory."""
+    token = make_token(served, "slow-bot", "viewer", per_minute=6)
+    while time.time() % 60 > 50:  # all seven calls in one minute's window
+        time.sleep(0.5)
+    statuses = [call(served, "GET", "/api/rest-rsmq/queues", token).status for _ in range(6)]
+    refused = call(served, "GET", "/api/rest-rsmq/queues", token)
+    assert statuses == [200] * 6
+    assert refused.status == 429 and 1 <= int(refused.headers["retry-after"]) <= 60
