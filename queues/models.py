@@ -126,6 +126,8 @@ class Browse:
     position: int | None  # the first item's 0-based place in the state (all / visible / hidden)
     now: int = 0
     calls: int = 0  # script calls it took
+    first: Cursor | None = None  # the first item's place (for Previous)
+    last: Cursor | None = None  # the last item's place (for Next)
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,6 +77,10 @@ def _str(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
+def _member(raw: bytes | str) -> bytes:
+    return raw if isinstance(raw, bytes) else raw.encode()
+
+
 def _decode(raw: bytes | str) -> str:
     return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
 
@@ -782,19 +786,22 @@ class Operations(Generic[R]):
             elif rows and position is None:
                 position = r[7] - first
             if r[4] is not None:
-                score, member = _str(r[3]), r[4] if isinstance(r[4], bytes) else r[4].encode()
+                score, member = _str(r[3]), _member(r[4])
                 if direction == "rank":
                     direction = "next"
             if at_end or len(found) // 6 >= limit or time.monotonic() - start >= budget:
                 break
         items = [_info(found[i : i + 6], now) for i in range(0, len(found), 6)]
+        places = [Cursor(_str(found[i + 1]), _member(found[i])) for i in range(0, len(found), 6)]
         if direction == "prev":
             items.reverse()
+            places.reverse()
         return Browse(
             items=items, looked=looked, at_end=at_end, complete=at_end or len(items) >= limit,
             resume=Cursor(score, member) if looked else at, state_size=max(0, last - first + 1),
             position=None if min_rc or contains or state in ("inflight", "delayed") else position,
-            now=now, calls=calls,
+            now=now, calls=calls, first=places[0] if places else None,
+            last=places[-1] if places else None,
         )  # fmt: skip
 
     @operation
