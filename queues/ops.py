@@ -23,11 +23,11 @@ from .driver import Batch, Call, Command, Endpoint, Op, operation
 from .errors import InvalidArgument, MessageNotString, NoAttributeSupplied, QueueNotFound
 from .ids import random_suffixes, sent_ms
 from .models import (
+    Browse,
+    Cursor,
     DeadLetterPolicy,
     Message,
     MessageInfo,
-    Browse,
-    Cursor,
     Page,
     QueueAttributes,
     QueueStats,
@@ -773,8 +773,9 @@ class Operations(Generic[R]):
         position: int | None = None
         start = time.monotonic()
         while True:
-            args = (state, direction, score, member, limit - len(found) // 6, preview, step,
-                    min_rc, contains, BROWSE_BYTES)  # fmt: skip
+            # one more than the page: whether anything follows it is then known
+            args = (state, direction, score, member, limit + 1 - len(found) // 6, preview,
+                    step, min_rc, contains, BROWSE_BYTES)  # fmt: skip
             r: list[Any] = yield Call(S.BROWSE, keys, args, qname)
             calls += 1
             now, at_end, first, last = r[0], r[2] == 1, r[5], r[6]
@@ -789,10 +790,16 @@ class Operations(Generic[R]):
                 score, member = _str(r[3]), _member(r[4])
                 if direction == "rank":
                     direction = "next"
-            if at_end or len(found) // 6 >= limit or time.monotonic() - start >= budget:
+            if at_end or len(found) // 6 > limit or time.monotonic() - start >= budget:
                 break
         items = [_info(found[i : i + 6], now) for i in range(0, len(found), 6)]
         places = [Cursor(_str(found[i + 1]), _member(found[i])) for i in range(0, len(found), 6)]
+        if len(items) > limit:  # the one past the page: more follow, go on from the page's end
+            items, places = items[:limit], places[:limit]
+            score, member = places[-1].score, places[-1].member
+            at_end = False
+            if direction == "prev" and position is not None:
+                position += 1  # the one dropped was the rank before the page
         if direction == "prev":
             items.reverse()
             places.reverse()

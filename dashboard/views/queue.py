@@ -287,8 +287,10 @@ def scan(
         b = None
         items: list[MessageInfo] = []
     else:
-        b = place.rsmq.browse(qname, state, after=after, limit=size - onpage, min_rc=min_rc,
-                              contains=text, preview=settings.RSMQ_PREVIEW_BYTES, **bounds())  # fmt: skip
+        b = place.rsmq.browse(
+            qname, state, after=after, limit=size - onpage, min_rc=min_rc, contains=text,
+            preview=settings.RSMQ_PREVIEW_BYTES, **bounds(),
+        )  # fmt: skip
         items = b.items
         looked += b.looked
         found += len(items)

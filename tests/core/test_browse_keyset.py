@@ -163,3 +163,14 @@ def test_corrupt_messages_are_listed_not_fatal(rsmq: RedisSMQ, queue: str, r: re
     assert [m.id for m in received.items] == [ok[1]]
     cur = Cursor.decode(everything.resume.encode())  # type: ignore[union-attr]
     assert cur == everything.resume
+
+
+def test_previous_pages_of_a_filtered_state_hold_only_its_messages(
+    rsmq: RedisSMQ, queue: str, interleaved: dict[str, list[str]]
+):
+    last = rsmq.browse(queue, state="delayed", before=Cursor("", b""), limit=3)
+    assert [m.id for m in last.items] == interleaved["delayed"][-3:]
+    prev = rsmq.browse(queue, state="delayed", before=last.first, limit=3)
+    assert [m.id for m in prev.items] == interleaved["delayed"][-6:-3]
+    again = rsmq.browse(queue, state="delayed", before=prev.first, limit=3)
+    assert [m.id for m in again.items] == interleaved["delayed"][-9:-6]
