@@ -28,6 +28,12 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="record the results in bench/RESULTS.md")
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--queues", type=int, help="only the overview of this many queues")
+    ap.add_argument(
+        "--browse",
+        action="store_true",
+        help="only the message browser: every tab's first / middle / last page and the scans"
+        " on a 1,020,005-message and a 10,020,005-message queue (--quick: 120,005)",
+    )
     args = ap.parse_args()
 
     from bench.machine import console_env, pinned_redis
@@ -37,6 +43,9 @@ def main() -> None:
         # A snapshot of 100,000 queues takes longer than the default 10 s interval on a
         # busy machine: a minute, so the one taken first is the pages' order throughout.
         console_env(server.url, tmp, RSMQ_LAKE_DIR=str(tmp / "lake"), RSMQ_SNAPSHOT_INTERVAL="60")
+        if args.browse:
+            publish(render_browse(run_browse(server.url, args), args), args.write)
+            return
         rows = run_big(server.url, args) if args.queues else run(server.url, args)
     publish(render(rows, args), args.write)
 
@@ -152,6 +161,131 @@ def run(url: str, args: argparse.Namespace) -> list[tuple[str, float, float, int
     return rows
 
 
+def fill_browse_queue(url: str, qname: str, visible: int) -> None:
+    """``visible`` messages, 30,000 of which then in flight (vt 2 h) and 20,000 delayed (2 h)
+    interleaved by visible-at time, then 5 poison messages (received 6 times, hidden 3 h):
+    the last of the queue. Sends pipelined 20 batches of 10,000 a round trip."""
+    import asyncio
+
+    from queues import AsyncRedisSMQ
+
+    async def main() -> None:
+        async with AsyncRedisSMQ(url=url, ns="bench") as a:
+            await a.create_queue(qname)
+            poison = await a.send_messages(qname, [f"poison {i}" for i in range(5)])
+            for _ in range(6):
+                await a.receive_messages(qname, 5, vt=0)
+            for mid in poison:
+                await a.change_message_visibility(qname, mid, 3 * 3600)
+            batch = [f"order {i:08d}" for i in range(10_000)]
+            for k in range(0, visible // 10_000, 20):
+                n = min(20, visible // 10_000 - k)
+                await asyncio.gather(*(a.send_messages(qname, batch) for _ in range(n)))
+                print(f"  {(k + n) * 10_000:,}", end="\r", flush=True)
+            for _ in range(10):
+                for _ in range(3):
+                    await a.receive_messages(qname, 1000, vt=7200)
+                await a.send_messages(qname, ["later"] * 2000, delay=7200)
+
+    asyncio.run(main())
+
+
+def run_browse(url: str, args: argparse.Namespace) -> list[tuple[str, float, float, int, str]]:
+    """Every tab's first, middle and last page, Next from the middle, a scan step of
+    "received >= 5" and of a body search, each with the longest Redis call (SLOWLOG)."""
+    import django
+
+    django.setup()
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+    from django.test import Client
+    from django.test.utils import setup_test_environment
+
+    from bench.machine import SlowLog
+    from queues import RedisSMQ
+    from queues.models import Cursor
+
+    setup_test_environment()
+    call_command("migrate", verbosity=0)
+    call_command("collectstatic", interactive=False, verbosity=0)
+    client = Client()
+    client.force_login(User.objects.create_superuser("bench", "b@example.com", "bench"))
+    rsmq = RedisSMQ(url=url, ns="bench")
+    sizes = [100_000] if args.quick else [1_000_000, 10_000_000]
+    slowlog = SlowLog(url, micros=1000)  # every call over 1 ms, to find the longest
+    sent, original = count_sends()
+    rows = []
+    for sent_n in sizes:
+        qname = f"big{sent_n}"
+        print(f"filling {qname} ...", flush=True)
+        fill_browse_queue(url, qname, sent_n)
+        total = sent_n + 20_005  # 30,000 of them received: in flight
+        visible = sent_n - 30_000
+        base = f"/c/default/bench/q/{qname}/"
+        pages = -(-total // 50)
+        hidden_at = rsmq.census_range(qname, visible + 25_000, 1).visible_at[0]
+        middle = Cursor.at_time(hidden_at).encode()
+        label = f"{total:,} messages"
+        paths = []
+        for tab in ("all", "visible", "inflight", "delayed"):
+            n = pages if tab == "all" else -(-visible // 50)
+            mid = f"page={n // 2}" if tab in ("all", "visible") else f"after={middle}"
+            paths += [
+                (f"{label}, {tab}, first page", f"{base}?state={tab}"),
+                (f"{label}, {tab}, middle page", f"{base}?state={tab}&{mid}"),
+                (f"{label}, {tab}, last page", f"{base}?state={tab}&last=1"),
+            ]
+        far = Cursor.at_time(hidden_at).encode()
+        paths += [
+            (f"{label}, received ≥ 5, first scan step", f"{base}?rc=5"),
+            (f"{label}, received ≥ 5, a scan step (htmx)",
+             f"{base}?rc=5&after={far}&looked=1&found=0&onpage=0&part=scan"),
+            (f"{label}, body search, first scan step", f"{base}?search=poison+3"),
+            (f"{label}, body search, a scan step (htmx)",
+             f"{base}?search=poison+3&after={far}&looked=1&found=0&onpage=0&part=scan"),
+        ]  # fmt: skip
+        for what, path in paths:
+            slowlog.reset()
+            htmx = "part=scan" in path
+            row = measure(client, sent, what, path, 100, args.rounds, htmx=htmx)
+            worst = max(slowlog.calls(), default=(0, ""))
+            longest = f"{worst[0] / 1000:.1f} ms" if worst[0] else "< 1 ms"
+            verdict = row[4] + f"; longest call {longest}: " + (
+                "PASS" if worst[0] <= 5000 else "FAIL")  # fmt: skip
+            rows.append((*row[:4], verdict))
+        rsmq.delete_queue(qname)
+    from redis.connection import AbstractConnection
+
+    AbstractConnection.send_packed_command = original
+    return rows
+
+
+def render_browse(rows: list[tuple[str, float, float, int, str]], args: argparse.Namespace) -> str:
+    from bench.machine import describe
+
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    lines = [
+        "## Message browser (`bench/dashboard.py --browse"
+        + (" --quick" if args.quick else "")
+        + "`)",
+        "",
+        f"{describe()}; redis-server on core 0, Django on core 1; server time of the view"
+        f" (Django test client, logged-in admin), median and p90 of {args.rounds} requests;"
+        " longest single Redis call during the page's requests from SLOWLOG (calls over 1 ms"
+        f" logged). Load average at the end {load} (other engineers' runs share the machine)."
+        " Each queue: its visible messages, 30,000 in flight and 20,000 delayed interleaved,"
+        " 5 poison messages at the back. Middle pages: page n/2 of all / visible, the"
+        " hidden messages' middle time for in flight / delayed; a scan step reads for"
+        " RSMQ_BROWSE_BUDGET_MS (40) at most.",
+        "",
+        "| page | median | p90 | Redis round trips | budget |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for label, med, p90, trips, verdict in rows:
+        lines.append(f"| {label} | {med:.1f} ms | {p90:.1f} ms | {trips} | {verdict} |")
+    return "\n".join(lines) + "\n"
+
+
 def count_sends() -> tuple[dict[str, int], Any]:
     """Count every write of redis-py to a socket in ``sent["n"]``; returns redis-py's own
     send, to put back."""
@@ -168,10 +302,20 @@ def count_sends() -> tuple[dict[str, int], Any]:
     return sent, original
 
 
-def measure(client, sent: dict[str, int], label: str, path: str, budget: int | None, rounds: int):
+def measure(
+    client,
+    sent: dict[str, int],
+    label: str,
+    path: str,
+    budget: int | None,
+    rounds: int,
+    htmx: bool = False,
+):
     headers = {}
     if label.startswith("live refresh"):
         headers = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "live"}
+    if htmx:
+        headers = {"HTTP_HX_REQUEST": "true"}
     response = client.get(path, **headers)  # warm up
     assert response.status_code == 200, (path, response.status_code)
     assert b"Sorted by the snapshot of" in response.content or "queues," not in label

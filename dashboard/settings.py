@@ -237,11 +237,13 @@ DEFAULT_EXCEPTION_REPORTER_FILTER = "dashboard.security.ConsoleExceptionReporter
 
 # Every action off: the console only shows.
 RSMQ_READ_ONLY = env_bool("RSMQ_READ_ONLY")
-# The message browser: rows per page, body preview bytes, and how many messages a
-# body search / receive-count filter looks at per page at most.
+# The message browser: rows per page, body preview bytes; the Redis time one page or
+# scan step may spend (ms, in script calls of at most RSMQ_BROWSE_STEP messages each)
+# before it says where it stopped and goes on from there.
 RSMQ_PAGE_SIZE = int(os.environ.get("RSMQ_PAGE_SIZE", "50"))
 RSMQ_PREVIEW_BYTES = int(os.environ.get("RSMQ_PREVIEW_BYTES", "300"))
-RSMQ_SEARCH_SCAN_LIMIT = int(os.environ.get("RSMQ_SEARCH_SCAN_LIMIT", "10000"))
+RSMQ_BROWSE_BUDGET_MS = float(os.environ.get("RSMQ_BROWSE_BUDGET_MS", "40"))
+RSMQ_BROWSE_STEP = int(os.environ.get("RSMQ_BROWSE_STEP", "1000"))
 # Live refresh default in seconds (users choose their own; never below 2; 0 = off).
 RSMQ_REFRESH_SECONDS = int(os.environ.get("RSMQ_REFRESH_SECONDS", "5"))
 

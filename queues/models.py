@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -80,6 +81,53 @@ class SearchResult:
     scanned: int
     next_cursor: int | None  # None: the whole state was looked at
     now: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    """A place in a queue's order, between messages: a zset score (as Redis wrote it)
+    and a member. Keyset browsing goes on after (or before) it, whatever came or went."""
+
+    score: str
+    member: bytes
+
+    def encode(self) -> str:
+        """For a URL: ``<score>~<member as hex>``."""
+        return f"{self.score}~{self.member.hex()}"
+
+    @classmethod
+    def decode(cls, text: str) -> Cursor:
+        """The inverse of ``encode``; ValueError for anything else (a URL is anyone's)."""
+        score, sep, member = text.partition("~")
+        if not sep or len(text) > 1000 or math.isnan(float(score)):
+            raise ValueError(f"not a cursor: {text[:40]!r}")
+        return cls(repr(float(score)) if "e" in score.lower() else score, bytes.fromhex(member))
+
+    @classmethod
+    def at_time(cls, ms: int) -> Cursor:
+        """Just before every message that becomes visible at ``ms`` or later."""
+        return cls(str(ms), b"")
+
+
+@dataclass(frozen=True, slots=True)
+class Browse:
+    """A keyset page of a state (or a filter's matches), and where its reading stopped.
+
+    ``complete``: the page has ``limit`` items, or the state's end was reached; else the
+    time budget ran out first and ``resume`` goes on from the last message looked at.
+    """
+
+    items: list[MessageInfo]  # in queue order
+    looked: int  # messages looked at (filters and in flight / delayed look at more than they show)
+    at_end: bool  # the reading reached the state's end in its direction
+    complete: bool
+    resume: Cursor | None  # the last message looked at, None if none was
+    state_size: int  # messages in the state's rank range (hidden for in flight / delayed)
+    position: int | None  # the first item's 0-based place in the state (all / visible / hidden)
+    now: int = 0
+    calls: int = 0  # script calls it took
+    first: Cursor | None = None  # the first item's place (for Previous)
+    last: Cursor | None = None  # the last item's place (for Next)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import random
+import time
 from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
@@ -22,6 +23,8 @@ from .driver import Batch, Call, Command, Endpoint, Op, operation
 from .errors import InvalidArgument, MessageNotString, NoAttributeSupplied, QueueNotFound
 from .ids import random_suffixes, sent_ms
 from .models import (
+    Browse,
+    Cursor,
     DeadLetterPolicy,
     Message,
     MessageInfo,
@@ -61,10 +64,22 @@ MAX_CENSUS_COUNT = 10_000
 CENSUS_BYTES = 512 * 1024
 CENSUS_MESSAGE_BYTES = 2048
 MAX_MAXRC = 1000
+#: members one browse script call looks at, at most: ~1 ms of Redis for the rc test of
+#: in flight / delayed / received >= N (SLOWLOG on the 2-core bench machine)
+BROWSE_STEP = 1000
+#: bodies' bytes one browse call reads for a text search before it stops
+BROWSE_BYTES = 256 * 1024
+#: a browse's time budget (s): it makes calls until its page is full, the state ends
+#: or this is spent, then says where it stopped
+BROWSE_BUDGET = 0.04
 
 
 def _str(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
+
+
+def _member(raw: bytes | str) -> bytes:
+    return raw if isinstance(raw, bytes) else raw.encode()
 
 
 def _decode(raw: bytes | str) -> str:
@@ -720,6 +735,93 @@ class Operations(Generic[R]):
         now, scanned, nxt = r[0], r[1], r[2]
         items = [_info(r[i : i + 6], now) for i in range(3, len(r), 6)]
         return SearchResult(items, scanned, None if nxt < 0 else nxt, now)
+
+    @operation
+    def browse(
+        self,
+        qname: str,
+        state: str = "all",
+        after: Cursor | None = None,
+        before: Cursor | None = None,
+        rank: int | None = None,
+        limit: int = 50,
+        preview: int = 0,
+        min_rc: int = 0,
+        contains: str = "",
+        budget: float = BROWSE_BUDGET,
+        step: int = BROWSE_STEP,
+    ) -> Op[Browse]:
+        """A keyset page of a state over (score, member), the queue's order, optionally
+        only messages received at least ``min_rc`` times and/or whose body contains a text.
+
+        From the state's start, or ``after`` a cursor, or backwards ``before`` one (a
+        ``Cursor`` with an empty score: from the end), or from the ``rank``-th message of
+        an unfiltered state. Each script call looks at ``step`` messages at most (a few
+        ms of Redis); calls go on until the page is full, the state ends or ``budget``
+        seconds are spent, and ``Browse.resume`` says where to go on. Read-only.
+        """
+        keys = self._queue_keys(qname)
+        v.state(state)
+        v.integer("limit", limit, 1, v.MAX_PAGE)
+        v.integer("preview", preview, 0, 2**31)
+        v.integer("min_rc", min_rc, 0, 2**31)
+        v.integer("step", step, 1, 10_000)
+        if not isinstance(contains, str):
+            raise InvalidArgument("contains", "contains must be a string")
+        if sum(x is not None for x in (after, before, rank)) > 1:
+            raise InvalidArgument("cursor", "after, before and rank exclude each other")
+        if rank is not None:
+            v.integer("rank", rank, 0, 2**53)
+            if min_rc or contains or state in ("inflight", "delayed"):
+                raise InvalidArgument("rank", "a rank is a place in all / visible / hidden")
+        direction, at = "next", after
+        if before is not None:
+            direction, at = "prev", before
+        score, member = (at.score, at.member) if at else ("", b"")
+        if rank is not None:
+            direction, score = "rank", str(rank)
+        found: list[Any] = []
+        looked = calls = 0
+        position: int | None = None
+        start = time.monotonic()
+        while True:
+            # one more than the page: whether anything follows it is then known
+            args = (state, direction, score, member, limit + 1 - len(found) // 6, preview,
+                    step, min_rc, contains, BROWSE_BYTES)  # fmt: skip
+            r: list[Any] = yield Call(S.BROWSE, keys, args, qname)
+            calls += 1
+            now, at_end, first, last = r[0], r[2] == 1, r[5], r[6]
+            looked += r[1]
+            rows = r[9:]
+            found += rows  # in the order met: backwards for "prev", reversed below
+            if rows and direction == "prev":
+                position = r[8] - first
+            elif rows and position is None:
+                position = r[7] - first
+            if r[4] is not None:
+                score, member = _str(r[3]), _member(r[4])
+                if direction == "rank":
+                    direction = "next"
+            if at_end or len(found) // 6 > limit or time.monotonic() - start >= budget:
+                break
+        items = [_info(found[i : i + 6], now) for i in range(0, len(found), 6)]
+        places = [Cursor(_str(found[i + 1]), _member(found[i])) for i in range(0, len(found), 6)]
+        if len(items) > limit:  # the one past the page: more follow, go on from the page's end
+            items, places = items[:limit], places[:limit]
+            score, member = places[-1].score, places[-1].member
+            at_end = False
+            if direction == "prev" and position is not None:
+                position += 1  # the one dropped was the rank before the page
+        if direction == "prev":
+            items.reverse()
+            places.reverse()
+        return Browse(
+            items=items, looked=looked, at_end=at_end, complete=at_end or len(items) >= limit,
+            resume=Cursor(score, member) if looked else at, state_size=max(0, last - first + 1),
+            position=None if min_rc or contains or state in ("inflight", "delayed") else position,
+            now=now, calls=calls, first=places[0] if places else None,
+            last=places[-1] if places else None,
+        )  # fmt: skip
 
     @operation
     def census_range(self, qname: str, first: int, count: int, body: bool = False) -> Op[Slice]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from django import forms
@@ -10,12 +12,14 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
 from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_safe
 
 from queues import QueueUnreadable
 from queues import validation as v
-from queues.models import LIST_STATES
+from queues.models import LIST_STATES, Cursor, MessageInfo, QueueStats
+from queues.ops import DEFAULT_SAMPLE
 
 from .. import place as places
 from ..access import Role, can
@@ -25,6 +29,7 @@ from ..forms import queue_page_forms
 from ..history import RANGES, queue_history
 from ..htmx import HtmxHttpRequest
 from ..place import Place, place_for
+from ..templatetags.console import state_label
 from .common import context, current, int_param, query_of, template
 
 TABS = ("all", "visible", "inflight", "delayed")
@@ -66,10 +71,91 @@ def queue_charts(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> Ht
     return render(request, "queue.html#charts", ctx)
 
 
+BROWSED = ("all", "visible", "hidden")  # states whose messages are a contiguous rank range
+
+
+@dataclass(frozen=True)
+class Count:
+    """How many messages a tab holds: the one number its badge, the pager and the bulk
+    bar show, and how it was got when it is an estimate."""
+
+    total: int
+    exact: bool = True
+    how: str = ""
+
+    @property
+    def shown(self) -> str:
+        return f"{self.total:,}" if self.exact else f"≈{self.total:,}"
+
+
+def state_count(stats: QueueStats, state: str) -> Count:
+    if state in ("inflight", "delayed"):
+        n = stats.inflight if state == "inflight" else stats.delayed
+        if stats.exact:
+            return Count(n)
+        return Count(n, False, f"estimated: the share of {state_label(state)} among "
+                     f"{DEFAULT_SAMPLE:,} evenly spaced hidden messages, times the "
+                     f"{stats.hidden:,} hidden (an exact count would read every one)")  # fmt: skip
+    return Count({"all": stats.msgs, "visible": stats.visible, "hidden": stats.hidden}[state])
+
+
+def tab_counts(stats: QueueStats) -> list[tuple[str, Count]]:
+    return [(t, state_count(stats, t)) for t in TABS]
+
+
+def cursor_param(params: QueryDict, name: str, notes: list[str]) -> Cursor | None:
+    raw = params.get(name)
+    if not raw:
+        return None
+    try:
+        return Cursor.decode(raw)
+    except ValueError:
+        notes.append("That link's place in the queue can't be read (it was cut or edited): "
+                     "showing the first page.")  # fmt: skip
+        return None
+
+
+def time_param(raw: str, notes: list[str]) -> int | None:
+    """A jump-to time (ISO 8601, UTC unless it says otherwise) as epoch ms."""
+    raw = raw.strip()
+    if not raw:
+        return None
+    try:
+        when = dt.datetime.fromisoformat(raw)
+    except ValueError:
+        notes.append(f"'{raw[:40]}' is not a time: use a date and time like "
+                     "2026-11-22T23:05 (UTC).")  # fmt: skip
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return max(0, min(int(when.timestamp() * 1000), 2**53))
+
+
+def bounds() -> dict[str, Any]:
+    """How long one request may read, and how much one script call may look at."""
+    return {"budget": settings.RSMQ_BROWSE_BUDGET_MS / 1000, "step": settings.RSMQ_BROWSE_STEP}
+
+
+def highlight(text: str, needle: str) -> list[tuple[str, bool]]:
+    """A body's shown text cut into (part, is a match) for <mark>."""
+    if not needle:
+        return [(text, False)]
+    parts: list[tuple[str, bool]] = []
+    i = 0
+    while (j := text.find(needle, i)) >= 0:
+        parts += [(text[i:j], False), (needle, True)]
+        i = j + len(needle)
+    return parts + [(text[i:], False)]
+
+
 def browse(
-    place: Place, qname: str, params: QueryDict, lookup_done: bool = False
+    place: Place,
+    qname: str,
+    params: QueryDict,
+    lookup_done: bool = False,
+    stats: QueueStats | None = None,
 ) -> dict[str, Any]:
-    """The message browser: a page of one state, a filter, or an id lookup.
+    """The message browser: a keyset page of one state, a scan, or an id lookup.
 
     ``lookup_done``: the view already looked the id up and did not find it.
     """
@@ -86,27 +172,162 @@ def browse(
         msg = None
         if v.ID_RE.fullmatch(lookup) and not lookup_done:
             msg = place.rsmq.get_message(qname, lookup)
-        out.update(items=[msg] if msg else [], mode="lookup")
+        out.update(items=[msg] if msg else [], mode="lookup", rows=[(msg, None)] if msg else [])
         return out
+    notes: list[str] = []
+    count = state_count(stats, state) if stats else Count(0)
+    after = cursor_param(params, "after", notes)
+    before = None if after else cursor_param(params, "before", notes)
     if min_rc or text:
-        cursor = int_param(params.get("cursor"), 0, low=0)
-        result = place.rsmq.search_messages(
-            qname, contains=text, min_rc=min_rc, state=state, cursor=cursor, limit=size,
-            scan_limit=settings.RSMQ_SEARCH_SCAN_LIMIT, preview=preview,
-        )  # fmt: skip
-        out.update(
-            items=result.items, mode="search", scanned=result.scanned, cursor=cursor,
-            next_cursor=result.next_cursor, scan_limit=settings.RSMQ_SEARCH_SCAN_LIMIT,
-            now=result.now,
-        )  # fmt: skip
-        return out
-    page_no = int_param(params.get("page"), 1)
-    page = place.rsmq.list_messages(
-        qname, state=state, offset=(page_no - 1) * size, limit=size, preview=preview
-    )
-    pages = max(1, -(-page.total // size))
-    out.update(items=page.items, mode="page", page=page, page_no=page_no, pages=pages, now=page.now)
+        return out | scan(place, qname, params, state, after, count, notes, stats)
+    rank: int | None = None
+    pages = max(1, -(-count.total // size))
+    at = time_param(params.get("at", ""), notes) if not (after or before) else None
+    if at is not None:
+        after = Cursor.at_time(at)
+    elif params.get("last") and not (after or before):
+        if state in BROWSED:
+            rank = (pages - 1) * size
+        else:
+            before = Cursor("", b"")
+    elif params.get("page") and not (after or before):
+        page_no = int_param(params.get("page"), 1)
+        if state not in BROWSED:
+            notes.append("Pages of in-flight and delayed messages go by time, not number: "
+                         "showing the first page.")  # fmt: skip
+        elif page_no > pages:
+            notes.append(f"Page {page_no:,} is past the end ({pages:,} page{pluralize(pages)} "
+                         "now): showing the last page.")  # fmt: skip
+            rank = (pages - 1) * size
+        else:
+            rank = (page_no - 1) * size
+    b = place.rsmq.browse(qname, state, after=after, before=before, rank=rank, limit=size,
+                          preview=preview, **bounds())  # fmt: skip
+    if not b.items and b.at_end and (after or before) and b.state_size:
+        # A stale link (the messages it pointed between are gone, or it points past the
+        # end): the nearest real page instead of an empty one.
+        if after is not None and at is None:
+            notes.append("Nothing after that place any more: showing the last page.")
+        elif after is not None:
+            notes.append("No message becomes visible at or after that time: showing the last page.")
+        else:
+            notes.append("Nothing before that place any more: showing the first page.")
+        after, before, rank = None, Cursor("", b"") if after else None, None
+        b = place.rsmq.browse(qname, state, before=before, limit=size, preview=preview, **bounds())
+    prev_c: Cursor | None
+    next_c: Cursor | None
+    if before is not None and rank is None:  # read backwards: from the end, or Previous
+        prev_c = None if b.at_end else b.resume
+        next_c = b.last if before.score != "" else None
+    else:
+        from_start = after is None and not rank
+        prev_c = None if from_start or b.position == 0 else (b.first or after)
+        next_c = None if b.at_end else b.resume
+    position = b.position
+    page_info = PageInfo(count.total, count.exact, count.how, position, size, len(b.items))
+    out.update(
+        items=b.items, rows=[(m, None) for m in b.items], mode="page", page=page_info,
+        browse=b, notes=notes, now=b.now,
+        prev_cursor=prev_c.encode() if prev_c else None,
+        next_cursor=next_c.encode() if next_c else None,
+        count=count,
+    )  # fmt: skip
     return out
+
+
+@dataclass(frozen=True)
+class PageInfo:
+    """What the pager says: the state's count (the tab's), and where this page is in it
+    when the state's messages have positions (all / visible / hidden)."""
+
+    total: int
+    exact: bool
+    how: str
+    position: int | None  # 0-based place of the page's first message
+    size: int
+    shown: int
+
+    @property
+    def number(self) -> int | None:
+        return None if self.position is None else self.position // self.size + 1
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total // self.size))
+
+    @property
+    def first_shown(self) -> int:
+        return (self.position or 0) + 1
+
+    @property
+    def last_shown(self) -> int:
+        return (self.position or 0) + self.shown
+
+
+def scan(
+    place: Place,
+    qname: str,
+    params: QueryDict,
+    state: str,
+    after: Cursor | None,
+    count: Count,
+    notes: list[str],
+    stats: QueueStats | None,
+) -> dict[str, Any]:
+    """A filter (received >= N, body contains) over the whole state: each request reads
+    for a bounded time and goes on from where the last one stopped, keeping count."""
+    size = settings.RSMQ_PAGE_SIZE
+    min_rc = int_param(params.get("rc"), 0, low=0)
+    text = params.get("search", "")
+    looked = int_param(params.get("looked"), 0, low=0, high=2**53) if after else 0
+    found = int_param(params.get("found"), 0, low=0, high=2**53) if after else 0
+    onpage = int_param(params.get("onpage"), 0, low=0, high=size - 1) if after else 0
+    stopped = bool(params.get("stop"))
+    if stopped:
+        b = None
+        items: list[MessageInfo] = []
+    else:
+        b = place.rsmq.browse(
+            qname, state, after=after, limit=size - onpage, min_rc=min_rc, contains=text,
+            preview=settings.RSMQ_PREVIEW_BYTES, **bounds(),
+        )  # fmt: skip
+        items = b.items
+        looked += b.looked
+        found += len(items)
+        onpage += len(items)
+    at_end = b.at_end if b else False
+    resume = (b.resume if b else after) or after
+    full = onpage >= size
+    of_state = "hidden" if state in ("inflight", "delayed") else state
+
+    def url(**extra: Any) -> str:
+        q = params.copy()
+        for k in ("after", "before", "page", "at", "last", "looked", "found", "onpage",
+                  "stop", "part"):  # fmt: skip
+            q.pop(k, None)
+        q.update({"after": resume.encode() if resume else "", "looked": str(looked),
+                  "found": str(found)})  # fmt: skip
+        for k, val in extra.items():
+            q[k] = str(val)
+        return "?" + q.urlencode()
+
+    return {
+        "mode": "search",
+        "items": items,
+        "rows": [(m, highlight(m.message[:300], text)) for m in items],
+        "notes": notes,
+        **({"now": b.now} if b else {}),
+        "refresh": 0,  # a live refresh would start the scan over
+        "scan": {
+            "looked": looked, "found": found, "at_end": at_end, "size": size,
+            "of": state_count(stats, of_state) if stats else count, "of_state": of_state,
+            "running": not (at_end or full or stopped), "stopped": stopped, "full": full,
+            "more_url": url(onpage=onpage, part="scan"),  # this page goes on (htmx)
+            "stop_url": url(onpage=onpage, part="scan", stop=1),
+            "continue_url": url(onpage=0),  # goes on, as a new page (no htmx)
+            "next_url": url(onpage=0),  # the next page of matches
+        },
+    }  # fmt: skip
 
 
 def render_queue(
@@ -120,7 +341,7 @@ def render_queue(
 ) -> HttpResponse:
     stats = places.queue_stats(place, qname)
     try:
-        browser = browse(place, qname, params, lookup_done)
+        browser = browse(place, qname, params, lookup_done, stats)
     except QueueUnreadable as e:
         # Its counters may still read: the page shows them, and why there's no list.
         browser = {"state": "all", "min_rc": 0, "text": "", "lookup": "", "items": [],
@@ -135,7 +356,7 @@ def render_queue(
         stats=stats,
         now=browser.pop("now", stats.now),
         unreadable_messages=browser.pop("unreadable_messages", None),
-        tabs=TABS,
+        tabs=tab_counts(stats),
         params=params,
         current=current(request),
         act=place.url("rsmq-queue-action", qname),
@@ -148,7 +369,10 @@ def render_queue(
         **browser,
         **forms_,
     )
-    return render(request, template(request, "queue.html", "live"), ctx, status=status)
+    page = template(request, "queue.html", "live")
+    if request.htmx and request.method == "GET" and params.get("part") == "scan":
+        page = "_scan_more.html"  # a scan's next step (browse's auto-continue)
+    return render(request, page, ctx, status=status)
 
 
 def charts(

@@ -151,11 +151,21 @@ def test_it_treats_a_bad_page_number_as_the_first(console, twelve, viewer: Clien
 
 def test_it_pages_within_a_tab(console, twelve, viewer: Client, rsmq: RedisSMQ) -> None:
     rsmq.receive_messages("q1", 7, vt=60)
-    first = _ids(viewer.get(console.queue("q1", "?state=inflight&page=1")))
-    second = viewer.get(console.queue("q1", "?state=inflight&page=2"))
-    assert (len(first), len(_ids(second))) == (5, 2)
-    assert set(first) | set(_ids(second)) == set(twelve[:7])
-    assert "Page 2 of 2 · 7 messages" in second.content.decode()
+    first = viewer.get(console.queue("q1", "?state=inflight"))
+    second = viewer.get(console.queue("q1", _link(first, "next")))
+    assert (len(_ids(first)), len(_ids(second))) == (5, 2)
+    assert set(_ids(first)) | set(_ids(second)) == set(twelve[:7])
+    assert "7 in-flight messages" in second.content.decode()
+    assert _link(second, "next") is None and _link(second, "prev") is not None
+
+
+def _link(response, which: str) -> str | None:
+    """The query of the pager's link (data-page="next" and so on), None if it has none."""
+    import html
+    import re
+
+    found = re.search(rf'<a href="(\?[^"]*)"[^>]*data-page="{which}"', response.content.decode())
+    return html.unescape(found.group(1)) if found else None
 
 
 # -- lookup by id ------------------------------------------------------------------------
@@ -216,38 +226,55 @@ def test_it_filters_by_a_lower_receive_count(console, received, viewer: Client) 
 
 def test_it_says_how_many_it_looked_at(console, received, viewer: Client) -> None:
     page = viewer.get(console.queue("q1", "?rc=3")).content.decode()
-    assert "Looked at 3 messages (at most 10000 per page): the whole all list. 1 match." in page
+    assert _progress(page) == "Done: looked at 3 of 3 messages — 1 match: the whole list."
+
+
+def _progress(page: str) -> str:
+    import re
+
+    found = re.search(r'<p id="scan-progress"[^>]*>(.*?)</p>', page, re.S)
+    assert found
+    return " ".join(re.sub(r"<[^>]+>", "", found.group(1)).split())
 
 
 def test_it_finds_bodies_containing_a_text(console, received, viewer: Client) -> None:
     response = viewer.get(console.queue("q1", "?search=hric"))
     assert _ids(response) == [received[3]]
-    assert "Looked at 3 messages (at most 10000 per page): the whole all list. 1 match." in (
-        response.content.decode()
-    )
+    page = response.content.decode()
+    assert _progress(page) == "Done: looked at 3 of 3 messages — 1 match: the whole list."
+    assert "<mark>hric</mark>" in page
 
 
 def test_it_says_when_the_search_finds_nothing(console, received, viewer: Client) -> None:
     page = viewer.get(console.queue("q1", "?search=absent")).content.decode()
-    assert "0 matches." in page
+    assert "0 matches" in _progress(page)
     assert "No matching message here." in page
 
 
 def test_it_bounds_the_search(console, q1, settings, viewer: Client, rsmq: RedisSMQ) -> None:
-    settings.RSMQ_SEARCH_SCAN_LIMIT = 4
+    settings.RSMQ_BROWSE_STEP, settings.RSMQ_BROWSE_BUDGET_MS = 4, 0
     rsmq.send_messages("q1", ["hay"] * 6 + ["needle"])
     page = viewer.get(console.queue("q1", "?search=needle")).content.decode()
-    assert "Looked at 4 messages (at most 4 per page). 0 matches." in page
-    assert "Look at the next 4 →" in page
+    assert _progress(page) == "Looking… looked at 4 of 7 messages — 0 matches — Stop"
+    assert "data-scan-running" in page  # htmx asks for the next step at once
 
 
-def test_it_continues_the_search_from_the_cursor(
+def test_it_continues_the_search_where_it_stopped(
     console, q1, settings, viewer: Client, rsmq: RedisSMQ
 ) -> None:
-    settings.RSMQ_SEARCH_SCAN_LIMIT = 4
+    import html
+    import re
+
+    settings.RSMQ_BROWSE_STEP, settings.RSMQ_BROWSE_BUDGET_MS = 4, 0
     ids = rsmq.send_messages("q1", ["hay"] * 6 + ["needle"])
-    response = viewer.get(console.queue("q1", "?search=needle&cursor=4"))
-    assert _ids(response) == [ids[-1]]
+    first = viewer.get(console.queue("q1", "?search=needle")).content.decode()
+    more = html.unescape(re.search(r'id="scan-next" hx-get="([^"]*)"', first).group(1))
+    step = viewer.get(console.queue("q1", more), headers={"HX-Request": "true"}).content.decode()
+    assert _progress(step) == "Done: looked at 7 of 7 messages — 1 match: the whole list."
+    assert 'hx-swap-oob="beforeend:#scan-rows"' in step and ids[-1] in step
+    stop = html.unescape(re.search(r'hx-get="([^"]*)"[^>]*data-scan-stop', first).group(1))
+    stopped = viewer.get(console.queue("q1", stop), headers={"HX-Request": "true"})
+    assert _progress(stopped.content.decode()).startswith("Stopped: looked at 4 of 7 messages")
 
 
 # -- bodies in the list ------------------------------------------------------------------
@@ -278,8 +305,8 @@ def test_it_escapes_bodies(console, q1, viewer: Client, rsmq: RedisSMQ) -> None:
 def test_it_escapes_bodies_found_by_search(console, q1, viewer: Client, rsmq: RedisSMQ) -> None:
     rsmq.send_message("q1", "<script>alert(1)</script>")
     page = viewer.get(console.queue("q1", "?search=alert")).content.decode()
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert "<script>alert" not in page
+    assert "&lt;script&gt;<mark>alert</mark>(1)&lt;/script&gt;" in page
+    assert "<script>" not in page
 
 
 # -- reading never changes anything ------------------------------------------------------
