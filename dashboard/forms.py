@@ -109,23 +109,6 @@ class ConfirmNameForm(forms.Form):
         return value
 
 
-class AllConfirmForm(forms.Form):
-    """The guard of every whole-state action (requeue all, delete all): the queue's name
-    typed, as for purge and deleting the queue."""
-
-    confirm_all = forms.CharField(label="Type the queue name to act on all of them", strip=False)
-
-    def __init__(self, *args: Any, qname: str, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.qname = qname
-
-    def clean_confirm_all(self) -> str:
-        value: str = self.cleaned_data["confirm_all"]
-        if value != self.qname:
-            raise forms.ValidationError(f"Type {self.qname} exactly to confirm.")
-        return value
-
-
 class RefreshForm(forms.Form):
     refresh_seconds = forms.TypedChoiceField(
         label="Live refresh",

@@ -3,11 +3,12 @@ labels, and the one tag that says when a number deserves a warning."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import time
 from typing import Any
 
 from django import template
-from django.utils import timezone
 from django.utils.html import format_html
 
 from dashboard import formatting, thresholds
@@ -84,6 +85,14 @@ def count(n: int | None, exact: bool = True, short: bool = True) -> str:
     if text == title:
         return format_html('<span class="n">{}</span>', text)
     return format_html('<span class="n" title="{}">{}</span>', title, text)
+
+
+@register.simple_tag
+def utc_time(at: dt.datetime | None) -> str:
+    """A datetime as ``when`` shows it: relative to now, the UTC time on hover."""
+    if at is None:
+        return "–"
+    return when(at.timestamp() * 1000, time.time() * 1000)
 
 
 @register.simple_tag(takes_context=True)

@@ -13,7 +13,6 @@ from queues.models import LIST_STATES
 
 from ..access import Role
 from ..forms import (
-    AllConfirmForm,
     ConfirmNameForm,
     MoveForm,
     PolicyForm,
@@ -146,8 +145,9 @@ def _on_state(verb: str, call: Callable[[RedisSMQ, str, str], int]) -> Handler:
 
 
 def all_confirmed(post: Posted) -> bool:
-    """Whether the queue's name was typed to act on a whole state (``confirm_all``)."""
-    return AllConfirmForm(post.data, qname=post.qname).is_valid()
+    """Whether the queue's name was typed to act on a whole state (``all-confirm``): the
+    guard of purge and of deleting the queue, for requeue all and delete all too."""
+    return ConfirmNameForm(post.data, qname=post.qname, prefix="all").is_valid()
 
 
 def _confirmed(
