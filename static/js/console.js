@@ -133,11 +133,14 @@ document.addEventListener("htmx:confirm", (event) => {
 // -- Feedback -------------------------------------------------------------------------------
 // The button an action was posted with: its answer is shown next to it, focused.
 let clicked = null;
+let clickedIn = null; // the id of the closest part of the page around the button
 document.addEventListener(
   "submit",
   (event) => {
     const button = event.submitter;
     clicked = button && button.name === "action" ? button.value : null;
+    const part = button && button.parentElement.closest("[id]");
+    clickedIn = part ? part.id : null;
   },
   true,
 );
@@ -152,23 +155,31 @@ const toast = (text, kind) => {
   setTimeout(() => item.remove(), 8000);
 };
 
-const showFeedback = () => {
+// Actions on ticked messages (or on all of them): once done, the ticks are spent.
+const ON_SELECTION = ["requeue", "delete", "move", "requeue_all", "delete_all", "purge"];
+
+const showFeedback = (action, where) => {
+  const place = where && document.querySelector(`#content #${CSS.escape(where)}`);
   const flashes = Array.from(document.querySelectorAll("#flash .flash"));
-  const invalid = document.querySelector("#content .field.invalid input, #content .field.invalid textarea, #content .field.invalid select");
-  const button = clicked && document.querySelector(`#content button[name=action][value="${clicked}"]`);
-  clicked = null;
+  const invalid = document.querySelector(
+    "#content .field.invalid input, #content .field.invalid textarea, #content .field.invalid select",
+  );
+  const button = action && document.querySelector(`#content button[name=action][value="${action}"]`);
   flashes.forEach((f) => toast(f.textContent, f.classList.contains("error") ? "error" : "success"));
   let focus = null;
   if (invalid && (!button || button.form === invalid.form)) {
     focus = invalid;
-  } else if (button && flashes.length) {
+  } else if (flashes.length && (button || place)) {
+    // Next to the button; or, when the answer took the button away (nothing left to
+    // requeue), at the top of the part of the page it was in.
     const note = document.createElement("p");
     const last = flashes[flashes.length - 1];
     note.className = `feedback ${last.classList.contains("error") ? "error" : "success"}`;
     note.textContent = last.textContent;
     note.tabIndex = -1;
     note.dataset.feedback = "";
-    button.insertAdjacentElement("afterend", note);
+    if (button) button.insertAdjacentElement("afterend", note);
+    else place.prepend(note);
     focus = note;
   } else if (flashes.length) {
     const box = document.getElementById("flash");
@@ -176,6 +187,8 @@ const showFeedback = () => {
     focus = box;
   }
   if (focus) {
+    // The answer is seen where it was asked, even inside a <details> the page closed.
+    for (let d = focus.closest("details"); d; d = d.parentElement.closest("details")) d.open = true;
     focus.focus({ preventScroll: true });
     focus.scrollIntoView({ block: "center", behavior: "instant" });
   }
@@ -269,11 +282,16 @@ document.addEventListener("htmx:afterSettle", (event) => {
   settle();
   if (pendingPost) {
     pendingPost = false;
-    // A bulk action answered: the messages it acted on are gone from the selection.
-    if (!document.querySelector("#content .field.invalid")) forgetSelection();
-    boxes().forEach((b) => (b.checked = false));
-    restoreSelection();
-    updateBulkBar();
-    showFeedback();
+    const action = clicked;
+    const where = clickedIn;
+    clicked = clickedIn = null;
+    const failed = document.querySelector("#content .field.invalid, #flash .flash.error");
+    if (ON_SELECTION.includes(action) && !failed) {
+      forgetSelection();
+      boxes().forEach((b) => (b.checked = false));
+      updateBulkBar();
+      updateLiveState();
+    }
+    showFeedback(action, where);
   }
 });
