@@ -192,11 +192,13 @@ class Triage:
             rows = rows.filter(queue__icontains=search)
         conn, ns = self.place.conn.name, self.place.ns
         ranked = []
-        for qname, msgs, hidden, age in rows.values_list("queue", "msgs", "hiddenmsgs", "oldest_age"):
+        for qname, msgs, age in rows.values_list("queue", "msgs", "oldest_age"):
             slo = thresholds.oldest_age_slo(conn, ns, qname)
             over = age / slo if age is not None and slo > 0 and age > slo else 0.0
             growing = thresholds.backlog_growing(msgs, self.before.get(qname))
-            ranked.append(((qname not in self.flagged, not over, not growing, -over, -msgs, qname), qname))
+            ranked.append(
+                ((qname not in self.flagged, not over, not growing, -over, -msgs, qname), qname)
+            )
         ranked.sort()
         return [q for _, q in ranked]
 

@@ -14,15 +14,12 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page
-from test_browser import (  # noqa: F401  (fixtures, shared with the main browser module)
-    browser,
-    console,
-    make_user,
-)
 
 from dashboard.models import Preference
 from queues import RedisSMQ
 
+# The browser, the users and the logged-in pages of the main browser module.
+pytest_plugins = ["test_browser"]
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 AXE = Path(__file__).parent / "vendor" / "axe-core-4.10.3.min.js"

@@ -10,17 +10,12 @@ from __future__ import annotations
 
 import pytest
 from playwright.sync_api import Dialog, Page, expect
-from test_browser import (  # noqa: F401  (fixtures, shared with the main browser module)
-    browser,
-    console,
-    make_user,
-    new_context,
-    page_as,
-)
 
 from dashboard.models import AuditEntry, Preference
 from queues import RedisSMQ
 
+# The browser, the users and the logged-in pages of the main browser module.
+pytest_plugins = ["test_browser"]
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
@@ -69,7 +64,9 @@ def test_requeue_all_asks_with_the_count_and_consequence_and_cancel_changes_noth
 
     dialogs = Dialogs(page)
     page.get_by_role("button", name="Requeue all").click()
-    assert dialogs.asked == [f"Requeue 3 in-flight messages of {queue}: they will be delivered again."]
+    assert dialogs.asked == [
+        f"Requeue 3 in-flight messages of {queue}: they will be delivered again."
+    ]
     page.wait_for_timeout(300)
     assert rsmq.get_queue_attributes(queue).hiddenmsgs == 3
     assert not AuditEntry.objects.exists()
@@ -154,7 +151,11 @@ def test_select_all_matching_leads_to_the_guarded_bar(
     [
         ("Send", {"#id_body": "hello"}, "Sent message "),
         ("Save", {"#id_vt": "45"}, "Saved: vt 45 s, delay 0 s, maxsize 65536."),
-        ("Save policy", {"#id_dlq": "dead", "#id_maxrc": "3"}, "Messages received 3 times now go to dead."),
+        (
+            "Save policy",
+            {"#id_dlq": "dead", "#id_maxrc": "3"},
+            "Messages received 3 times now go to dead.",
+        ),
         ("Purge queue", {"#id_purge-confirm": "QUEUE"}, "Purged 1 message from QUEUE."),
     ],
 )
@@ -180,9 +181,7 @@ def test_the_answer_to_a_side_panel_action_is_in_view_and_focused(
     assert page.errors == []  # type: ignore[attr-defined]
 
 
-def test_an_invalid_form_focuses_its_field(
-    console, make_user, page_as, queue: str
-) -> None:
+def test_an_invalid_form_focuses_its_field(console, make_user, page_as, queue: str) -> None:
     page = page_as(make_user("admin"))
     page.goto(f"{console}/q/{queue}/")
     page.fill("#id_vt", "99999999")

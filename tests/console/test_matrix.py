@@ -69,7 +69,9 @@ ACTS: dict[str, Act] = {
         "q1", lambda ids: {"action": "redrive", "to": "q2", "confirm": "q1"}, "redrive"
     ),
     "requeue_all": Act(
-        "q1", lambda ids: {"action": "requeue_all", "state": "inflight", "all-confirm": "q1"}, "requeue_all"
+        "q1",
+        lambda ids: {"action": "requeue_all", "state": "inflight", "all-confirm": "q1"},
+        "requeue_all",
     ),
     "delete_all": Act(
         "q1",

@@ -80,11 +80,15 @@ def test_it_badges_a_dead_letter_queue_and_links_it_both_ways(
     console, mixed, viewer: Client
 ) -> None:
     page = viewer.get(console.overview()).content.decode()
-    dlq_row = re.search(r'<td class="qname"><a href="[^"]*/q/jobs-dlq/">jobs-dlq</a>(.*?)</td>', page, re.S)
+    dlq_row = re.search(
+        r'<td class="qname"><a href="[^"]*/q/jobs-dlq/">jobs-dlq</a>(.*?)</td>', page, re.S
+    )
     assert dlq_row and '<span class="badge dlq"' in dlq_row[1]
     assert re.search(r'of <a href="[^"]*/q/jobs/">jobs</a>', dlq_row[1])
     src_row = re.search(r'<td class="qname"><a href="[^"]*/q/jobs/">jobs</a>(.*?)</td>', page, re.S)
-    assert src_row and re.search(r'dead letters → <a href="[^"]*/q/jobs-dlq/">jobs-dlq</a>', src_row[1])
+    assert src_row and re.search(
+        r'dead letters → <a href="[^"]*/q/jobs-dlq/">jobs-dlq</a>', src_row[1]
+    )
 
 
 def test_the_dead_letter_queue_page_links_back_to_its_sources(
@@ -98,7 +102,9 @@ def test_it_shows_the_totals_of_the_namespace_in_full(console, mixed, viewer: Cl
     page = viewer.get(console.overview()).content.decode()
     strip = re.search(r'<section class="counts totals".*?</section>', page, re.S)[0]
     cards = dict(
-        re.findall(r'<span class="label">([^<]+)</span><span class="value">(?:<[^>]+>)*([^<]+)', strip)
+        re.findall(
+            r'<span class="label">([^<]+)</span><span class="value">(?:<[^>]+>)*([^<]+)', strip
+        )
     )
     assert cards["Queues"] == "6"
     assert cards["Messages"] == "566"

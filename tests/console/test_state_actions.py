@@ -14,7 +14,9 @@ pytestmark = pytest.mark.django_db
 
 def test_it_requeues_all_in_flight(console, q1, admin: Client, rsmq: RedisSMQ, states) -> None:
     response = admin.post(
-        console.act(), {"action": "requeue_all", "state": "inflight", "all-confirm": "q1"}, follow=True
+        console.act(),
+        {"action": "requeue_all", "state": "inflight", "all-confirm": "q1"},
+        follow=True,
     )
     assert console.flashes(response) == ["Requeued 2 messages (inflight)."]
     assert set(states().values()) == {"visible"}
@@ -34,7 +36,8 @@ def test_it_audits_a_requeue_all(console, q1, admin: Client) -> None:
 
 def test_it_refuses_to_requeue_all_visible(console, q1, admin: Client, ns_state) -> None:
     before = ns_state()
-    response = admin.post(console.act(), {"action": "requeue_all", "state": "all", "all-confirm": "q1"}, follow=True)
+    data = {"action": "requeue_all", "state": "all", "all-confirm": "q1"}
+    response = admin.post(console.act(), data, follow=True)
     assert console.flashes(response) == ["requeue all: state must be hidden, inflight or delayed"]
     assert ns_state() == before
     assert AuditEntry.objects.get().outcome == "error"
