@@ -187,11 +187,25 @@ def sparkline(trend: Trend | None, gap: int) -> SafeString:
             f"{(t - trend.start) / span * SPARK_W:.1f},{SPARK_H - 1 - v / top * (SPARK_H - 2):.1f}"
         )
 
-    lines = format_html_join(
+    segments = [seg for seg in split(trend.msgs, gap) if len(seg) > 1]
+    # Filled down to zero under a baseline: a flat backlog reads as a level, not a dash.
+
+    def x(t: int) -> str:
+        return f"{(t - trend.start) / span * SPARK_W:.1f}"
+
+    areas = format_html_join(
+        "",
+        '<polygon class="area s-msgs" points="{} {} {}"/>',
+        ((f"{x(seg[0][0])},{SPARK_H}", " ".join(xy(t, v) for t, v in seg),
+          f"{x(seg[-1][0])},{SPARK_H}") for seg in segments),
+    )  # fmt: skip
+    lines = areas + format_html_join(
         "",
         '<polyline class="line s-msgs" points="{}"/>',
-        ((" ".join(xy(t, v) for t, v in seg),) for seg in split(trend.msgs, gap) if len(seg) > 1),
+        ((" ".join(xy(t, v) for t, v in seg),) for seg in segments),
     )
+    base = SPARK_H - 0.5
+    lines += format_html('<line class="base" x1="0" y1="{}" x2="{}" y2="{}"/>', base, SPARK_W, base)
     low = min(v for _, v in trend.msgs)
     label = f"Messages over the last hour: {amount(low)} to {amount(top)}"
     return format_html(

@@ -23,6 +23,13 @@ def compact(n: int | float | None) -> str:
     return f"{n:.0f}"
 
 
+def exact(n: int | float | None) -> str:
+    """A count in full, with thousands separators: 1,020,221."""
+    if n is None:
+        return "–"
+    return f"{n:,.0f}" if float(n) == int(n) else f"{n:,.2f}"
+
+
 def amount(value: float) -> str:
     """A count or a rate, short: 12k, 340, 2.5, 0.017."""
     if value >= 1000:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 from django.conf import settings
-from django.db.models import Expression, F, FloatField, QuerySet, Value
+from django.db.models import Expression, F, FloatField, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
 from .models import Snapshot
@@ -72,3 +72,28 @@ def ordered_names(rows: QuerySet[Snapshot], sort: str, search: str) -> QuerySet[
     if search:
         rows = rows.filter(queue__icontains=search)
     return rows.order_by(by, "queue").values_list("queue", flat=True)
+
+
+def backlog_before(conn: str, ns: str, now_ms: int) -> dict[str, int]:
+    """Each queue's messages at its last snapshot ``RSMQ_BACKLOG_WINDOW`` seconds before
+    ``now_ms`` (looking back three snapshot intervals more): what "growing" compares to."""
+    at = now_ms - round(settings.RSMQ_BACKLOG_WINDOW * 1000)
+    since = at - 3 * round(settings.RSMQ_SNAPSHOT_INTERVAL * 1000)
+    rows = (
+        Snapshot.objects.filter(connection=conn, namespace=ns, taken_at__gt=since)
+        .filter(taken_at__lte=at)
+        .order_by("taken_at")
+        .values_list("queue", "msgs")
+    )
+    return dict(rows.iterator())  # the last (latest) reading of each queue wins
+
+
+def run_totals(rows: QuerySet[Snapshot]) -> dict[str, int]:
+    """The sums of a snapshot run's counters: a big namespace's totals strip."""
+    sums = rows.aggregate(
+        msgs=Sum("msgs"), hidden=Sum("hiddenmsgs"), inflight=Sum("inflight"),
+        delayed=Sum("delayed"), queues=Sum(Value(1)),
+    )  # fmt: skip
+    out = {k: int(v or 0) for k, v in sums.items()}
+    out["visible"] = out["msgs"] - out.pop("hidden")
+    return out

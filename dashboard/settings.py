@@ -309,6 +309,13 @@ RSMQ_ROLLUP_RETENTION = float(os.environ.get("RSMQ_ROLLUP_RETENTION", "30"))
 RSMQ_OLDEST_AGE_SLO = float(os.environ.get("RSMQ_OLDEST_AGE_SLO", "300"))
 RSMQ_OLDEST_AGE_SLOS = json.loads(os.environ.get("RSMQ_OLDEST_AGE_SLOS", "{}"))
 RSMQ_FLAG_INTERVALS = int(os.environ.get("RSMQ_FLAG_INTERVALS", "5"))
+# The overview's "needs attention" order (dashboard/thresholds.py): a key of
+# RSMQ_OLDEST_AGE_SLOS may also be a pattern ("emails-*"), which only the console reads;
+# a backlog is "growing" when it rose by this fraction of itself, and at least this many
+# messages, over this many seconds.
+RSMQ_BACKLOG_GROWTH = float(os.environ.get("RSMQ_BACKLOG_GROWTH", "0.1"))
+RSMQ_BACKLOG_GROWTH_MIN = int(os.environ.get("RSMQ_BACKLOG_GROWTH_MIN", "100"))
+RSMQ_BACKLOG_WINDOW = float(os.environ.get("RSMQ_BACKLOG_WINDOW", "600"))
 # The census's poison candidates: messages received at least this many times.
 RSMQ_POISON_RC = int(os.environ.get("RSMQ_POISON_RC", "5"))
 

@@ -3,11 +3,12 @@ labels, and the one tag that says when a number deserves a warning."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import time
 from typing import Any
 
 from django import template
-from django.utils import timezone
 from django.utils.html import format_html
 
 from dashboard import formatting, thresholds
@@ -17,6 +18,7 @@ from queues.models import MessageInfo, QueueStats
 register = template.Library()
 
 register.filter("compact", formatting.compact)
+register.filter("exact", formatting.exact)
 register.filter("duration", formatting.duration)
 register.filter("epoch_ms", formatting.epoch_ms)
 register.filter("per_second", formatting.per_second)
@@ -59,8 +61,38 @@ def when(ms: float | int | None, now_ms: float | int) -> str:
     text = formatting.duration(delta)
     if text != "now":
         text = f"{text} ago" if delta > 0 else f"in {text}"
-    exact = timezone.localtime(at).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    # Absolute, in UTC, on hover: the same instant for everyone reading the page.
+    exact = formatting.iso(ms or 0)
     return format_html('<time datetime="{}" title="{}">{}</time>', exact, exact, text)
+
+
+#: what "~" before a count means (QueueStats.exact is False)
+ESTIMATED = (
+    "estimated from a sample of the hidden messages (too many to count in one short "
+    "Redis call); in flight + delayed = the exact hidden total"
+)
+
+
+@register.simple_tag
+def count(n: int | None, exact: bool = True, short: bool = True) -> str:
+    """A count: short (1M) with the exact number on hover, or in full (1,020,221); "~" and
+    what it means when the count is not exact (estimated)."""
+    estimated = not exact
+    text = formatting.compact(n) if short else formatting.exact(n)
+    title = formatting.exact(n)
+    if estimated:
+        text, title = f"~{text}", f"{title} ({ESTIMATED})"
+    if text == title:
+        return format_html('<span class="n">{}</span>', text)
+    return format_html('<span class="n" title="{}">{}</span>', title, text)
+
+
+@register.simple_tag
+def utc_time(at: dt.datetime | None) -> str:
+    """A datetime as ``when`` shows it: relative to now, the UTC time on hover."""
+    if at is None:
+        return "–"
+    return when(at.timestamp() * 1000, time.time() * 1000)
 
 
 @register.simple_tag(takes_context=True)
@@ -87,3 +119,26 @@ def pretty_body(body: str) -> str:
     if not isinstance(parsed, (dict, list)):
         return body
     return json.dumps(parsed, indent=2, ensure_ascii=False)
+
+
+#: what acting on a whole state does to its messages, said before it is done
+CONSEQUENCES = {
+    ("requeue_all", "inflight"): "they will be delivered again",
+    ("requeue_all", "delayed"): "they will be delivered now, not at their set time",
+    ("requeue_all", "hidden"): "they will be delivered now",
+}
+
+
+@register.simple_tag
+def bulk_question(action: str, state: str, total: int, qname: str) -> str:
+    """The confirmation of a whole-state action, with the count and the consequence:
+    "Requeue 30,229 in-flight messages: they will be delivered again."."""
+    what = f"{formatting.exact(total)} {state_label(state, 'attributive')} message" + (
+        "" if total == 1 else "s"
+    )
+    if state == "all":
+        what = f"all {formatting.exact(total)} message{'' if total == 1 else 's'}"
+    if action == "requeue_all":
+        consequence = CONSEQUENCES.get((action, state), "they will be delivered now")
+        return f"Requeue {what} of {qname}: {consequence}."
+    return f"Delete {what} of {qname}: they are gone for good."

@@ -17,18 +17,21 @@ from django.views.decorators.http import require_POST, require_safe
 from queues import RedisSMQ
 from queues.models import QueueStats
 
-from .. import latest
+from .. import latest, thresholds
 from ..access import Role
 from ..analytics import open_flags
 from ..connections import connections
 from ..forms import QueueCreateForm
-from ..history import trends
+from ..history import current_rates, trends
 from ..htmx import HtmxHttpRequest
 from ..place import Place, place_for
 from .actions import Posted
 from .common import UNPROCESSABLE, back, context, current, int_param, query_of, template
 
+#: the default order: what needs the operator's eye first (thresholds.attention)
+ATTENTION = "attention"
 SORTS: dict[str, Callable[[QueueStats], Any]] = {
+    ATTENTION: lambda s: s.qname,  # the order itself is attention_order's
     "name": lambda s: s.qname,
     "msgs": lambda s: s.msgs,
     "visible": lambda s: s.visible,
@@ -99,36 +102,100 @@ def queue_create(request: HtmxHttpRequest, conn: str, ns: str) -> HttpResponse:
 
 
 def snapshot_rows(
-    place: Place, search: str, sort: str, page: int, per_page: int
+    place: Place, search: str, sort: str, page: int, per_page: int, triage: Triage
 ) -> tuple[Page[Any], list[QueueStats], int] | None:
     """A page of a big namespace in the order of its last snapshot, its live counters
     (one round trip), and when that snapshot was taken; None to read it live."""
     run = latest.last_run(place.conn.name, place.ns)
-    if sort.lstrip("-") not in latest.ORDER or run is None:
+    key = sort.lstrip("-")
+    if (key not in latest.ORDER and key != ATTENTION) or run is None:
         return None
     taken_at, rows = run
     if not latest.is_big(rows):
         return None  # small: read live (a count would read every row)
-    page_obj = Paginator(latest.ordered_names(rows, sort, search), per_page).get_page(page)
+    triage.totals = latest.run_totals(rows)
+    if key == ATTENTION:
+        names: Any = triage.snapshot_order(rows, search)
+    else:
+        names = latest.ordered_names(rows, sort, search)
+    page_obj = Paginator(names, per_page).get_page(page)
     names = list(dict.fromkeys(page_obj.object_list))
     return page_obj, place.rsmq.queue_stats(names), taken_at
 
 
 def queue_rows(
-    rsmq: RedisSMQ, search: str, sort: str, page: int, per_page: int
+    rsmq: RedisSMQ, search: str, sort: str, page: int, per_page: int, triage: Triage
 ) -> tuple[Page[Any], list[QueueStats]]:
-    """A page of queues. Sorting by name pages the names before reading any counters,
-    so a page of 10,000 queues reads only its own 50 (RabbitMQ's lesson)."""
+    """A page of queues. Sorting a big namespace by name pages the names before reading
+    any counters, so a page of 10,000 queues reads only its own 50 (RabbitMQ's lesson);
+    otherwise every queue is read, for the order, the totals and the dead-letter links."""
     names = [n for n in rsmq.list_queues() if search.lower() in n.lower()]
     key = sort.lstrip("-")
     reverse_ = sort.startswith("-")
-    if key == "name":
+    if key == "name" and len(names) > LIVE_SORT_MAX:
         names.sort(reverse=reverse_)
         page_obj = Paginator(names, per_page).get_page(page)
         return page_obj, rsmq.queue_stats(list(page_obj.object_list))
-    stats = sorted(rsmq.queue_stats(names), key=SORTS[key], reverse=reverse_)
+    every = rsmq.queue_stats(names)
+    triage.read(every)
+    if key == ATTENTION:
+        stats = sorted(every, key=triage.key, reverse=reverse_)
+    else:
+        stats = sorted(every, key=SORTS[key], reverse=reverse_)
     stats_page = Paginator(stats, per_page).get_page(page)
     return stats_page, list(stats_page.object_list)
+
+
+class Triage:
+    """What the overview needs to rank queues and to sum them up: open flags, which
+    queues are dead-letter queues (and of which), backlogs a window ago; the totals."""
+
+    def __init__(self, place: Place, flagged: set[str], now_ms: int) -> None:
+        self.place = place
+        self.flagged = flagged
+        self.now_ms = now_ms
+        self.before = latest.backlog_before(place.conn.name, place.ns, now_ms)
+        self.sources: dict[str, list[str]] = {}  # dead-letter queue -> the queues sending
+        self.totals: dict[str, int] = {}
+        self.exact = True
+
+    def read(self, every: list[QueueStats]) -> None:
+        """Learn from every queue's stats (a namespace read live)."""
+        for s in every:
+            if s.dlq:
+                self.sources.setdefault(s.dlq, []).append(s.qname)
+        readable = [s for s in every if not s.unreadable]
+        self.totals = {
+            "queues": len(every),
+            **{k: sum(getattr(s, k) for s in readable)
+               for k in ("msgs", "visible", "inflight", "delayed")},
+        }  # fmt: skip
+        self.exact = all(s.exact for s in readable)
+
+    def attention(self, s: QueueStats) -> thresholds.Attention:
+        return thresholds.attention(
+            s, self.place.conn.name, self.place.ns, self.flagged, self.sources, self.before
+        )
+
+    def key(self, s: QueueStats) -> tuple[Any, ...]:
+        return self.attention(s).key(s)
+
+    def snapshot_order(self, rows: Any, search: str) -> list[str]:
+        """A big namespace's queues, most urgent first, from its last snapshot (its rows
+        hold no policies: dead letters arriving count from the page read live only)."""
+        if search:
+            rows = rows.filter(queue__icontains=search)
+        conn, ns = self.place.conn.name, self.place.ns
+        ranked = []
+        for qname, msgs, age in rows.values_list("queue", "msgs", "oldest_age"):
+            slo = thresholds.oldest_age_slo(conn, ns, qname)
+            over = age / slo if age is not None and slo > 0 and age > slo else 0.0
+            growing = thresholds.backlog_growing(msgs, self.before.get(qname))
+            ranked.append(
+                ((qname not in self.flagged, not over, not growing, -over, -msgs, qname), qname)
+            )
+        ranked.sort()
+        return [q for _, q in ranked]
 
 
 def render_overview(
@@ -136,23 +203,36 @@ def render_overview(
 ) -> HttpResponse:
     params = request.GET if request.method == "GET" else query_of(back(request, ""))
     search = params.get("q", "").strip()
-    sort = params.get("sort", "name")
+    sort = params.get("sort", ATTENTION)
     if sort.lstrip("-") not in SORTS:
-        sort = "name"
+        sort = ATTENTION
     page, per_page = int_param(params.get("page"), 1), settings.RSMQ_PAGE_SIZE
     sorted_at = None
-    if by_snapshot := snapshot_rows(place, search, sort, page, per_page):
+    flags = open_flags(place.conn.name, place.ns)
+    flagged = {f.queue for f in flags}
+    clock = round(time.time() * 1000)
+    triage = Triage(place, flagged, clock)
+    if by_snapshot := snapshot_rows(place, search, sort, page, per_page, triage):
         page_obj, stats, sorted_at = by_snapshot
     else:
-        page_obj, stats = queue_rows(place.rsmq, search, sort, page, per_page)
+        page_obj, stats = queue_rows(place.rsmq, search, sort, page, per_page, triage)
     now = stats[0].now if stats else None
-    flags = open_flags(place.conn.name, place.ns)
+    rates = current_rates(place.conn.name, place.ns, now or clock)
     ctx = context(
         place,
         current=current(request),
         columns=COLUMNS,
         stats=stats,
         trends=trends(place.conn.name, place.ns, [s.qname for s in stats], now) if now else {},
+        attention={s.qname: triage.attention(s) for s in stats if not s.unreadable},
+        dlq_sources=triage.sources,
+        totals=triage.totals,
+        totals_exact=triage.exact,
+        # Each queue's current rate, summed (None: no recent snapshots to tell).
+        totals_rates={
+            "send": sum(r.send_rate for r in rates.values()) if rates else None,
+            "receive": sum(r.receive_rate for r in rates.values()) if rates else None,
+        },
         page_obj=page_obj,
         search=search,
         sort=sort,
@@ -160,8 +240,8 @@ def render_overview(
         create_form=create_form,
         params=params,
         flags=flags,
-        flagged={f.queue for f in flags},
-        flags_now=now or round(time.time() * 1000),
+        flagged=flagged,
+        flags_now=now or clock,
         sorted_at=sorted_at,
     )
     return render(request, template(request, "overview.html", "queue-table"), ctx, status=status)

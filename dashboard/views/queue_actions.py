@@ -128,8 +128,11 @@ def _on_state(verb: str, call: Callable[[RedisSMQ, str, str], int]) -> Handler:
         state = post.data.get("state", "")
         if state not in LIST_STATES:
             return post.refuse(f"state must be one of {', '.join(LIST_STATES)}.")
-        if post.action == "delete_all" and post.data.get("confirm_all") != "yes":
-            return post.refuse("Tick “I mean all of them” to delete every message.")
+        # One guard for every whole-state action, checked here whatever the page asked.
+        if not all_confirmed(post):
+            return post.refuse(
+                f"Type {post.qname} exactly to {verb.removesuffix('d')} every message."
+            )
 
         def work() -> tuple[str, int | None]:
             n = call(post.place.rsmq, post.qname, state)
@@ -139,6 +142,12 @@ def _on_state(verb: str, call: Callable[[RedisSMQ, str, str], int]) -> Handler:
         return DONE
 
     return run
+
+
+def all_confirmed(post: Posted) -> bool:
+    """Whether the queue's name was typed to act on a whole state (``all-confirm``): the
+    guard of purge and of deleting the queue, for requeue all and delete all too."""
+    return ConfirmNameForm(post.data, qname=post.qname, prefix="all").is_valid()
 
 
 def _confirmed(

@@ -1,42 +1,297 @@
 // Small progressive enhancements; every page works without this file.
+"use strict";
+
+const TYPING = "input:not([type=checkbox]):not([type=radio]):not([type=hidden]), textarea, select";
+const LIVE = "#live, #queue-table";
+
+// -- Selection ------------------------------------------------------------------------------
+// The ticked messages of this page, kept in sessionStorage: a refresh or an action that
+// re-renders the list ticks them again (ids no longer listed simply stay unticked).
+const selectionKey = () => `rsmq:selected:${window.location.pathname}`;
+const boxes = () => Array.from(document.querySelectorAll("#live input[name=ids]"));
+const saveSelection = () => {
+  const ids = boxes().filter((b) => b.checked).map((b) => b.value);
+  sessionStorage.setItem(selectionKey(), JSON.stringify(ids));
+};
+const restoreSelection = () => {
+  let ids = [];
+  try {
+    ids = JSON.parse(sessionStorage.getItem(selectionKey()) || "[]");
+  } catch (e) {
+    ids = [];
+  }
+  const wanted = new Set(ids);
+  boxes().forEach((b) => {
+    if (wanted.has(b.value)) b.checked = true;
+  });
+};
+const forgetSelection = () => sessionStorage.removeItem(selectionKey());
+
+// The sticky bulk bar says how many are ticked, and offers the whole state once the whole
+// page is ticked ("select all N matching").
+const updateBulkBar = () => {
+  const all = boxes();
+  const n = all.filter((b) => b.checked).length;
+  document.querySelectorAll("[data-selected-count]").forEach((el) => {
+    el.textContent = `${n} selected`;
+  });
+  document.querySelectorAll("[data-select-matching]").forEach((el) => {
+    el.hidden = !(all.length && n === all.length);
+  });
+  document.querySelectorAll("[data-needs-selection]").forEach((el) => {
+    el.disabled = n === 0;
+  });
+  const head = document.querySelector("input[data-select-all]");
+  if (head) head.checked = all.length > 0 && n === all.length;
+};
+
+// -- Live refresh ---------------------------------------------------------------------------
+let userPaused = sessionStorage.getItem("rsmq:paused") === "1";
+
+// Why the live refresh waits, or "" when it runs.
+const pauseReason = () => {
+  if (userPaused) return "Paused";
+  const ticked = document.querySelectorAll("#live input[name=ids]:checked").length;
+  if (ticked) return `Paused: ${ticked} selected`;
+  const active = document.activeElement;
+  if (active && active.closest(LIVE) && active.matches(TYPING)) return "Paused while you type";
+  return "";
+};
+
+window.rsmqIdle = () => document.visibilityState === "visible" && pauseReason() === "";
+
+const updateLiveState = () => {
+  const polled = document.querySelector("[data-poll]");
+  const reason = pauseReason();
+  document.querySelectorAll("[data-live-state]").forEach((el) => {
+    el.hidden = !polled;
+    el.textContent = reason || "Live";
+    el.classList.toggle("paused", reason !== "");
+  });
+  document.querySelectorAll("[data-live-toggle]").forEach((el) => {
+    el.hidden = !polled;
+    el.textContent = userPaused ? "Resume" : "Pause";
+    el.setAttribute("aria-pressed", userPaused ? "true" : "false");
+  });
+};
+
+// A live refresh (an element with data-poll) skips its turn while the operator is busy
+// (a filter in hx-trigger would need eval, which the Content-Security-Policy forbids).
+let pendingPost = false;
+document.addEventListener("htmx:beforeRequest", (event) => {
+  if (event.detail.elt.hasAttribute("data-poll") && !window.rsmqIdle()) event.preventDefault();
+  else if (event.detail.requestConfig && event.detail.requestConfig.verb === "post") pendingPost = true;
+});
+
+document.addEventListener("htmx:beforeSwap", (event) => {
+  const target = event.detail.target;
+  const polled = target && target.hasAttribute("data-poll");
+  if (!polled || event.detail.requestConfig.verb !== "get") return;
+  // A refresh already on its way when the operator ticked a box must not wipe the tick.
+  if (!window.rsmqIdle()) {
+    event.detail.shouldSwap = false;
+    return;
+  }
+  // Morph, not replace: text selection, focus and open <details> survive the refresh.
+  if (event.detail.isError !== true && window.Idiomorph) event.detail.swapOverride = "morph";
+});
+
+// Refresh now: when the tab comes back into view, or the operator resumes.
+const refreshNow = () => {
+  if (!window.htmx || !window.rsmqIdle()) return;
+  document.querySelectorAll("[data-poll]").forEach((el) => {
+    window.htmx.ajax("GET", el.getAttribute("hx-get"), { source: el, target: el, swap: "morph" });
+  });
+};
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState === "visible") refreshNow();
+});
+
+if (window.Idiomorph) {
+  // An open <details> stays open, and what the operator is typing stays typed.
+  window.Idiomorph.defaults.ignoreActiveValue = true;
+  window.Idiomorph.defaults.callbacks.beforeAttributeUpdated = (attr, node, mutation) =>
+    !(attr === "open" && node.tagName === "DETAILS" && mutation === "remove");
+}
+
+// -- Confirmations --------------------------------------------------------------------------
+// htmx reads hx-confirm from the element that issues the request, the form; a form with
+// several buttons carries each question on its button (data-confirm), asked here.
+// "{n}" in a question is the number of ticked messages.
+document.addEventListener("htmx:confirm", (event) => {
+  const trigger = event.detail.triggeringEvent;
+  const button = trigger && trigger.submitter;
+  const question = button && button.dataset.confirm;
+  if (!question) return;
+  event.preventDefault();
+  const n = boxes().filter((b) => b.checked).length;
+  if (window.confirm(question.replace("{n}", n.toLocaleString("en-US")))) {
+    event.detail.issueRequest(true);
+  }
+});
+
+// -- Feedback -------------------------------------------------------------------------------
+// The button an action was posted with: its answer is shown next to it, focused.
+let clicked = null;
+let clickedIn = null; // the id of the closest part of the page around the button
+document.addEventListener(
+  "submit",
+  (event) => {
+    const button = event.submitter;
+    clicked = button && button.name === "action" ? button.value : null;
+    const part = button && button.parentElement.closest("[id]");
+    clickedIn = part ? part.id : null;
+  },
+  true,
+);
+
+const toast = (text, kind) => {
+  const region = document.getElementById("toasts");
+  if (!region) return;
+  const item = document.createElement("p");
+  item.className = `toast ${kind}`;
+  item.textContent = text;
+  region.appendChild(item);
+  setTimeout(() => item.remove(), 8000);
+};
+
+// Actions on ticked messages (or on all of them): once done, the ticks are spent.
+const ON_SELECTION = ["requeue", "delete", "move", "requeue_all", "delete_all", "purge"];
+
+const showFeedback = (action, where) => {
+  const place = where && document.querySelector(`#content #${CSS.escape(where)}`);
+  const flashes = Array.from(document.querySelectorAll("#flash .flash"));
+  const invalid = document.querySelector(
+    "#content .field.invalid input, #content .field.invalid textarea, #content .field.invalid select",
+  );
+  const button = action && document.querySelector(`#content button[name=action][value="${action}"]`);
+  flashes.forEach((f) => toast(f.textContent, f.classList.contains("error") ? "error" : "success"));
+  let focus = null;
+  if (invalid && (!button || button.form === invalid.form)) {
+    focus = invalid;
+  } else if (flashes.length && (button || place)) {
+    // Next to the button; or, when the answer took the button away (nothing left to
+    // requeue), at the top of the part of the page it was in.
+    const note = document.createElement("p");
+    const last = flashes[flashes.length - 1];
+    note.className = `feedback ${last.classList.contains("error") ? "error" : "success"}`;
+    note.textContent = last.textContent;
+    note.tabIndex = -1;
+    note.dataset.feedback = "";
+    if (button) button.insertAdjacentElement("afterend", note);
+    else place.prepend(note);
+    focus = note;
+  } else if (flashes.length) {
+    const box = document.getElementById("flash");
+    box.tabIndex = -1;
+    focus = box;
+  }
+  if (focus) {
+    // The answer is seen where it was asked, even inside a <details> the page closed.
+    for (let d = focus.closest("details"); d; d = d.parentElement.closest("details")) d.open = true;
+    focus.focus({ preventScroll: true });
+    focus.scrollIntoView({ block: "center", behavior: "instant" });
+  }
+};
+
+// -- Keyboard -------------------------------------------------------------------------------
+// "/" focuses the search, j / k move between table rows, x ticks the row's box.
+let row = -1;
+const rows = () => Array.from(document.querySelectorAll("main table.grid tbody tr"));
+const markRow = (i) => {
+  const all = rows();
+  if (!all.length) return;
+  row = Math.max(0, Math.min(i, all.length - 1));
+  all.forEach((r, j) => r.classList.toggle("current", j === row));
+  const target = all[row].querySelector("a, input") || all[row];
+  if (!target.matches("a, input")) target.tabIndex = -1;
+  target.focus();
+  all[row].scrollIntoView({ block: "nearest" });
+};
+document.addEventListener("keydown", (event) => {
+  if (event.ctrlKey || event.metaKey || event.altKey) return;
+  const el = event.target;
+  if (el.matches && el.matches(TYPING)) return;
+  if (event.key === "/") {
+    const search = document.querySelector("main input[type=search]");
+    if (search) {
+      event.preventDefault();
+      search.focus();
+    }
+  } else if (event.key === "j" || event.key === "k") {
+    const current = rows().findIndex((r) => r.contains(document.activeElement));
+    const from = current >= 0 ? current : row;
+    markRow(from < 0 ? 0 : from + (event.key === "j" ? 1 : -1));
+  } else if (event.key === "x") {
+    const all = rows();
+    const at = all.findIndex((r) => r.contains(document.activeElement));
+    const box = at >= 0 && all[at].querySelector("input[name=ids]");
+    if (box) {
+      box.click();
+      box.focus();
+    }
+  }
+});
+
+// -- Wiring ---------------------------------------------------------------------------------
 document.addEventListener("change", (event) => {
   // The connection selector navigates as soon as an option is picked.
   const select = event.target.closest("form[data-navigate] select");
   if (select) window.location.href = select.value;
   // "Select all" in the message browser.
   if (event.target.matches("input[data-select-all]")) {
-    const table = event.target.closest("table");
-    table.querySelectorAll("input[name=ids]").forEach((box) => (box.checked = event.target.checked));
+    boxes().forEach((box) => (box.checked = event.target.checked));
+  }
+  if (event.target.matches("input[name=ids], input[data-select-all]")) {
+    saveSelection();
+    updateBulkBar();
+  }
+  updateLiveState();
+});
+
+document.addEventListener("click", (event) => {
+  const toggle = event.target.closest("[data-live-toggle]");
+  if (toggle) {
+    userPaused = !userPaused;
+    sessionStorage.setItem("rsmq:paused", userPaused ? "1" : "0");
+    updateLiveState();
+    if (!userPaused) refreshNow();
+  }
+  const matching = event.target.closest("[data-select-matching]");
+  if (matching) {
+    // The whole state is acted on from its own bar, behind the typed queue name.
+    const guard = document.querySelector("[data-all-guard]");
+    if (guard) {
+      guard.scrollIntoView({ block: "center" });
+      guard.focus();
+    }
   }
 });
+document.addEventListener("focusin", updateLiveState);
+document.addEventListener("focusout", () => setTimeout(updateLiveState));
 
-const TYPING = "input:not([type=checkbox]):not([type=radio]):not([type=hidden]), textarea, select";
-
-// Live refresh waits while the operator is choosing messages or typing in the browser.
-window.rsmqIdle = () =>
-  document.visibilityState === "visible" &&
-  !document.querySelector("#live input[name=ids]:checked") &&
-  !(document.activeElement && document.activeElement.matches(`#live ${TYPING.split(", ").join(", #live ")}`));
-
-// A live refresh (an element with data-poll) skips its turn while the operator is busy
-// (a filter in hx-trigger would need eval, which the Content-Security-Policy forbids).
-document.addEventListener("htmx:beforeRequest", (event) => {
-  if (event.detail.elt.hasAttribute("data-poll") && !window.rsmqIdle()) event.preventDefault();
-});
-
-// A refresh already on its way when the operator ticked a box must not wipe the tick.
-document.addEventListener("htmx:beforeSwap", (event) => {
-  const target = event.detail.target;
-  const polled = target && (target.id === "live" || target.id === "queue-table");
-  if (polled && event.detail.requestConfig.verb === "get" && !window.rsmqIdle()) {
-    event.detail.shouldSwap = false;
+const settle = () => {
+  // Controls that only work with JavaScript are shown only with it.
+  document.querySelectorAll("[data-needs-js]").forEach((el) => el.removeAttribute("hidden"));
+  restoreSelection();
+  updateBulkBar();
+  updateLiveState();
+};
+document.addEventListener("DOMContentLoaded", settle);
+document.addEventListener("htmx:afterSettle", (event) => {
+  settle();
+  if (pendingPost) {
+    pendingPost = false;
+    const action = clicked;
+    const where = clickedIn;
+    clicked = clickedIn = null;
+    const failed = document.querySelector("#content .field.invalid, #flash .flash.error");
+    if (ON_SELECTION.includes(action) && !failed) {
+      forgetSelection();
+      boxes().forEach((b) => (b.checked = false));
+      updateBulkBar();
+      updateLiveState();
+    }
+    showFeedback(action, where);
   }
-});
-
-// Controls that only work with JavaScript are shown only with it.
-document.addEventListener("DOMContentLoaded", () => {
-  document.querySelectorAll("[data-needs-js]").forEach((el) => el.removeAttribute("hidden"));
-});
-document.addEventListener("htmx:afterSettle", () => {
-  document.querySelectorAll("[data-needs-js]").forEach((el) => el.removeAttribute("hidden"));
 });

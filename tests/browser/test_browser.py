@@ -1,8 +1,8 @@
 """The console in a real browser: Debian's chromium driven by Playwright against live_server.
 
 Each test is a flow an operator does, asserting what they see on the page and what Redis
-holds afterwards. ``RSMQ_SCREENSHOTS=1`` also writes the README's screenshots to
-``docs/screenshots/``; ``RSMQ_BROWSER_SHOTS=DIR`` saves a screenshot of every flow to DIR.
+holds afterwards. ``RSMQ_BROWSER_SHOTS=DIR`` saves a screenshot of every flow to DIR; the
+README's screenshots come from test_ux_screenshots.py (``RSMQ_SCREENSHOTS=1``).
 """
 
 from __future__ import annotations
@@ -821,66 +821,6 @@ def seed_realistic(rsmq: RedisSMQ) -> dict[str, str]:
     rsmq.send_messages("thumbnails", [f"resize:img_{i}.jpg:320x240" for i in range(40)])
     rsmq.pop_messages("thumbnails", 40)  # an idle queue: empty, with totals
     return inflight
-
-
-def seed_history(rsmq: RedisSMQ, conn: str, ns: str) -> None:
-    """An hour of snapshots every 10 s, so the screenshots show charts and sparklines:
-    a steady stream with a backlog that builds up and drains."""
-    import math as _math
-
-    from dashboard.models import Snapshot
-
-    Snapshot.objects.filter(connection=conn, namespace=ns).delete()
-    now = rsmq.queue_stats()[0].now
-    rows = []
-    for s in rsmq.queue_stats():
-        sent = recv = 0
-        for i in range(360):
-            at = now - (360 - i) * 10_000
-            rate = 20 + 15 * _math.sin(i / 40) + (s.vt % 7)
-            sent += int(rate * 10)
-            recv += int((rate - 2 * _math.cos(i / 25)) * 10)
-            backlog = int(120 + 100 * _math.sin(i / 30 + s.vt)) + s.msgs
-            rows.append(
-                Snapshot(
-                    connection=conn, namespace=ns, queue=s.qname, taken_at=at, msgs=backlog,
-                    hiddenmsgs=backlog // 4, inflight=backlog // 6, delayed=backlog // 12,
-                    totalsent=sent, totalrecv=recv, oldest_age=30.0, created=s.created,
-                )
-            )  # fmt: skip
-    Snapshot.objects.bulk_create(rows)
-
-
-@pytest.mark.skipif(
-    os.environ.get("RSMQ_SCREENSHOTS") != "1", reason="set RSMQ_SCREENSHOTS=1 to rewrite them"
-)
-def test_readme_screenshots(settings, redis_url: str, make_user, page_as) -> None:
-    ns = "shop"  # a readable namespace in the header; emptied first, it is this test's own
-    settings.RSMQ_CONNECTIONS = [
-        {"name": "local", "url": redis_url, "namespaces": [ns], "environment": "staging"}
-    ]
-    with RedisSMQ(url=redis_url, ns=ns) as rsmq:
-        for q in rsmq.list_queues():
-            rsmq.delete_queue(q)
-        inflight = seed_realistic(rsmq)
-        seed_history(rsmq, "local", ns)
-        out = ROOT / "docs" / "screenshots"
-        out.mkdir(parents=True, exist_ok=True)
-        page = page_as(make_user("admin", "ana"), viewport={"width": 1440, "height": 900})
-
-        page.goto(f"/c/local/{ns}/")
-        expect(page.locator("table.queues tbody tr")).to_have_count(5)
-        page.screenshot(path=str(out / "overview.png"), full_page=True)
-        page.goto(f"/c/local/{ns}/q/orders/")
-        expect(page.locator("table.messages tbody tr")).to_have_count(21)
-        page.screenshot(path=str(out / "queue.png"), full_page=True)
-        page.goto(f"/c/local/{ns}/q/orders/m/{inflight[3]}/")
-        expect(page.locator("pre.body-full")).to_contain_text('"order_id"')
-        page.screenshot(path=str(out / "message.png"), full_page=True)
-        for q in rsmq.list_queues():
-            rsmq.delete_queue(q)
-    for name in ("overview", "queue", "message"):
-        assert (out / f"{name}.png").stat().st_mtime > time.time() - 60
 
 
 # -- Content-Security-Policy ---------------------------------------------------------------

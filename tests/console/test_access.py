@@ -57,13 +57,13 @@ POSTS = {
     "requeue_all": Post(
         "admin",
         _queue_act,
-        lambda ids: {"action": "requeue_all", "state": "inflight"},
+        lambda ids: {"action": "requeue_all", "state": "inflight", "all-confirm": "q1"},
         "requeue_all",
     ),
     "delete_all": Post(
         "admin",
         _queue_act,
-        lambda ids: {"action": "delete_all", "state": "all", "confirm_all": "yes"},
+        lambda ids: {"action": "delete_all", "state": "all", "all-confirm": "q1"},
         "delete_all",
     ),
     "edit": Post(

@@ -67,7 +67,7 @@ QUEUE_POSTS = {
     "send": {"action": "send", "body": "hi"},
     "requeue": {"action": "requeue", "ids": [MID]},
     "purge": {"action": "purge", "purge-confirm": "q1"},
-    "delete_all": {"action": "delete_all", "state": "all", "confirm_all": "yes"},
+    "delete_all": {"action": "delete_all", "state": "all", "all-confirm": "q1"},
 }
 
 

@@ -69,11 +69,13 @@ ACTS: dict[str, Act] = {
         "q1", lambda ids: {"action": "redrive", "to": "q2", "confirm": "q1"}, "redrive"
     ),
     "requeue_all": Act(
-        "q1", lambda ids: {"action": "requeue_all", "state": "inflight"}, "requeue_all"
+        "q1",
+        lambda ids: {"action": "requeue_all", "state": "inflight", "all-confirm": "q1"},
+        "requeue_all",
     ),
     "delete_all": Act(
         "q1",
-        lambda ids: {"action": "delete_all", "state": "all", "confirm_all": "yes"},
+        lambda ids: {"action": "delete_all", "state": "all", "all-confirm": "q1"},
         "delete_all",
     ),
     "create": Act(

@@ -70,11 +70,11 @@ HTMX_ACTIONS = {
     "delete": ({"action": "delete", "ids": [2]}, "Deleted 1 message."),
     "move": ({"action": "move", "ids": [0], "to": "q2"}, "Moved 1 message to q2."),
     "requeue_all": (
-        {"action": "requeue_all", "state": "inflight"},
+        {"action": "requeue_all", "state": "inflight", "all-confirm": "q1"},
         "Requeued 2 messages (inflight).",
     ),
     "delete_all": (
-        {"action": "delete_all", "state": "all", "confirm_all": "yes"},
+        {"action": "delete_all", "state": "all", "all-confirm": "q1"},
         "Deleted 3 messages (all).",
     ),
     "edit": (
