@@ -16,6 +16,9 @@ from .errors import (
 )
 from .models import (
     DeadLetterPolicy,
+    Failure,
+    FailureGroup,
+    FailureGroups,
     Message,
     MessageInfo,
     Page,
@@ -27,6 +30,9 @@ from .models import (
 __all__ = [
     "AsyncRedisSMQ",
     "DeadLetterPolicy",
+    "Failure",
+    "FailureGroup",
+    "FailureGroups",
     "InvalidArgument",
     "Message",
     "MessageInfo",
