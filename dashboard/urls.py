@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from . import api, health, metrics
-from .views import audit, message, overview, preferences, queue, queue_actions
+from .views import audit, failing, message, overview, preferences, queue, queue_actions
 
 place_patterns = [
     path("", overview.overview, name="rsmq-overview"),
@@ -11,6 +11,7 @@ place_patterns = [
     path("q/<str:qname>/", queue.queue_detail, name="rsmq-queue"),
     path("q/<str:qname>/charts/", queue.queue_charts, name="rsmq-queue-charts"),
     path("q/<str:qname>/act/", queue_actions.queue_action, name="rsmq-queue-action"),
+    path("q/<str:qname>/failing/", failing.failing, name="rsmq-queue-failing"),
     path("q/<str:qname>/m/<str:msg_id>/", message.message_detail, name="rsmq-message"),
     path("q/<str:qname>/m/<str:msg_id>/act/", message.message_action, name="rsmq-message-action"),
 ]
@@ -18,6 +19,7 @@ place_patterns = [
 api_patterns = [
     path("queues/", api.queue_list, name="rsmq-api-queues"),
     path("queues/<str:qname>/", api.queue_detail, name="rsmq-api-queue"),
+    path("queues/<str:qname>/failures/", failing.failing_api, name="rsmq-api-failures"),
 ]
 
 urlpatterns = [

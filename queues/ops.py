@@ -1003,6 +1003,25 @@ class Operations(Generic[R]):
         """A message's recorded failures, newest first ([] when none are recorded)."""
         key = self._failures_key(qname)
         raw = yield Call(S.FAILURE_HISTORY, (key,), (v.message_id(id),), qname)
+        return self._history(raw)
+
+    @operation
+    def message_and_failures(
+        self, qname: str, id: str
+    ) -> Op[tuple[MessageInfo | None, list[Failure]]]:
+        """``get_message`` and ``failures`` in one round trip (the console's message page)."""
+        keys = self._queue_keys(qname)
+        v.message_id(id)
+        r, raw = yield Batch(
+            [
+                Call(S.GET_MESSAGE, keys, (id,), qname),
+                Call(S.FAILURE_HISTORY, (self._failures_key(qname),), (id,), qname),
+            ]
+        )
+        return (None if r is None else _info([id, *r[1:]], r[0])), self._history(raw)
+
+    @staticmethod
+    def _history(raw: Any) -> list[Failure]:
         if isinstance(raw, list):
             return [Failure(0, 0, "?", "", (), f"the failure key is a {_text(raw[1])}, not a hash")]
         return _failures(raw)
