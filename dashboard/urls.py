@@ -4,7 +4,17 @@ from django.urls import include, path
 
 from . import health, metrics
 from .api import api
-from .views import alerts, audit, message, overview, preferences, queue, queue_actions, tokens
+from .views import (
+    alerts,
+    audit,
+    failing,
+    message,
+    overview,
+    preferences,
+    queue,
+    queue_actions,
+    tokens,
+)
 
 place_patterns = [
     path("", overview.overview, name="rsmq-overview"),
@@ -12,6 +22,7 @@ place_patterns = [
     path("q/<str:qname>/", queue.queue_detail, name="rsmq-queue"),
     path("q/<str:qname>/charts/", queue.queue_charts, name="rsmq-queue-charts"),
     path("q/<str:qname>/act/", queue_actions.queue_action, name="rsmq-queue-action"),
+    path("q/<str:qname>/failing/", failing.failing, name="rsmq-queue-failing"),
     path("q/<str:qname>/m/<str:msg_id>/", message.message_detail, name="rsmq-message"),
     path("q/<str:qname>/m/<str:msg_id>/act/", message.message_action, name="rsmq-message-action"),
 ]

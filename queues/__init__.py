@@ -17,6 +17,9 @@ from .errors import (
 )
 from .models import (
     DeadLetterPolicy,
+    Failure,
+    FailureGroup,
+    FailureGroups,
     Message,
     MessageInfo,
     Page,
@@ -28,6 +31,9 @@ from .models import (
 __all__ = [
     "AsyncRedisSMQ",
     "DeadLetterPolicy",
+    "Failure",
+    "FailureGroup",
+    "FailureGroups",
     "InvalidArgument",
     "Message",
     "MessageInfo",

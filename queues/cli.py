@@ -2,6 +2,7 @@
 
 rsmq queue list|create|describe|set|delete|purge
 rsmq message send|receive|pop|get|list|delete|visibility|requeue|move
+rsmq failures QUEUE [ID]
 """
 
 from __future__ import annotations
@@ -163,13 +164,25 @@ def _message_redrive(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
     return {"redriven": rsmq.redrive(a.name, to=a.to, limit=a.limit)}
 
 
+def _failures(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    """A message's failure history (newest first), or the queue's failing messages
+    grouped by error type (retrying in the queue, dead in its dead-letter queue)."""
+    if a.id is not None:
+        return [f.as_dict() for f in rsmq.failures(a.name, a.id)]
+    g = rsmq.failure_groups(a.name)
+    return {
+        "name": g.qname, "dlq": g.dlq, "complete": g.complete,
+        "groups": [x.as_dict() for x in g.groups],
+    }  # fmt: skip
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rsmq", description="RSMQ command line (rsmqctl's verbs).")
     # No argparse defaults: a worker keeps the URL and namespace it was made with unless
     # these are given; every other command falls back to the environment, then DEFAULTS.
     p.add_argument("--url", help=f"Redis URL (env RSMQ_REDIS_URL; default {DEFAULT_URL})")
     p.add_argument("--ns", help=f"key namespace (env RSMQ_NAMESPACE; default {DEFAULT_NS})")
-    groups = p.add_subparsers(dest="group", required=True, metavar="{queue,message}")
+    groups = p.add_subparsers(dest="group", required=True, metavar="{queue,message,failures}")
 
     def cmd(sub: Any, name: str, handler: Handler, help: str) -> argparse.ArgumentParser:
         c: argparse.ArgumentParser = sub.add_parser(name, help=help, description=help)
@@ -230,6 +243,15 @@ def build_parser() -> argparse.ArgumentParser:
     c = cmd(ms, "redrive", _message_redrive, "move dead-lettered messages back to their queues")
     c.add_argument("--to", help="send them all to this queue instead")
     c.add_argument("--limit", type=int, help="at most this many")
+
+    f = groups.add_parser(
+        "failures", help="why messages failed: rsmq failures QUEUE [ID]",
+        description="A queue's failing messages grouped by error type; with ID, that "
+        "message's failure history (what the worker recorded).",
+    )  # fmt: skip
+    f.set_defaults(handler=_failures)
+    f.add_argument("name", metavar="QUEUE", help="queue name")
+    f.add_argument("id", metavar="ID", nargs="?", help="a message id")
 
     w = groups.add_parser("worker", help="run a worker: rsmq worker myapp.jobs:worker")
     w.set_defaults(handler=None)

@@ -210,3 +210,57 @@ class QueueStats:
             "oldest_age": self.oldest_age, "dlq": self.dlq, "maxrc": self.maxrc,
             "deadlettered": self.deadlettered, "now": self.now, "unreadable": self.unreadable,
         }  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """One failed attempt at a message, as ``record_failure`` stored it."""
+
+    at: int  # epoch ms, the Redis server's time of the record (0: unknown)
+    attempt: int  # the message's rc then: which receive of it failed
+    type: str  # the exception's type, e.g. "ValueError" or "myapp.errors.Timeout"
+    message: str  # str() of the exception, cut to a bound
+    trace: tuple[str, ...]  # the first lines of its traceback
+    # What of the stored record could not be read (another client wrote it), else None.
+    note: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "at": self.at, "attempt": self.attempt, "type": self.type,
+            "message": self.message, "trace": list(self.trace), "note": self.note,
+        }  # fmt: skip
+
+
+FailureState = Literal["retry", "dead"]
+
+
+@dataclass(frozen=True, slots=True)
+class FailureGroup:
+    """Messages whose last failure was of one type: waiting for a retry in the queue
+    itself (``retry``) or dead-lettered (``dead``: in its dead-letter queue ``where``)."""
+
+    type: str
+    state: FailureState
+    where: str  # the queue the messages are in
+    count: int
+    examples: tuple[str, ...]  # a few of their ids
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.type, "state": self.state, "queue": self.where,
+            "count": self.count, "examples": list(self.examples),
+        }  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class FailureGroups:
+    """A queue's failing messages grouped by error type, biggest groups first."""
+
+    qname: str
+    dlq: str | None  # its dead-letter queue, whose ``dead`` groups are read too
+    groups: list[FailureGroup]
+    complete: bool  # False: the read stopped at its bound, counts are a lower bound
+    now: int  # the Redis server's time (epoch ms) of the reading
+
+    def of_state(self, state: FailureState) -> list[FailureGroup]:
+        return [g for g in self.groups if g.state == state]

@@ -11,9 +11,11 @@ and nowhere else.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 import random
 import time
+import traceback
 from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
@@ -26,6 +28,10 @@ from .models import (
     Browse,
     Cursor,
     DeadLetterPolicy,
+    Failure,
+    FailureGroup,
+    FailureGroups,
+    FailureState,
     Message,
     MessageInfo,
     Page,
@@ -72,6 +78,22 @@ BROWSE_BYTES = 256 * 1024
 #: a browse's time budget (s): it makes calls until its page is full, the state ends
 #: or this is spent, then says where it stopped
 BROWSE_BUDGET = 0.04
+#: "Why did it fail?": a queue's failure histories live in one extension key next to its
+#: own, {ns}:{qname}:x:failures (same prefix, so the same Redis Cluster slot with a hash
+#: tag in ns; no RSMQ queue name holds a ':', and the original never reads it). Bounds:
+FAILURES_SUFFIX = ":x:failures"
+FAILURE_HISTORY = 5  # failures kept per message (the last ones) ...
+FAILURE_BYTES = 16 * 1024  # ... fewer when its history is longer than this
+FAILURE_MESSAGES = 5000  # messages with a history per queue (more: one is forgotten)
+FAILURE_TTL = 7 * 24 * 3600  # s: the key expires this long after its last failure
+FAILURE_TYPE_MAX = 200  # characters of an exception's type
+FAILURE_MESSAGE_MAX = 2000  # bytes of its message
+FAILURE_TRACE_LINES = 20  # first lines of its traceback ...
+FAILURE_TRACE_MAX = 8000  # ... and at most this many bytes of them
+#: HSCAN steps of a failure_groups read of one key: a step ~1 ms, the read bounded
+FAILURE_SCAN_COUNT = 1000
+FAILURE_SCAN_STEPS = 30
+FAILURE_EXAMPLES = 5
 
 
 def _str(value: bytes | str) -> str:
@@ -211,6 +233,60 @@ def _stats_chunk(names: list[str]) -> int:
     return STATS_CHUNK_BIG if len(names) > STATS_CHUNK_BIG_AFTER else STATS_CHUNK
 
 
+def _cut(text: str, limit: int) -> str:
+    """At most ``limit`` bytes of ``text`` in UTF-8, never half a character."""
+    raw = text.encode("utf-8", "replace")
+    return text if len(raw) <= limit else raw[:limit].decode("utf-8", "ignore") + "…"
+
+
+def _trace_lines(trace: str | Iterable[str]) -> list[str]:
+    text = trace if isinstance(trace, str) else "".join(trace)
+    lines = text.splitlines()
+    if len(lines) > FAILURE_TRACE_LINES:
+        more = len(lines) - FAILURE_TRACE_LINES
+        lines = [*lines[:FAILURE_TRACE_LINES], f"… {more} more line{'s' if more > 1 else ''}"]
+    return lines
+
+
+def _failure(entry: Any) -> Failure:
+    """One stored failure; what is not as record_failure writes it becomes a note."""
+    if not isinstance(entry, dict):
+        return Failure(0, 0, "?", "", (), f"an entry is {_shown(repr(entry))}, not a failure")
+    notes = []
+    at, attempt = entry.get("t"), entry.get("rc")
+    if not isinstance(at, (int, float)) or not 0 <= at < 2**53:
+        notes.append(f"its time is {_shown(repr(at))}")
+        at = 0
+    if not isinstance(attempt, (int, float)) or not 0 <= attempt < 2**53:
+        notes.append(f"its attempt is {_shown(repr(attempt))}")
+        attempt = 0
+    fields = []
+    for name in ("type", "msg", "trace"):
+        value = entry.get(name)
+        if not isinstance(value, str):
+            notes.append(f"its {name} is {_shown(repr(value))}")
+            value = ""
+        fields.append(value)
+    return Failure(
+        at=int(at), attempt=int(attempt), type=fields[0] or "?", message=fields[1],
+        trace=tuple(fields[2].splitlines()), note="; ".join(notes) or None,
+    )  # fmt: skip
+
+
+def _failures(raw: bytes | str | None) -> list[Failure]:
+    """A stored history, newest first; one that can't be read is one Failure saying so."""
+    if raw is None:
+        return []
+    try:
+        entries = json.loads(_decode(raw))
+    except ValueError:
+        entries = None
+    if not isinstance(entries, list):
+        why = f"the failure record is {_shown(raw)}, not a failure history"
+        return [Failure(0, 0, "?", "", (), why)]
+    return [_failure(e) for e in reversed(entries)]
+
+
 def _epoch_ms(when: dt.datetime | float | int) -> int:
     if isinstance(when, dt.datetime):
         if when.tzinfo is None:
@@ -263,6 +339,7 @@ class Operations(Generic[R]):
         self.realtime = realtime
         self._prefix = ns + ":"
         self._keys: dict[str, tuple[str, str]] = {}
+        self._fkeys: dict[str, tuple[str, str, str]] = {}
         # The namespace's queue names as the last queue_stats() of all saw them: the
         # next one reads them and their counters in the same round trip.
         self._known_names: list[str] = []
@@ -294,6 +371,20 @@ class Operations(Generic[R]):
                 self._keys.clear()
             z = self._prefix + qname
             keys = self._keys[qname] = (z, z + ":Q")
+        return keys
+
+    def _failures_key(self, qname: str) -> str:
+        """The queue's failure histories (see FAILURES_SUFFIX)."""
+        return self._queue_keys(qname)[0] + FAILURES_SUFFIX
+
+    def _with_failures(self, qname: str) -> tuple[str, str, str]:
+        """(zset, hash, failure key) of a queue: what every delete path's script takes."""
+        keys = self._fkeys.get(qname)
+        if keys is None:
+            z, h = self._queue_keys(qname)
+            if len(self._fkeys) > 10_000:
+                self._fkeys.clear()
+            keys = self._fkeys[qname] = (z, h, z + FAILURES_SUFFIX)
         return keys
 
     def _channel(self, qname: str) -> str:
@@ -336,8 +427,8 @@ class Operations(Generic[R]):
 
     @operation
     def delete_queue(self, qname: str) -> Op[None]:
-        z, h = self._queue_keys(qname)
-        yield Call(S.DELETE_QUEUE, (h, z, self.queues_key, z + ":purge"), (qname,), qname)
+        z, h, f = self._with_failures(qname)
+        yield Call(S.DELETE_QUEUE, (h, z, self.queues_key, z + ":purge", f), (qname,), qname)
 
     @operation
     def get_queue_attributes(self, qname: str) -> Op[QueueAttributes]:
@@ -447,7 +538,7 @@ class Operations(Generic[R]):
         of ``CHUNK``; at most ``limit`` messages. Returns how many were moved; a message
         whose source is gone stays in ``dlq``.
         """
-        keys = self._queue_keys(dlq)
+        keys = self._with_failures(dlq)
         if to is not None:
             self._queue_keys(v.qname(to, "to"))
             if to == dlq:
@@ -458,7 +549,8 @@ class Operations(Generic[R]):
         while limit is None or moved < limit:
             chunk = CHUNK if limit is None else min(CHUNK, limit - moved)
             m, s, seen = yield Call(
-                S.REDRIVE, keys, (self._prefix, to or "", skipped, chunk), (dlq, to or "")
+                S.REDRIVE, keys, (self._prefix, to or "", skipped, chunk, FAILURES_SUFFIX),
+                (dlq, to or ""),
             )
             moved += m
             skipped += s
@@ -511,9 +603,9 @@ class Operations(Generic[R]):
         return [_str(i) for i in ids]
 
     def _receive(self, qname: str, n: int, vt: int | None, pop: bool = False) -> Op[list[Any]]:
-        keys = self._queue_keys(qname)
+        keys = self._with_failures(qname)
         t = "" if vt is None else v.seconds("vt", vt)
-        args = (n, t, self._prefix, qname, "pop" if pop else "")
+        args = (n, t, self._prefix, qname, "pop" if pop else "", FAILURES_SUFFIX)
         r: list[Any] = yield Call(S.RECEIVE, keys, args, qname)
         return r
 
@@ -550,7 +642,7 @@ class Operations(Generic[R]):
 
     @operation
     def delete_message(self, qname: str, id: str) -> Op[bool]:
-        keys = self._queue_keys(qname)
+        keys = self._with_failures(qname)
         deleted: int = yield Call(S.DELETE, keys, (v.message_id(id),), qname)
         return deleted == 1
 
@@ -559,7 +651,7 @@ class Operations(Generic[R]):
         """Delete messages by their exact zset member, RSMQ id or not: how a message some
         other client wrote under an id no RSMQ client would (``MessageInfo.member``, as
         browsing lists it) is deleted. Returns how many were in the queue."""
-        keys = self._queue_keys(qname)
+        keys = self._with_failures(qname)
         checked = list(members)
         if not all(isinstance(m, (bytes, str)) for m in checked):
             raise InvalidArgument("members", "members must be strings or bytes")
@@ -571,7 +663,7 @@ class Operations(Generic[R]):
     @operation
     def delete_messages(self, qname: str, ids: Iterable[str]) -> Op[int]:
         """Delete many in one atomic round trip; returns how many were in the queue."""
-        keys = self._queue_keys(qname)
+        keys = self._with_failures(qname)
         checked = [v.message_id(i) for i in ids]
         deleted: int = yield Call(S.DELETE, keys, checked, qname)
         return deleted
@@ -889,7 +981,7 @@ class Operations(Generic[R]):
         return (yield from self._bulk(qname, "delete", v.state(state)))
 
     def _bulk(self, qname: str, action: str, state: str) -> Op[int]:
-        keys = self._queue_keys(qname)
+        keys = self._with_failures(qname)
         total = skip = 0
         # Bounded even while producers keep adding: no more rounds than the queue had
         # messages when it started (each round handles or skips a whole chunk). Read as
@@ -913,10 +1005,10 @@ class Operations(Generic[R]):
         ``CHUNK``, so Redis is never held for more than a few milliseconds at a time.
         Returns how many messages were purged.
         """
-        z, h = self._queue_keys(qname)
+        z, h, f = self._with_failures(qname)
         purge_key = z + ":purge"
         while True:
-            n: int = yield Call(S.PURGE_DETACH, (z, h, purge_key), (), qname)
+            n: int = yield Call(S.PURGE_DETACH, (z, h, purge_key, f), (), qname)
             if n >= 0:
                 break
             yield from self._drain(purge_key, h)  # an interrupted purge left some
@@ -939,7 +1031,7 @@ class Operations(Generic[R]):
         dst_keys = self._queue_keys(dst)
         if src == dst:
             raise InvalidArgument("dst", "dst must be a different queue from src")
-        keys = (*src_keys, *dst_keys)
+        keys = (*src_keys, *dst_keys, self._failures_key(src), self._failures_key(dst))
         if ids is not None:
             checked = [v.message_id(i) for i in ids]
             if not checked:
@@ -954,6 +1046,139 @@ class Operations(Generic[R]):
             skipped += s
             if m + s < CHUNK:
                 return moved
+
+    # -- why it failed ----------------------------------------------------------------
+
+    @operation
+    def record_failure(
+        self,
+        qname: str,
+        id: str,
+        error: BaseException | None = None,
+        *,
+        error_type: str | None = None,
+        message: str | None = None,
+        trace: str | Iterable[str] | None = None,
+        vt: int | None = None,
+    ) -> Op[bool]:
+        """Record that handling message ``id`` failed: ``error`` (its type, message and the
+        first lines of its traceback), or ``error_type`` / ``message`` / ``trace`` given
+        as text (each overrides what ``error`` says). The attempt is the message's rc.
+
+        Kept in the queue's failure key (FAILURES_SUFFIX), bounded (FAILURE_HISTORY last
+        failures, FAILURE_BYTES per message, FAILURE_MESSAGES messages per queue), expiring
+        FAILURE_TTL s after the queue's last failure, deleted with the message and moved
+        with it (dead-lettered, moved, redriven). With ``vt`` the message's visibility
+        changes in the same call, as ``change_message_visibility`` would (what the worker
+        does on each failure: no extra round trip). Returns False when the message is
+        not in the queue (nothing is recorded).
+        """
+        keys = self._with_failures(qname)
+        v.message_id(id)
+        if error is not None and not isinstance(error, BaseException):
+            raise InvalidArgument("error", "error must be an exception")
+        for name, value in (("error_type", error_type), ("message", message)):
+            if value is not None and not isinstance(value, str):
+                raise InvalidArgument(name, f"{name} must be a string")
+        if trace is not None and not isinstance(trace, str):
+            trace = list(trace)
+            if not all(isinstance(line, str) for line in trace):
+                raise InvalidArgument("trace", "trace must be a string or lines of text")
+        t = "" if vt is None else v.seconds("vt", vt)
+        if error is not None:
+            cls = type(error)
+            module = "" if cls.__module__ == "builtins" else cls.__module__ + "."
+            error_type = error_type or (module + cls.__qualname__)[:FAILURE_TYPE_MAX]
+            if message is None:
+                try:
+                    message = str(error)
+                except Exception:  # an exception whose __str__ raises is still recorded
+                    message = f"<{cls.__qualname__}: str() failed>"
+            if trace is None:
+                trace = traceback.format_exception(error)
+        error_type = (error_type or "").strip()
+        if not error_type:
+            raise InvalidArgument("error_type", "error_type (or error) must name the failure")
+        if len(error_type) > FAILURE_TYPE_MAX:
+            raise InvalidArgument(
+                "error_type", f"error_type must be at most {FAILURE_TYPE_MAX} characters"
+            )
+        lines = _trace_lines(trace or "")
+        args = (
+            id, t, error_type, _cut(message or "", FAILURE_MESSAGE_MAX),
+            _cut("\n".join(lines), FAILURE_TRACE_MAX), FAILURE_HISTORY, FAILURE_BYTES,
+            FAILURE_MESSAGES, FAILURE_TTL,
+        )  # fmt: skip
+        recorded: int = yield Call(S.RECORD_FAILURE, keys, args, qname)
+        return recorded == 1
+
+    @operation
+    def failures(self, qname: str, id: str) -> Op[list[Failure]]:
+        """A message's recorded failures, newest first ([] when none are recorded)."""
+        key = self._failures_key(qname)
+        raw = yield Call(S.FAILURE_HISTORY, (key,), (v.message_id(id),), qname)
+        return self._history(raw)
+
+    @operation
+    def message_and_failures(
+        self, qname: str, id: str
+    ) -> Op[tuple[MessageInfo | None, list[Failure]]]:
+        """``get_message`` and ``failures`` in one round trip (the console's message page)."""
+        keys = self._queue_keys(qname)
+        v.message_id(id)
+        r, raw = yield Batch(
+            [
+                Call(S.GET_MESSAGE, keys, (id,), qname),
+                Call(S.FAILURE_HISTORY, (self._failures_key(qname),), (id,), qname),
+            ]
+        )
+        return (None if r is None else _info([id, *r[1:]], r[0])), self._history(raw)
+
+    @staticmethod
+    def _history(raw: Any) -> list[Failure]:
+        if isinstance(raw, list):
+            return [Failure(0, 0, "?", "", (), f"the failure key is a {_text(raw[1])}, not a hash")]
+        return _failures(raw)
+
+    @operation
+    def failure_groups(self, qname: str) -> Op[FailureGroups]:
+        """The queue's failing messages grouped by their last failure's type: ``retry``,
+        those still in the queue with a recorded failure; ``dead``, those its dead-letter
+        policy moved to its dead-letter queue (and still there). Bounded: at most
+        FAILURE_SCAN_STEPS steps of FAILURE_SCAN_COUNT per key (each ~1 ms); past that
+        ``complete`` is False and the counts are what was read."""
+        stats = yield from self._stats_of([qname], 1)
+        if not stats:
+            raise QueueNotFound(qname)
+        dlq = stats[0].dlq
+        groups: list[FailureGroup] = []
+        now, complete = stats[0].now, True
+        parts: list[tuple[str, FailureState, str]] = [(qname, "retry", "")]
+        if dlq is not None:
+            parts.append((dlq, "dead", qname))
+        for where, state, source in parts:
+            z, h, f = self._with_failures(where)
+            by_type: dict[str, list[str]] = {}
+            seen: set[str] = set()
+            cursor: bytes | str = "0"
+            for _ in range(FAILURE_SCAN_STEPS):
+                r = yield Call(S.FAILURE_SCAN, (f, z, h), (cursor, FAILURE_SCAN_COUNT, source))
+                cursor, now = r[0], r[1]
+                for i in range(2, len(r), 3):
+                    mid = _text(r[i])
+                    if mid not in seen:  # HSCAN may return a field twice
+                        seen.add(mid)
+                        by_type.setdefault(_text(r[i + 1]) or "?", []).append(mid)
+                if int(cursor) == 0:
+                    break
+            else:
+                complete = False
+            groups += [
+                FailureGroup(t, state, where, len(ids), tuple(sorted(ids)[:FAILURE_EXAMPLES]))
+                for t, ids in by_type.items()
+            ]
+        groups.sort(key=lambda g: (g.state != "retry", -g.count, g.type))
+        return FailureGroups(qname, dlq, groups, complete, now)
 
     @operation
     def ping(self) -> Op[bool]:

@@ -30,6 +30,10 @@ How it behaves, per queue:
   (``backoff`` × 2^(rc-1) s, at most ``max_backoff``): it comes back with rc + 1. With a
   dead-letter policy on the queue (``set_dead_letter_policy``), the receive that would
   hand it out for the (maxrc+1)-th time moves it to the dead-letter queue instead.
+  Why it failed is recorded with the message (``record_failure``: the exception's type,
+  message and first lines of its traceback, the attempt), in the same script call that
+  sets its backoff: a failure costs no extra round trip. A timeout is recorded as a
+  ``HandlerTimeout``.
 * ``timeout``: a handler still running after this many seconds is given up on: the
   message is released as if the handler had raised. (A Python thread can't be killed,
   so it goes on in the background and its result is ignored; its slot stays taken
@@ -74,6 +78,10 @@ SLOT_WAIT = 0.002
 #: s received jobs wait for the one handler thread woken for them before more are woken
 #: (fast handlers: one thread runs the batch, without a wake-up per job)
 HELP_AFTER = 0.001
+
+
+class HandlerTimeout(Exception):
+    """Recorded as the failure of a message whose handler ran past its ``timeout``."""
 
 
 @dataclass
@@ -406,7 +414,7 @@ class Worker:
                 self._free_slot(runner)
         if urgent:
             self._flush(runner)
-        if done:
+        if done or error is None:
             return
         try:
             delay = h.retry_delay(msg.rc)
@@ -420,7 +428,7 @@ class Worker:
                     "retry_in": delay,
                 },
             )  # fmt: skip
-            self._set_visibility(runner, msg, delay)
+            self._fail(runner, msg, error, delay)
         finally:
             with runner.lock:
                 runner.jobs.discard(job)
@@ -503,6 +511,26 @@ class Worker:
                     extra={"queue": q, "msg_id": j.msg.id, "rc": j.msg.rc, "event": "done"},
                 )
 
+    def _fail(self, runner: _Runner, msg: Message, error: BaseException, seconds: int) -> None:
+        """Record why the message failed and make it visible again in ``seconds``, in one
+        script call (the visibility change every failure makes anyway)."""
+        q = runner.handler.queue
+        try:
+            if not self.rsmq.record_failure(q, msg.id, error, vt=seconds):
+                runner.counts.lost += 1
+        except redis.RedisError as e:
+            # It comes back by itself when its vt runs out.
+            log.error(
+                "could not record the failure: %s",
+                e,
+                extra={"queue": q, "msg_id": msg.id, "event": "vis_error"},
+            )
+        except RsmqError as e:  # never a retry lost for want of a record
+            log.error(
+                "could not record the failure: %s", e, extra={"queue": q, "msg_id": msg.id}
+            )
+            self._set_visibility(runner, msg, seconds)
+
     def _set_visibility(self, runner: _Runner, msg: Message, seconds: int) -> bool:
         """Whether the message's vt is now ``seconds`` from now."""
         try:
@@ -554,7 +582,8 @@ class Worker:
                     delay,
                     extra={"queue": h.queue, "msg_id": job.msg.id, "event": "timeout"},
                 )
-                self._set_visibility(runner, job.msg, delay)
+                timeout = HandlerTimeout(f"handler still running after {h.timeout} s")
+                self._fail(runner, job.msg, timeout, delay)
             for job in due:
                 before = time.monotonic()
                 with job.lock:

@@ -18,6 +18,7 @@ from queues import validation as v
 from queues.models import Message
 
 from .. import place as places
+from ..views import failing
 from ..views.actions import Action
 from . import operations as ops
 from . import reads
@@ -144,6 +145,19 @@ def describe_queue(
 ) -> HttpResponse:
     """One queue: counts, attributes, and its snapshots over ``range`` (hour, day, week)."""
     return reads.queue_detail(request, conn=conn, ns=ns, qname=qname)
+
+
+@both(["GET", "HEAD"], "/queues/{qname}/failures/", None, "queue_failures", tags=["read"])
+def queue_failures(
+    request: HttpRequest,
+    qname: str,
+    id: str | None = None,
+    conn: str | None = None,
+    ns: str | None = None,
+) -> HttpResponse:
+    """Why its messages failed (what the worker recorded): the groups by error type over
+    retrying and dead-lettered messages; with ``id``, that message's history."""
+    return failing.failing_api(request, conn=conn, ns=ns, qname=qname)
 
 
 # -- queues ----------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_POST, require_safe
 
 from queues import validation as v
-from queues.models import MessageInfo
+from queues.models import Failure, MessageInfo
 
 from .. import place as places
 from ..access import Role
@@ -70,12 +70,14 @@ def render_message(
     """The page. After an action, a message gone meanwhile sends the operator to its queue
     rather than to a 404; ``shown``: the message as the action already read it."""
     msg = shown
-    if msg is None and after_action:
-        msg = places.find_message(place, qname, msg_id)
-        if msg is None:
+    if msg is None:
+        msg, failures = _with_failures(place, qname, msg_id)
+        if msg is None and after_action:
             return go(request, place.url("rsmq-queue", qname))
-    elif msg is None:
-        msg = places.message(place, qname, msg_id)
+        if msg is None:
+            raise Http404(places.not_here(qname, msg_id))
+    else:
+        failures = place.rsmq.failures(qname, msg_id)
     forms_ = {
         "visibility_form": VisibilityForm(initial={"vt": 0}),
         "move_form": MoveForm(),
@@ -85,12 +87,24 @@ def render_message(
         place,
         qname=qname,
         msg=msg,
+        failures=failures,
         now=msg.read_at,
         **forms_,
         act=place.url("rsmq-message-action", qname, msg_id),
         other_queues=move_targets(request, place, qname),
     )
     return render(request, template(request, "message.html"), ctx, status=status)
+
+
+def _with_failures(
+    place: Place, qname: str, msg_id: str
+) -> tuple[MessageInfo | None, list[Failure]]:
+    """The message and why it failed (if a worker recorded it), in one round trip; a URL
+    naming no queue or id: a 404."""
+    v.qname(qname)
+    if not v.ID_RE.fullmatch(msg_id):
+        raise Http404("Not a message id.")
+    return place.rsmq.message_and_failures(qname, msg_id)
 
 
 def _gone(post: Posted) -> str:

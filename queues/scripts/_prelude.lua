@@ -137,11 +137,68 @@ local function append_row(out, zkey, qkey, id, preview)
   out[#out + 1] = f[3] or ""
 end
 
+-- Whether a key is a hash: a failure key some other client overwrote with another type
+-- is left alone by the delete paths (never a failed delete) ...
+local function is_hash(key)
+  return redis.call("TYPE", key).ok == "hash"
+end
+
+-- ... and replaced when a failure is recorded there (it is ours: no RSMQ data is lost).
+local function fresh_hash(key)
+  local t = redis.call("TYPE", key).ok
+  if t ~= "hash" and t ~= "none" then
+    redis.call("DEL", key)
+  end
+  return true
+end
+
+-- A dead-letter queue's failure key keeps at most this many carried histories (two
+-- fields each): past it a carried history is dropped, never the queue's own.
+local CARRIED_FAILURES_MAX = 10000
+
+-- Moves a message's failure history (fields {id} and {id}:t of a queue's failure key,
+-- see record_failure in ops.py) along with the message; the destination key lives at
+-- least as long as the source's had left.
+local function carry_failures(src_f, dst_f, id)
+  if not src_f or not is_hash(src_f) then
+    return
+  end
+  local h = redis.call("HMGET", src_f, id, id .. ":t")
+  if not h[1] then
+    return
+  end
+  redis.call("HDEL", src_f, id, id .. ":t")
+  if not fresh_hash(dst_f) or redis.call("HLEN", dst_f) >= 2 * CARRIED_FAILURES_MAX then
+    return
+  end
+  redis.call("HSET", dst_f, id, h[1], id .. ":t", h[2] or "?")
+  local ttl = redis.call("PTTL", src_f)
+  if ttl > redis.call("PTTL", dst_f) then
+    redis.call("PEXPIRE", dst_f, ttl)
+  end
+end
+
+-- Deletes the failure histories of messages that left a queue (one HDEL, and nothing
+-- at all but an EXISTS when the queue has none: the delete paths stay cheap).
+local function forget_failures(fkey, ids)
+  if #ids == 0 or not is_hash(fkey) then
+    return
+  end
+  local fields = {}
+  for _, id in ipairs(ids) do
+    fields[#fields + 1] = id
+    fields[#fields + 1] = id .. ":t"
+  end
+  redis.call("HDEL", fkey, unpack(fields))
+end
+
 -- Moves one message from one queue to another, visible there at `score`: its body goes
 -- along; `counts` keeps rc and fr (else the message starts over, as on a redrive);
 -- `source` remembers where a dead-lettered message came from, in the destination's
 -- hash (x:src:{id}: a field name no 32-char id can take). Neither queue's totals change.
-local function transfer(src_z, src_q, dst_z, dst_q, id, score, counts, source)
+-- Its failure history goes from `src_f` to `dst_f` (failure keys; nil: none to carry).
+local function transfer(src_z, src_q, dst_z, dst_q, id, score, counts, source, src_f, dst_f)
+  carry_failures(src_f, dst_f, id)
   local f = redis.call("HMGET", src_q, id, id .. ":rc", id .. ":fr")
   redis.call("ZREM", src_z, id)
   redis.call("HDEL", src_q, id, id .. ":rc", id .. ":fr", "x:src:" .. id)

@@ -1,4 +1,4 @@
--- KEYS: zset, queue hash. ARGV: action (requeue | delete), state, skip, chunk
+-- KEYS: zset, queue hash, failure key. ARGV: action (requeue | delete), state, skip, chunk
 -- Applies the action to the state's messages among the `chunk` members from rank
 -- (start of the state's range + skip). Members of the range that are not in the state
 -- (in flight vs delayed) are skipped and stay where they are. Returns {done, skipped,
@@ -18,6 +18,7 @@ end
 local ids = redis.call("ZRANGE", zkey, lo, math.min(lo + chunk - 1, last))
 local done, skipped = 0, 0
 local score = int(ms)
+local deleted = {}
 for _, id in ipairs(ids) do
   local ok = true
   if state == "inflight" or state == "delayed" then
@@ -29,10 +30,12 @@ for _, id in ipairs(ids) do
   elseif action == "delete" then
     redis.call("ZREM", zkey, id)
     redis.call("HDEL", qkey, id, id .. ":rc", id .. ":fr", "x:src:" .. id)
+    deleted[#deleted + 1] = id
     done = done + 1
   else
     redis.call("ZADD", zkey, score, id)
     done = done + 1
   end
 end
+forget_failures(KEYS[3], deleted)
 return {done, skipped, #ids}

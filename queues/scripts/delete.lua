@@ -1,4 +1,4 @@
--- KEYS: zset, queue hash. ARGV: ids. Returns how many were in the queue.
+-- KEYS: zset, queue hash, failure key. ARGV: ids. Returns how many were in the queue.
 if queue_missing(KEYS[2]) then
   return not_found()
 end
@@ -9,4 +9,5 @@ for _, id in ipairs(ARGV) do
   end
   redis.call("HDEL", KEYS[2], id, id .. ":rc", id .. ":fr", "x:src:" .. id)
 end
+forget_failures(KEYS[3], ARGV)
 return n

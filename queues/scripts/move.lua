@@ -1,4 +1,4 @@
--- KEYS: source zset, source hash, destination zset, destination hash
+-- KEYS: source zset, source hash, destination zset, destination hash, their failure keys
 -- ARGV: offset, limit, ids... (no ids: the source's first `limit` messages from rank `offset`)
 -- Moves each message with its id, body, rc and fr; it is visible in the destination at
 -- once. Neither queue's totalsent / totalrecv changes. A body over the destination's
@@ -30,7 +30,7 @@ for _, id in ipairs(ids) do
     if dmax ~= -1 and redis.call("HSTRLEN", KEYS[2], id) > dmax then
       skipped = skipped + 1
     else
-      transfer(KEYS[1], KEYS[2], KEYS[3], KEYS[4], id, score, true, nil)
+      transfer(KEYS[1], KEYS[2], KEYS[3], KEYS[4], id, score, true, nil, KEYS[5], KEYS[6])
       moved = moved + 1
     end
   end

@@ -1,6 +1,7 @@
--- KEYS: zset, queue hash. ARGV: n, vt ("" = the queue's), key prefix ("{ns}:"), qname,
--- "pop" to delete each message as it is received (the original popMessage: it still
--- counts as a receive in rc and totalrecv)
+-- KEYS: zset, queue hash, failure key. ARGV: n, vt ("" = the queue's), key prefix
+-- ("{ns}:"), qname, "pop" to delete each message as it is received (the original
+-- popMessage: it still counts as a receive in rc and totalrecv), the failure key's
+-- suffix (a dead-lettered message's failure history goes to its DLQ's failure key)
 -- Returns id, body, rc, fr for each message received (FIFO by score), flat.
 -- Dead-letter policy (x:maxrc, x:dlq): a message that would be handed out for the
 -- (maxrc+1)-th time goes to the dead-letter queue instead, in this same script; the
@@ -15,10 +16,11 @@ if not vt then
   return unreadable(why)
 end
 local maxrc = tonumber(q[2])
-local dlq_z, dlq_q
+local dlq_z, dlq_q, dlq_f
 if maxrc and q[3] and queue_name(q[3]) then
   dlq_z = ARGV[3] .. q[3]
   dlq_q = dlq_z .. ":Q"
+  dlq_f = dlq_z .. ARGV[6]
   if queue_missing(dlq_q) then
     maxrc = nil
   end
@@ -35,6 +37,7 @@ local received, dead = 0, 0
 -- in this call is never looked at again by it: with vt 0 it is still visible.
 local seen = {}
 local again = (vt == 0 and not pop)
+local popped = {}
 -- Messages whose rc another client made a non-number: left where they are (the console
 -- lists them with a note, to be deleted), never a failed receive of the others.
 local skipped = 0
@@ -52,7 +55,7 @@ while received < n and dead < 1000 do
       progress = true
       local rc
       if maxrc and (tonumber(redis.call("HGET", KEYS[2], id .. ":rc") or 0) or 0) >= maxrc then
-        transfer(KEYS[1], KEYS[2], dlq_z, dlq_q, id, int(ms), true, ARGV[4])
+        transfer(KEYS[1], KEYS[2], dlq_z, dlq_q, id, int(ms), true, ARGV[4], KEYS[3], dlq_f)
         dead = dead + 1
       else
         -- an error reply (a table) when rc is not an integer
@@ -75,6 +78,7 @@ while received < n and dead < 1000 do
         if pop then
           redis.call("ZREM", KEYS[1], id)
           redis.call("HDEL", KEYS[2], id, id .. ":rc", id .. ":fr", "x:src:" .. id)
+          popped[#popped + 1] = id
         else
           redis.call("ZADD", KEYS[1], score, id)
           if rc == 1 then
@@ -92,6 +96,7 @@ end
 if received > 0 then
   redis.call("HINCRBY", KEYS[2], "totalrecv", received)
 end
+forget_failures(KEYS[3], popped)
 if dead > 0 then
   redis.call("HINCRBY", KEYS[2], "x:deadlettered", dead)
 end

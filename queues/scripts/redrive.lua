@@ -1,5 +1,6 @@
--- KEYS: dead-letter queue zset, its hash
--- ARGV: key prefix ("{ns}:"), destination ("" = each message's own source), offset, chunk
+-- KEYS: dead-letter queue zset, its hash, its failure key
+-- ARGV: key prefix ("{ns}:"), destination ("" = each message's own source), offset, chunk,
+-- the failure key's suffix (a message's failure history goes back with it)
 -- Moves up to `chunk` visible messages, from the `offset`-th visible one on, back to where
 -- they came from (or to the destination), visible at once and starting over: rc and fr
 -- are dropped, or the policy would dead-letter them again on their next receive. A
@@ -31,7 +32,7 @@ for _, id in ipairs(ids) do
   end
   local max = dq and integer("maxsize", redis.call("HGET", dq, "maxsize") or "")
   if max and (max == -1 or redis.call("HSTRLEN", KEYS[2], id) <= max) then
-    transfer(KEYS[1], KEYS[2], dz, dq, id, int(ms), false, nil)
+    transfer(KEYS[1], KEYS[2], dz, dq, id, int(ms), false, nil, KEYS[3], dz .. ARGV[5])
     moved = moved + 1
   else
     skipped = skipped + 1
