@@ -132,7 +132,7 @@ def queue_rows(
     names = [n for n in rsmq.list_queues() if search.lower() in n.lower()]
     key = sort.lstrip("-")
     reverse_ = sort.startswith("-")
-    if key == "name" and len(names) > LIVE_SORT_MAX:
+    if key == "name" and len(names) > latest.LIVE_MAX:
         names.sort(reverse=reverse_)
         page_obj = Paginator(names, per_page).get_page(page)
         return page_obj, rsmq.queue_stats(list(page_obj.object_list))
