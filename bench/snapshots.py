@@ -67,6 +67,7 @@ def main() -> None:
             RSMQ_METRICS_TOKEN=TOKEN,
         )
         meter = CpuMeter([os.getpid(), server.process.pid])
+        args.redis_pid = server.process.pid
         rows = run_big(server.url, args) if args.queues else run(server.url, args)
         others = meter.others()
     publish(render(rows, args, others), args.write)
@@ -89,7 +90,7 @@ def run_big(url: str, args: argparse.Namespace) -> list[Row]:
     n = args.queues
     print(f"creating {n:,} queues ...", flush=True)
     create_queues(url, "bench", [f"queue-{i:06d}" for i in range(n)], messages=3)
-    meter = Meter(args.rounds, SlowLog(url))
+    meter = Meter(args.rounds, SlowLog(url), args.redis_pid)
     client = Client()
     bearer = {"HTTP_AUTHORIZATION": f"Bearer {TOKEN}", "HTTP_ACCEPT_ENCODING": "gzip"}
     size = {}
@@ -101,7 +102,7 @@ def run_big(url: str, args: argparse.Namespace) -> list[Row]:
     def scrape() -> None:
         response = client.get("/metrics", **bearer)
         assert response.status_code == 200 and response["Content-Encoding"] == "gzip"
-        size["gzip"] = len(response.content)
+        size["gzip"] = len(response.getvalue())  # streamed: read whole here
 
     rows = [
         meter.measure(f"snapshot of {n:,} queues (rows + Parquet file)", snapshot, "≤ 10,000 ms"),
@@ -153,7 +154,7 @@ def run(url: str, args: argparse.Namespace) -> list[Row]:
         response = client.get("/metrics", **bearer)
         assert (
             response.status_code == 200
-            and response.content.count(b"\nrsmq_queue_messages{") == N_QUEUES
+            and response.getvalue().count(b"\nrsmq_queue_messages{") == N_QUEUES
         )
 
     rows = [
@@ -392,11 +393,14 @@ class Meter:
     """Times a call over rounds and counts its Redis round trips where redis-py writes to
     a socket, apart for the queues' Redis (db 0) and the broker's (the lock)."""
 
-    def __init__(self, rounds: int, slowlog: SlowLog | None = None) -> None:
+    def __init__(
+        self, rounds: int, slowlog: SlowLog | None = None, redis_pid: int | None = None
+    ) -> None:
         from redis.connection import AbstractConnection
 
         self.rounds = rounds
         self.slowlog = slowlog
+        self.redis_pid = redis_pid
         self.trips: Counter[str] = Counter()
         self.original = original = AbstractConnection.send_packed_command
         trips = self.trips
@@ -407,6 +411,12 @@ class Meter:
 
         AbstractConnection.send_packed_command = counting
 
+    def _redis_cpu(self) -> float:
+        if not self.redis_pid:
+            return 0.0
+        fields = Path(f"/proc/{self.redis_pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         from redis.connection import AbstractConnection
 
@@ -416,18 +426,29 @@ class Meter:
         call()  # warm: connected, scripts loaded
         if self.slowlog:
             self.slowlog.reset()
-        times, seen = [], Counter()
+        times, seen, cpu = [], Counter(), []
         for _ in range(self.rounds):
             self.trips.clear()
+            c0, r0 = time.process_time(), self._redis_cpu()
             t0 = time.perf_counter()
             call()
             times.append((time.perf_counter() - t0) * 1000)
+            cpu.append((time.process_time() - c0, self._redis_cpu() - r0))
             seen = Counter(self.trips)
         med = statistics.median(times)
         p90 = statistics.quantiles(times, n=10)[-1] if len(times) > 1 else med
         where = "; ".join(f"{n} {WHERE[k]}" for k, n in sorted(seen.items(), reverse=True))
         if self.slowlog:
             where += f"; SLOWLOG: {self.slowlog.summary()}"
+        if self.redis_pid:
+            # CPU-seconds don't grow with other work on the machine, wall time does: what
+            # a quiet machine would take is at most their sum (the two mostly take turns).
+            ours = statistics.median(c for c, _ in cpu)
+            server = statistics.median(r for _, r in cpu)
+            where += (
+                f"; CPU per run (median): console {ours:.2f} s + redis-server {server:.2f} s"
+                f" = {ours + server:.2f} s"
+            )
         print(f"{label:60s} {med:7.1f} ms  p90 {p90:7.1f} ms  {where}", flush=True)
         return (label, med, p90, where, budget)
 
