@@ -103,12 +103,20 @@ class SentinelGroup:
     down, and a failover that stalls is retried after ``failover_timeout_ms``."""
 
     def __init__(
-        self, root: Path, down_after_ms: int = 1000, failover_timeout_ms: int = 3000
+        self,
+        root: Path,
+        down_after_ms: int = 1000,
+        failover_timeout_ms: int = 3000,
+        password: str | None = None,
     ) -> None:
         self.root = root
-        self.master = EmbeddedRedis(root / "master")
+        self.password = password
+        auth = ["--requirepass", password, "--masterauth", password] if password else []
+        self.master = EmbeddedRedis(root / "master", extra_args=auth, password=password)
         self.replica = EmbeddedRedis(
-            root / "replica", extra_args=["--replicaof", "127.0.0.1", str(self.master.port)]
+            root / "replica",
+            extra_args=["--replicaof", "127.0.0.1", str(self.master.port), *auth],
+            password=password,
         )
         self.down_after_ms = down_after_ms
         self.failover_timeout_ms = failover_timeout_ms
@@ -125,7 +133,7 @@ class SentinelGroup:
     def start(self) -> SentinelGroup:
         self.master.start()
         self.replica.start()
-        replica = redis.Redis(port=self.replica.port)
+        replica = redis.Redis(port=self.replica.port, password=self.password)
         wait_for(
             "the replica in sync",
             lambda: replica.info("replication").get("master_link_status") == "up",
@@ -140,6 +148,7 @@ class SentinelGroup:
                 f"sentinel down-after-milliseconds {SERVICE} {self.down_after_ms}\n"
                 f"sentinel failover-timeout {SERVICE} {self.failover_timeout_ms}\n"
                 f"sentinel parallel-syncs {SERVICE} 1\n"
+                + (f"sentinel auth-pass {SERVICE} {self.password}\n" if self.password else "")
             )
             s = EmbeddedRedis(d, config=conf, extra_args=["--sentinel"])
             self.sentinels.append(s.start())
@@ -183,7 +192,7 @@ class SentinelGroup:
     def wait_for_new_master(self, old: int, timeout: float = 30.0) -> int:
         wait_for(f"a master other than {old}", lambda: self.master_port() != old, timeout)
         port = self.master_port()
-        c = redis.Redis(port=port)
+        c = redis.Redis(port=port, password=self.password)
         wait_for("the new master writable", lambda: c.info("replication")["role"] == "master")
         c.close()
         return port
