@@ -91,9 +91,11 @@ def test_namespaces_on_different_shards_each_reach_their_own(
     redis_cluster: RedisClusterGroup,
 ) -> None:
     by_port: dict[int, str] = {}
+    rc = redis_cluster.client()
     for i in range(100):
         tag = f"shard{i}-{uuid.uuid4().hex[:6]}"
-        by_port.setdefault(node_of(redis_cluster, f"{{{tag}}}"), tag)
+        by_port.setdefault(int(rc.get_node_from_key(f"{{{tag}}}").port), tag)
+    rc.close()
     assert len(by_port) == 3  # one namespace on each master
     clients = [RedisSMQ(url=redis_cluster.url, ns=f"{{{t}}}") for t in by_port.values()]
     for i, c in enumerate(clients):
