@@ -129,6 +129,7 @@ class EmbeddedRedis:
         extra_args: list[str] | None = None,
         aof: bool = False,
         config: Path | None = None,
+        password: str | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
@@ -137,6 +138,8 @@ class EmbeddedRedis:
         self.extra_args = extra_args or []
         #: a config file, read first (a sentinel's: it rewrites it as the group changes)
         self.config = config
+        #: the server's requirepass (given in ``extra_args``), to see it answer
+        self.password = password
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -179,7 +182,7 @@ class EmbeddedRedis:
         self.process = subprocess.Popen(
             args, stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with_parent
         )
-        client = redis.Redis(port=self.port, socket_connect_timeout=0.2)
+        client = redis.Redis(port=self.port, password=self.password, socket_connect_timeout=0.2)
         deadline = time.monotonic() + timeout
         while True:
             if self.process.poll() is not None:

@@ -60,9 +60,8 @@ def _reconnects() -> Retry:
 
 
 def sync_client(t: Target, key: str, **options: Any) -> redis.Redis:
-    """A client of the Redis that holds ``key``."""
-    if t.kind == "redis":
-        return redis.Redis.from_url(t.url, **options)
+    """A client of the Sentinel group's master, or of the Cluster node holding ``key``
+    (a plain Redis: `queues.driver.Endpoint.make`)."""
     auth: dict[str, Any] = {"username": t.username, "password": t.password}
     if t.kind == "sentinel":
         sentinels = _Sentinel(
@@ -83,10 +82,8 @@ def sync_client(t: Target, key: str, **options: Any) -> redis.Redis:
 
 
 def async_pool(t: Target, key: str, **options: Any) -> aioredis.ConnectionPool:
-    """A pool of connections to the Redis that holds ``key``."""
+    """`sync_client`'s pool for redis.asyncio."""
     auth: dict[str, Any] = {"username": t.username, "password": t.password}
-    if t.kind == "redis":
-        return aioredis.BlockingConnectionPool.from_url(t.url, **options)
     if t.kind == "sentinel":
         sentinels = _AsyncSentinel(
             list(t.hosts),

@@ -105,6 +105,8 @@ def parse(url: object) -> Target:
             (k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k not in WAIT_OPTIONS
         ]
         plain = head + ("?" + urlencode(kept) if kept else "")
+        if not set(WAIT_OPTIONS) & set(options):
+            plain = url  # as given: redis-py reads it
         return Target("redis", plain, wait_replicas=replicas, wait_timeout=timeout)
     sentinel = url.startswith(SENTINEL)
     scheme = SENTINEL if sentinel else CLUSTER

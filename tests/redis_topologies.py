@@ -42,7 +42,9 @@ def _cluster_port() -> int:
 class RedisClusterGroup:
     """Three masters, ``cluster-enabled yes``, the 16384 slots spread by redis-cli."""
 
-    def __init__(self, root: Path, masters: int = 3) -> None:
+    def __init__(self, root: Path, masters: int = 3, password: str | None = None) -> None:
+        self.password = password
+        auth = ["--requirepass", password, "--masterauth", password] if password else []
         self.nodes = [
             EmbeddedRedis(
                 root / f"node{i}",
@@ -54,14 +56,17 @@ class RedisClusterGroup:
                     "nodes.conf",
                     "--cluster-node-timeout",
                     "2000",
+                    *auth,
                 ],
+                password=password,
             )  # fmt: skip
             for i in range(masters)
         ]
 
     @property
     def url(self) -> str:
-        return "redis+cluster://" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis+cluster://{auth}" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
 
     def start(self) -> RedisClusterGroup:
         for node in self.nodes:
@@ -69,12 +74,12 @@ class RedisClusterGroup:
         cli = Path(redis_server_binary()).with_name("redis-cli")
         addresses = [f"127.0.0.1:{n.port}" for n in self.nodes]
         subprocess.run(
-            [str(cli), "--cluster", "create", *addresses, "--cluster-replicas", "0",
-             "--cluster-yes"],
+            [str(cli), *(["-a", self.password, "--no-auth-warning"] if self.password else []),
+             "--cluster", "create", *addresses, "--cluster-replicas", "0", "--cluster-yes"],
             check=True, capture_output=True, timeout=60,
         )  # fmt: skip
         for node in self.nodes:
-            client = redis.Redis(port=node.port)
+            client = redis.Redis(port=node.port, password=self.password)
             wait_for(
                 f"cluster_state:ok on {node.port}",
                 lambda c=client: b"cluster_state:ok" in c.execute_command("CLUSTER", "INFO"),
@@ -88,7 +93,10 @@ class RedisClusterGroup:
 
     def client(self) -> redis.RedisCluster:
         """redis-py's own cluster client, to read back what the core wrote."""
-        return redis.RedisCluster(host="127.0.0.1", port=self.nodes[0].port, decode_responses=True)
+        return redis.RedisCluster(
+            host="127.0.0.1", port=self.nodes[0].port, password=self.password,
+            decode_responses=True,
+        )  # fmt: skip
 
     def __enter__(self) -> RedisClusterGroup:
         return self.start()
@@ -103,12 +111,20 @@ class SentinelGroup:
     down, and a failover that stalls is retried after ``failover_timeout_ms``."""
 
     def __init__(
-        self, root: Path, down_after_ms: int = 1000, failover_timeout_ms: int = 3000
+        self,
+        root: Path,
+        down_after_ms: int = 1000,
+        failover_timeout_ms: int = 3000,
+        password: str | None = None,
     ) -> None:
         self.root = root
-        self.master = EmbeddedRedis(root / "master")
+        self.password = password
+        auth = ["--requirepass", password, "--masterauth", password] if password else []
+        self.master = EmbeddedRedis(root / "master", extra_args=auth, password=password)
         self.replica = EmbeddedRedis(
-            root / "replica", extra_args=["--replicaof", "127.0.0.1", str(self.master.port)]
+            root / "replica",
+            extra_args=["--replicaof", "127.0.0.1", str(self.master.port), *auth],
+            password=password,
         )
         self.down_after_ms = down_after_ms
         self.failover_timeout_ms = failover_timeout_ms
@@ -125,7 +141,7 @@ class SentinelGroup:
     def start(self) -> SentinelGroup:
         self.master.start()
         self.replica.start()
-        replica = redis.Redis(port=self.replica.port)
+        replica = redis.Redis(port=self.replica.port, password=self.password)
         wait_for(
             "the replica in sync",
             lambda: replica.info("replication").get("master_link_status") == "up",
@@ -140,6 +156,7 @@ class SentinelGroup:
                 f"sentinel down-after-milliseconds {SERVICE} {self.down_after_ms}\n"
                 f"sentinel failover-timeout {SERVICE} {self.failover_timeout_ms}\n"
                 f"sentinel parallel-syncs {SERVICE} 1\n"
+                + (f"sentinel auth-pass {SERVICE} {self.password}\n" if self.password else "")
             )
             s = EmbeddedRedis(d, config=conf, extra_args=["--sentinel"])
             self.sentinels.append(s.start())
@@ -183,7 +200,7 @@ class SentinelGroup:
     def wait_for_new_master(self, old: int, timeout: float = 30.0) -> int:
         wait_for(f"a master other than {old}", lambda: self.master_port() != old, timeout)
         port = self.master_port()
-        c = redis.Redis(port=port)
+        c = redis.Redis(port=port, password=self.password)
         wait_for("the new master writable", lambda: c.info("replication")["role"] == "master")
         c.close()
         return port

@@ -7,6 +7,7 @@ import asyncio
 import json
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -91,9 +92,11 @@ def test_namespaces_on_different_shards_each_reach_their_own(
     redis_cluster: RedisClusterGroup,
 ) -> None:
     by_port: dict[int, str] = {}
+    rc = redis_cluster.client()
     for i in range(100):
         tag = f"shard{i}-{uuid.uuid4().hex[:6]}"
-        by_port.setdefault(node_of(redis_cluster, f"{{{tag}}}"), tag)
+        by_port.setdefault(int(rc.get_node_from_key(f"{{{tag}}}").port), tag)
+    rc.close()
     assert len(by_port) == 3  # one namespace on each master
     clients = [RedisSMQ(url=redis_cluster.url, ns=f"{{{t}}}") for t in by_port.values()]
     for i, c in enumerate(clients):
@@ -193,3 +196,15 @@ def test_the_cli_works_on_a_cluster_and_says_why_a_namespace_is_refused(
     err = capsys.readouterr().err
     assert err.startswith("rsmq: error: namespace 'orders' has no hash tag")
     assert err.count("\n") == 1
+
+
+def test_a_password_in_the_url_is_every_nodes(tmp_path: Path) -> None:
+    with RedisClusterGroup(tmp_path, password="s3cret") as cluster:
+        with RedisSMQ(url=cluster.url, ns="{pw}") as rsmq:
+            rsmq.create_queue("q")
+            rsmq.send_message("q", "hello")
+            assert rsmq.queue_stats()[0].msgs == 1
+        hosts = cluster.url.split("@", 1)[1]
+        with RedisSMQ(url=f"redis+cluster://{hosts}", ns="{pw}") as no_password:
+            with pytest.raises(redis.RedisError):
+                no_password.list_queues()

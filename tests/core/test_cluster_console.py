@@ -3,6 +3,7 @@ census read namespaces that live on different shards, each from its own node."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
 from urllib.parse import quote
@@ -13,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from redis_topologies import RedisClusterGroup
 
 from dashboard import snapshots
+from dashboard.connections import get_connection, stats_of_all
 from dashboard.models import Snapshot
 from queues import RedisSMQ
 
@@ -108,3 +110,20 @@ def test_the_census_reads_every_message_of_a_shard(
     expected = c.census_range("jobs", 0, 100)
     assert sorted(r.id for r in rows) == sorted(expected.ids)
     assert {r.queue for r in rows} == {"jobs"}
+
+
+def test_the_namespaces_of_the_shards_are_read_at_once(
+    shards: list[RedisSMQ], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each read waits until all three are under way: read one after another, the
+    # first would wait alone and the barrier would break.
+    barrier = threading.Barrier(3, timeout=5)
+    real = RedisSMQ.queue_stats
+
+    def meeting(self: RedisSMQ, *args: object, **kwargs: object) -> object:
+        barrier.wait()
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(RedisSMQ, "queue_stats", meeting)
+    got = stats_of_all([(get_connection("big"), c.ns) for c in shards])
+    assert [[s.msgs for s in stats] for stats in got] == [[1], [2], [3]]  # type: ignore[union-attr]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from pathlib import Path
 
 import pytest
 import redis
@@ -76,3 +77,14 @@ def test_a_send_not_confirmed_by_enough_replicas_raises_not_replicated(
         assert rsmq.get_queue_attributes("q").msgs == 1
         # Other operations don't wait.
         assert rsmq.receive_message("q") is not None
+
+
+def test_a_password_in_the_url_is_the_masters(tmp_path: Path) -> None:
+    with SentinelGroup(tmp_path, password="s3cret") as group:
+        hosts = group.url().split("//", 1)[1]
+        with RedisSMQ(url=f"redis+sentinel://:s3cret@{hosts}", ns="pw") as rsmq:
+            rsmq.create_queue("q")
+            assert rsmq.send_message("q", "hello")
+        with RedisSMQ(url=group.url(), ns="pw") as no_password:
+            with pytest.raises(redis.AuthenticationError):
+                no_password.list_queues()

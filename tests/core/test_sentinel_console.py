@@ -17,7 +17,7 @@ from dashboard import snapshots
 from dashboard.models import Snapshot
 from queues import RedisSMQ
 
-pytest_plugins = ["console_fixtures", "snapshot_fixtures"]
+pytest_plugins = ["console_fixtures", "snapshot_fixtures", "pipeline_fixtures"]
 pytestmark = pytest.mark.django_db
 
 TOKEN = "sentinel-scrape-token"
@@ -84,3 +84,17 @@ def test_a_banner_shows_while_the_master_is_gone_and_the_new_one_is_read_after(
         up = viewer.get(url)
         assert up.status_code == 200 and "jobs" in up.content.decode()
         assert "Redis is unavailable" not in up.content.decode()
+
+
+@pytest.mark.slow
+def test_the_census_reads_every_message_through_sentinel(
+    settings, spark, sentinel_group: SentinelGroup, sns: str
+) -> None:
+    from pipeline import source
+
+    with configure(settings, sentinel_group, sns) as rsmq:
+        source.register(spark)
+        reader = spark.read.format("rsmq").option("url", sentinel_group.url())
+        rows = reader.option("namespace", sns).option("body", "true").load().collect()
+        assert sorted((r.queue, r.body) for r in rows) == [("jobs", "one"), ("jobs", "two")]
+        assert sorted(r.id for r in rows) == sorted(rsmq.census_range("jobs", 0, 10).ids)
