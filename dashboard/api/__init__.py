@@ -8,10 +8,26 @@ session cookie does, so the API needs no CSRF token (ninja's views are CSRF-exem
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.http import HttpRequest, QueryDict
 from ninja import NinjaAPI
+from ninja.parser import Parser
 
 from . import native, rest_rsmq
 from .calls import HANDLERS
+
+
+class JsonOrForm(Parser):
+    """JSON bodies, and form-encoded ones as rest-rsmq took them too (express'
+    bodyParser): its clients on PHP or .NET post forms. A field given twice is a list."""
+
+    def parse_body(self, request: HttpRequest) -> dict[str, Any]:
+        if request.content_type == "application/x-www-form-urlencoded":
+            form = QueryDict(request.body, encoding=request.encoding)
+            return {k: vs if len(vs) > 1 else vs[0] for k, vs in form.lists()}
+        return super().parse_body(request)
+
 
 api = NinjaAPI(
     title="RSMQ Console API",
@@ -20,6 +36,7 @@ api = NinjaAPI(
     urls_namespace="rsmq-api",
     openapi_url="/schema/",
     docs_url=None,  # Swagger UI would load its script from a CDN: the CSP forbids it
+    parser=JsonOrForm(),
 )
 for exception, handler in HANDLERS:
     api.add_exception_handler(exception, handler)

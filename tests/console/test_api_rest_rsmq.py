@@ -132,6 +132,22 @@ def test_delete_queue(rest: Rest, rsmq: RedisSMQ) -> None:
     assert rsmq.list_queues() == []
 
 
+def test_it_takes_form_encoded_bodies_as_rest_rsmq_did(rest: Rest, rsmq: RedisSMQ) -> None:
+    c = rest.client
+    form = "application/x-www-form-urlencoded"
+    created = c.post(BASE + "/queues/myqueue", "vt=45&maxsize=2048", content_type=form)
+    assert created.json() == {"result": 1}
+    a = rsmq.get_queue_attributes("myqueue")
+    assert (a.vt, a.delay, a.maxsize) == (45, 0, 2048)
+    sent = c.post(BASE + "/messages/myqueue", "message=Hello+World%21&delay=0", content_type=form)
+    assert rsmq.receive_message("myqueue").message == "Hello World!"  # type: ignore[union-attr]
+    assert list(sent.json()) == ["id"]
+    bad = c.post(BASE + "/messages/myqueue", "message=x&delay=soon", content_type=form)
+    assert (bad.status_code, bad.json()) == (
+        400, {"error": "delay must be an integer between 0 and 9999999"}
+    )  # fmt: skip
+
+
 def test_it_answers_errors_as_json_naming_the_field(rest: Rest, rsmq: RedisSMQ) -> None:
     rsmq.create_queue("myqueue")
     answer = rest("POST", "/queues/myqueue", {})
