@@ -76,6 +76,10 @@ def worker(settings, console, lake, broker_url: str) -> Iterator[None]:
     settings.RSMQ_ALERT_RETRY_SECONDS = 0.3
     before = app.conf.broker_url
     app.conf.broker_url = broker_url
+    # This process publishes too (the snapshot task): to this broker, not to the one its
+    # kombu pools may hold from an earlier test.
+    app._pool = None
+    app.amqp._producer_pool = None
     try:
         with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
             yield
