@@ -178,13 +178,22 @@ def _range(field: str, low: str, high: str, kind: str) -> dict[str, str]:
     return {"invalid": text, "min_value": text, "max_value": text, "required": text}
 
 
+def _url(field: str) -> dict[str, str]:
+    text = f"{field} must be an http(s) URL of at most 500 characters"
+    return {"invalid": text, "max_length": text}
+
+
 class AlertRuleForm(forms.ModelForm):
     """An alert rule (dashboard/alerting/): where, what, when, and who hears of it."""
 
-    place = forms.ChoiceField(label="Redis and namespace")
+    place = forms.ChoiceField(
+        label="Redis and namespace",
+        error_messages={"invalid_choice": "place must be a configured connection and namespace"},
+    )
     queue = QueueNameField("queue", label="Queue", required=False, help_text="one queue ...")
     pattern = forms.CharField(
         label="or queues matching", required=False, max_length=160,
+        error_messages={"max_length": "pattern must be at most 160 characters"},
         help_text="a pattern: * any characters, ? one, [abc] one of (orders-*)",
     )  # fmt: skip
     threshold = forms.FloatField(
@@ -200,11 +209,13 @@ class AlertRuleForm(forms.ModelForm):
     )  # fmt: skip
 
     webhook_url = forms.URLField(
-        label="JSON webhook URL", required=False, max_length=500, assume_scheme="https"
-    )
+        label="JSON webhook URL", required=False, max_length=500, assume_scheme="https",
+        error_messages=_url("webhook_url"),
+    )  # fmt: skip
     slack_url = forms.URLField(
-        label="Slack incoming-webhook URL", required=False, max_length=500, assume_scheme="https"
-    )
+        label="Slack incoming-webhook URL", required=False, max_length=500,
+        assume_scheme="https", error_messages=_url("slack_url"),
+    )  # fmt: skip
 
     class Meta:
         model = AlertRule
@@ -212,6 +223,14 @@ class AlertRuleForm(forms.ModelForm):
                   "enabled", "webhook_url", "slack_url", "emails"]  # fmt: skip
         labels = {"op": "Fires when the value is", "emails": "E-mail to"}
         help_texts = {"emails": "addresses, comma-separated"}
+        error_messages = {
+            "name": {"required": "name is required: 1 to 100 characters",
+                     "max_length": "name must be 1 to 100 characters"},
+            "metric": {"required": "metric is required",
+                       "invalid_choice": "metric must be one of the listed metrics or flags"},
+            "op": {"invalid_choice": "op must be above (gt) or below (lt)"},
+            "emails": {"max_length": "emails must be at most 500 characters"},
+        }  # fmt: skip
 
     def __init__(self, *args: Any, places: list[tuple[str, str]], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -58,7 +58,7 @@ def evaluate_alerts() -> dict[str, Any]:
     ev = evaluate.evaluate()
     return {
         "rules": ev.rules, "changes": ev.changes, "notifications": ev.notifications,
-        "skipped": ev.skipped, "locked": ev.locked,
+        "skipped": ev.skipped, "failed": ev.failed, "locked": ev.locked,
     }  # fmt: skip
 
 

@@ -16,6 +16,7 @@ import hashlib
 import hmac
 import json
 import logging
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -31,7 +32,8 @@ from ..models import Notification
 
 log = logging.getLogger(__name__)
 
-TIMEOUT = 10.0  # s, per request
+TIMEOUT = 3.0  # s, per request: a receiver should answer at once (Slack's do)
+BUDGET = 3.0  # s of sending per task, then the task comes back for the rest
 CLAIM = dt.timedelta(seconds=60)  # longer than one send can take
 BATCH = 200
 MAX_BACKOFF = 3600.0  # s
@@ -61,21 +63,33 @@ class Sent:
 
 
 def send_due() -> Sent:
-    """Every row that is due now, each at most once."""
+    """The rows that are due now, each at most once, for at most BUDGET seconds (the
+    worker also takes the snapshots: the task comes back at once for the rest). A
+    receiver that failed is not tried again in the same call: one that hangs costs a
+    call one TIMEOUT, not one per notification."""
     now = timezone.now()
+    deadline = time.monotonic() + BUDGET
     result = Sent()
+    down: set[str] = set()
     due = Notification.objects.filter(sent__isnull=True, next_attempt__lte=now).filter(
         Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
     )
-    for pk in due.order_by("next_attempt", "pk").values_list("pk", flat=True)[:BATCH]:
+    for pk, target in due.order_by("next_attempt", "pk").values_list("pk", "target")[:BATCH]:
+        if time.monotonic() > deadline:
+            result.retry_in = 0.0
+            return result
+        if target in down:
+            continue
         outcome = send_one(pk)
         if outcome is True:
             result.sent += 1
         elif isinstance(outcome, str):
             result.failed += 1
             result.errors.append(outcome)
+            down.add(target)
     waiting = (
         Notification.objects.filter(sent__isnull=True)
+        .exclude(target__in=down, next_attempt__lte=now)  # left for their own backoff
         .order_by("next_attempt")
         .values_list("next_attempt", flat=True)
         .first()

@@ -35,6 +35,7 @@ class Evaluation:
     changes: list[tuple[str, str, str]] = field(default_factory=list)  # rule, queue, state
     notifications: int = 0
     skipped: list[str] = field(default_factory=list)  # "conn/ns": no recent snapshot
+    failed: list[str] = field(default_factory=list)  # rules whose evaluation failed
     locked: bool = False
 
 
@@ -61,8 +62,13 @@ def _evaluate() -> Evaluation:
             ev.skipped.append(f"{conn}/{ns}")
             continue
         for rule in rules:
-            with transaction.atomic():
-                _rule(rule, run, ev)
+            try:
+                with transaction.atomic():
+                    _rule(rule, run, ev)
+            except Exception:  # noqa: BLE001 - one broken rule must not silence the others
+                log.exception("alert rule %r (%s) not evaluated", rule.name, rule.pk)
+                ev.failed.append(rule.name)
+                continue
             ev.rules += 1
     return ev
 

@@ -23,6 +23,7 @@ from ..place import Place, resolve
 from .common import UNPROCESSABLE, context
 
 HISTORY_SHOWN = 100
+LIVE_SHOWN = 200
 FAILED_SHOWN = 20
 
 
@@ -56,7 +57,8 @@ def alerts_page(request: HtmxHttpRequest) -> HttpResponse:
         rules=AlertRule.objects.annotate(
             active=Count("alerts", filter=~Q(alerts__state=Alert.State.RESOLVED))
         ),
-        live=live.order_by("state", "-changed"),
+        live=live.order_by("state", "-changed")[:LIVE_SHOWN],
+        live_count=live.count(),
         history=AlertEvent.objects.select_related("alert__rule")[:HISTORY_SHOWN],
         waiting=outbox.count(),
         failing=outbox.filter(attempts__gt=0).order_by("-attempts")[:FAILED_SHOWN],

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -76,6 +77,10 @@ def worker(settings, console, lake, broker_url: str) -> Iterator[None]:
     settings.RSMQ_ALERT_RETRY_SECONDS = 0.3
     before = app.conf.broker_url
     app.conf.broker_url = broker_url
+    # This process publishes too (the snapshot task): to this broker, not to the one its
+    # kombu pools may hold from an earlier test.
+    app._pool = None
+    app.amqp._producer_pool = None
     try:
         with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
             yield
@@ -219,3 +224,32 @@ def test_a_notification_claimed_by_one_worker_is_not_sent_by_another(
     assert delivery.send_one(n.pk) is True
     assert delivery.send_one(n.pk) is None
     assert len(receiver.got) == 1
+
+
+@pytest.mark.django_db
+def test_a_receiver_that_hangs_costs_one_timeout_per_call_not_one_per_notification(
+    console, lake, add_snapshot, redis_now, ns: str
+) -> None:
+    hanging = socket.socket()
+    hanging.bind(("127.0.0.1", 0))
+    hanging.listen(8)  # takes connections, never answers
+    url = f"http://127.0.0.1:{hanging.getsockname()[1]}/hook"
+    try:
+        for name in ("a", "b"):
+            AlertRule.objects.create(
+                name=name, connection="default", namespace=ns, queue="q1", metric="visible",
+                threshold=0, webhook_url=url, webhook_secret="k",
+            )  # fmt: skip
+        add_snapshot("q1", redis_now(), msgs=1)
+        evaluate()
+        assert Notification.objects.count() == 2
+        started = time.monotonic()
+        result = delivery.send_due()
+        took = time.monotonic() - started
+    finally:
+        hanging.close()
+    assert (result.sent, result.failed) == (0, 1)
+    assert delivery.TIMEOUT <= took < 2 * delivery.TIMEOUT
+    attempts = sorted(Notification.objects.values_list("attempts", flat=True))
+    assert attempts == [0, 1]  # the second waits with the first, untried
+    assert "timed out" in Notification.objects.get(attempts=1).last_error

@@ -220,3 +220,18 @@ def test_a_pattern_that_moves_many_queues_tells_them_in_parts(
         [("q2", "firing"), ("q3", "firing")],
         [("q4", "firing")],
     ]
+
+
+def test_a_rule_that_fails_does_not_keep_the_others_from_being_evaluated(
+    make_rule, add_snapshot, redis_now, settings, redis_url: str, ns: str
+) -> None:
+    # Its connection's Redis does not answer: its dead-letter counters can't be read.
+    settings.RSMQ_CONNECTIONS = [
+        {"name": "default", "url": "redis://127.0.0.1:1/0", "namespaces": [ns]},
+    ]
+    make_rule(name="dead letters", metric=AlertRule.Metric.DEAD_LETTERS, threshold=0)
+    fine = make_rule(name="backlog")
+    add_snapshot("q1", redis_now(), msgs=10)
+    ev = evaluate()
+    assert ev.failed == ["dead letters"]
+    assert states(fine) == {"q1": State.FIRING}

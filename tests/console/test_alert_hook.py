@@ -17,15 +17,24 @@ pytest_plugins = ["console_fixtures", "snapshot_fixtures"]
 pytestmark = pytest.mark.django_db
 
 
+def forget_connections() -> None:
+    # The app keeps its producers' connections to the broker it first published to
+    # (kombu pools): without this the tests after this one would publish to the dead one.
+    app._pool = None
+    app.amqp._producer_pool = None
+
+
 @pytest.fixture
 def broker_down() -> Iterator[None]:
     before = (app.conf.broker_url, app.conf.broker_connection_timeout)
     app.conf.broker_url = f"redis://127.0.0.1:{free_port()}/0"
     app.conf.broker_connection_timeout = 1
+    forget_connections()
     try:
         yield
     finally:
         app.conf.broker_url, app.conf.broker_connection_timeout = before
+        forget_connections()
 
 
 def test_a_snapshot_is_stored_when_its_evaluation_cannot_be_started(
