@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_safe
 
-from queues import QueueUnreadable
+from queues import QueueUnreadable, RsmqError
 from queues import validation as v
 from queues.models import LIST_STATES
 
@@ -127,7 +127,7 @@ def render_queue(
                    "mode": "unreadable", "unreadable_messages": e.why}  # fmt: skip
     # The namespace's names (for "move to") and the queues whose policy sends here (then
     # redrive is an operator's action): one read, only when the side panel is drawn.
-    around = SimpleLazyObject(lambda: place.rsmq.queue_names_and_sources(qname))
+    around = SimpleLazyObject(lambda: names_and_sources(place, qname))
     forms_ = queue_page_forms(stats) | dict(invalid or {})
     ctx = context(
         place,
@@ -149,6 +149,15 @@ def render_queue(
         **forms_,
     )
     return render(request, template(request, "queue.html", "live"), ctx, status=status)
+
+
+def names_and_sources(place: Place, qname: str) -> tuple[list[str], list[str]]:
+    """The namespace's names and the queues dead-lettering to ``qname``; none when another
+    queue's spoiled record can't be read (that queue's own page says so, not this one)."""
+    try:
+        return place.rsmq.queue_names_and_sources(qname)
+    except RsmqError:  # QueueUnreadable, or InvalidArgument for a name no queue may have
+        return [], []
 
 
 def charts(
