@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 from django.conf import settings
-from django.db.models import Expression, F, FloatField, QuerySet, Sum, Value
+from django.db.models import Expression, F, FloatField, Max, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
 from .models import Snapshot
@@ -78,10 +78,16 @@ def backlog_before(conn: str, ns: str, now_ms: int) -> dict[str, int]:
     """Each queue's messages at its last snapshot ``RSMQ_BACKLOG_WINDOW`` seconds before
     ``now_ms`` (looking back three snapshot intervals more): what "growing" compares to."""
     at = now_ms - round(settings.RSMQ_BACKLOG_WINDOW * 1000)
-    since = at - 3 * round(settings.RSMQ_SNAPSHOT_INTERVAL * 1000)
+    interval = round(settings.RSMQ_SNAPSHOT_INTERVAL * 1000)
+    mine = Snapshot.objects.filter(connection=conn, namespace=ns)
+    # One run's rows (about one per queue), not every row of the last minutes.
+    last = mine.filter(taken_at__gt=at - 3 * interval, taken_at__lte=at).aggregate(
+        last=Max("taken_at")
+    )["last"]
+    if last is None:
+        return {}
     rows = (
-        Snapshot.objects.filter(connection=conn, namespace=ns, taken_at__gt=since)
-        .filter(taken_at__lte=at)
+        mine.filter(taken_at__gt=last - interval, taken_at__lte=last)
         .order_by("taken_at")
         .values_list("queue", "msgs")
     )

@@ -16,7 +16,7 @@ from django.template.defaultfilters import pluralize
 from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_safe
 
-from queues import QueueUnreadable
+from queues import QueueUnreadable, RsmqError
 from queues import validation as v
 from queues.models import LIST_STATES, Cursor, MessageInfo, QueueStats
 from queues.ops import DEFAULT_SAMPLE
@@ -348,7 +348,7 @@ def render_queue(
                    "mode": "unreadable", "unreadable_messages": e.why}  # fmt: skip
     # The namespace's names (for "move to") and the queues whose policy sends here (then
     # redrive is an operator's action): one read, only when the side panel is drawn.
-    around = SimpleLazyObject(lambda: place.rsmq.queue_names_and_sources(qname))
+    around = SimpleLazyObject(lambda: names_and_sources(place, qname))
     forms_ = queue_page_forms(stats) | dict(invalid or {})
     ctx = context(
         place,
@@ -373,6 +373,15 @@ def render_queue(
     if request.htmx and request.method == "GET" and params.get("part") == "scan":
         page = "_scan_more.html"  # a scan's next step (browse's auto-continue)
     return render(request, page, ctx, status=status)
+
+
+def names_and_sources(place: Place, qname: str) -> tuple[list[str], list[str]]:
+    """The namespace's names and the queues dead-lettering to ``qname``; none when another
+    queue's spoiled record can't be read (that queue's own page says so, not this one)."""
+    try:
+        return place.rsmq.queue_names_and_sources(qname)
+    except RsmqError:  # QueueUnreadable, or InvalidArgument for a name no queue may have
+        return [], []
 
 
 def charts(

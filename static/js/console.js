@@ -55,6 +55,9 @@ const pauseReason = () => {
   if (ticked) return `Paused: ${ticked} selected`;
   const active = document.activeElement;
   if (active && active.closest(LIVE) && active.matches(TYPING)) return "Paused while you type";
+  // What was typed and not yet sent (a queue name to confirm with) must not be morphed away.
+  const typed = Array.from(document.querySelectorAll(`${LIVE.split(", ").join(" input, ")} input`));
+  if (typed.some((i) => i.matches(TYPING) && i.value !== i.defaultValue)) return "Paused: unsent input";
   return "";
 };
 
@@ -268,6 +271,7 @@ document.addEventListener("click", (event) => {
   }
 });
 document.addEventListener("focusin", updateLiveState);
+document.addEventListener("input", updateLiveState);
 document.addEventListener("focusout", () => setTimeout(updateLiveState));
 
 const settle = () => {

@@ -280,3 +280,35 @@ def test_the_keyboard_reaches_search_rows_and_ticks(
     page.keyboard.press("k")
     page.keyboard.press("x")
     expect(checked).to_have_count(2)
+
+
+def test_a_typed_confirmation_is_not_refreshed_away(
+    console, make_user, page_as, rsmq: RedisSMQ, queue: str
+) -> None:
+    user = make_user("admin")
+    Preference.objects.create(user=user, refresh_seconds=2)
+    rsmq.send_messages(queue, ["a"])
+    page = page_as(user)
+    page.goto(f"{console}/q/{queue}/")
+    page.locator("[data-all-guard]").fill(queue)
+    page.keyboard.press("Tab")  # focus leaves the field, for the next button
+    expect(page.locator("[data-live-state]")).to_have_text("Paused: unsent input")
+    rsmq.send_message(queue, "b")
+    page.wait_for_timeout(2600)
+    expect(page.locator("[data-all-guard]")).to_have_value(queue)
+    expect(page.locator("#live [data-count=msgs]")).to_have_text("1")
+
+
+def test_the_live_refresh_keeps_the_focus(
+    console, live_operator, page_as, rsmq: RedisSMQ, queue: str
+) -> None:
+    rsmq.send_messages(queue, ["a"])
+    page = page_as(live_operator)
+    page.goto(f"{console}/")
+    page.keyboard.press("j")  # the first row's link
+    link = page.locator("table.queues tbody tr").first.get_by_role("link", name=queue)
+    expect(link).to_be_focused()
+    rsmq.send_message(queue, "b")
+    expect(page.locator("#totals .count").nth(1).locator(".value")).to_have_text("2", timeout=6000)
+    expect(link).to_be_focused()
+    expect(page.locator("[data-live-state]")).to_have_text("Live")

@@ -41,12 +41,13 @@ def traffic(url: str, ns: str, stop: threading.Event) -> None:
             # A morning rush on orders in the middle of the run: the worker falls behind.
             rush = SECONDS * 0.3 < elapsed < SECONDS * 0.6
             burst = rng.randint(4, 9) if rush else rng.randint(0, 3)
-            rsmq.send_messages(
-                "orders",
-                [json.dumps({"order_id": 20_000 + n + i, "sku": f"SKU-{rng.randint(100, 999)}",
-                             "qty": rng.randint(1, 4), "currency": "EUR"})
-                 for i in range(burst)] or ["{}"],
-            )  # fmt: skip
+            orders = [
+                {"order_id": 20_000 + n + i, "sku": f"SKU-{rng.randint(100, 999)}",
+                 "qty": rng.randint(1, 4), "currency": "EUR"}
+                for i in range(burst)
+            ]  # fmt: skip
+            if orders:
+                rsmq.send_messages("orders", [json.dumps(o) for o in orders])
             n += burst
             if rng.random() < 0.5:
                 rsmq.send_message(
@@ -57,10 +58,10 @@ def traffic(url: str, ns: str, stop: threading.Event) -> None:
                     "webhooks",
                     json.dumps({"url": "https://hooks.example.com/h/7", "event": "order.paid"}),
                 )
-            # The worker: takes a few orders; about one in twelve fails (not deleted, back
-            # after its vt) until the dead-letter policy takes it.
+            # The worker: takes a few orders; an order for a SKU ending in 7 fails every
+            # time (not deleted, back after its vt) until the dead-letter policy takes it.
             for m in rsmq.receive_messages("orders", 2 if rush else 5, vt=2):
-                if rng.random() > 1 / 12:
+                if '7", "qty"' not in m.message:
                     rsmq.delete_message("orders", m.id)
             for m in rsmq.receive_messages("emails", 2, vt=30):
                 rsmq.delete_message("emails", m.id)

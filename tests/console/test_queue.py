@@ -36,7 +36,7 @@ def _ids(response) -> list[str]:
 
 def _counts(response) -> dict[str, str]:
     page = response.content.decode()
-    return dict(re.findall(r'data-count="(\w+)" title="(\d+)"', page))
+    return dict(re.findall(r'data-count="(\w+)"><span class="n"[^>]*>([\d,]+)</span>', page))
 
 
 # -- counts and tabs ---------------------------------------------------------------------

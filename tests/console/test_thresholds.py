@@ -106,3 +106,30 @@ def test_it_marks_a_poison_candidate_at_the_lower_of_poison_rc_and_maxrc(
     mid = _received(rsmq, "q1", received)
     cell = _rc_cell(viewer.get(console.queue()).content.decode(), mid)
     assert ("warn" in cell) is warned
+
+
+# -- the overview's "needs attention" -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("now", "before", "growing"),
+    [(150, 100, False), (300, 100, True), (1050, 1000, False), (1100, 1000, True),
+     (5000, None, False), (90, 100, False)],
+)  # fmt: skip
+def test_a_backlog_grows_by_a_share_and_a_floor_from_settings(
+    settings, now: int, before: int | None, growing: bool
+) -> None:
+    from dashboard import thresholds
+
+    settings.RSMQ_BACKLOG_GROWTH, settings.RSMQ_BACKLOG_GROWTH_MIN = 0.1, 100
+    assert thresholds.backlog_growing(now, before) is growing
+
+
+def test_it_takes_a_pattern_slo_after_an_exact_one(settings) -> None:
+    from dashboard import thresholds
+
+    settings.RSMQ_OLDEST_AGE_SLO = 300
+    settings.RSMQ_OLDEST_AGE_SLOS = {"emails-*": 60, "emails-eu": 30}
+    assert thresholds.oldest_age_slo("c", "n", "emails-eu") == 30
+    assert thresholds.oldest_age_slo("c", "n", "emails-us") == 60
+    assert thresholds.oldest_age_slo("c", "n", "emails") == 300
