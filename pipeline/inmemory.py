@@ -101,9 +101,9 @@ def _segment(starts: pa.Array) -> pa.Array:
 
 
 def rollups(snapshots: pa.Table, grains: tuple[str, ...] = tuple(GRAINS)) -> dict[str, pa.Table]:
-    """Each grain's buckets (``STORED``'s columns) of the snapshots, as
+    """Each grain's buckets (``STORED``'s columns) of ``deduplicated`` snapshots, as
     ``rollups.rollups`` makes them."""
-    t = deduplicated(snapshots)
+    t = snapshots
     if not t.num_rows:
         return {g: STORED.empty_table() for g in grains}
     first = _changes(*(t.column(c) for c in KEY))
@@ -200,22 +200,29 @@ def rollups(snapshots: pa.Table, grains: tuple[str, ...] = tuple(GRAINS)) -> dic
 
 def remember(snapshots: pa.Table) -> Iterator[tuple[tuple[str, str, str], Any, Any]]:
     """Each queue's last snapshot and its newest before the last's hour (None: none), as
-    lake rows (``SCHEMA``'s order, ``taken_at`` in epoch ms)."""
-    t = deduplicated(snapshots)
+    lake rows (``SCHEMA``'s order, ``taken_at`` in epoch ms), from ``deduplicated``
+    snapshots."""
+    t = snapshots
     if not t.num_rows:
         return
     at = t.column("at").to_pylist()
+    starts = [i for i, x in enumerate(_changes(*(t.column(c) for c in KEY)).to_pylist()) if x]
+    lasts, befores = [], []
+    for lo, hi in zip(starts, [*starts[1:], t.num_rows], strict=True):
+        last = hi - 1
+        lasts.append(last)
+        befores.append(bisect.bisect_left(at, at[last] - at[last] % 3_600_000, lo, hi) - 1)
+        if befores[-1] < lo:
+            befores[-1] = -1
     rows = t.drop_columns(["taken_at"]).rename_columns(
         ["taken_at" if c == "at" else c for c in t.drop_columns(["taken_at"]).column_names]
     ).select(lake.SCHEMA.names)
-    starts = [i for i, x in enumerate(_changes(*(t.column(c) for c in KEY)).to_pylist()) if x]
-    for lo, hi in zip(starts, [*starts[1:], t.num_rows], strict=True):
-        last = hi - 1
-        hour = at[last] - at[last] % 3_600_000
-        k = bisect.bisect_left(at, hour, lo, hi) - 1
-        last_row = rows.slice(last, 1).to_pylist()[0]
+    last_rows = rows.take(pa.array(lasts, pa.int64())).to_pylist()
+    found = [b for b in befores if b >= 0]
+    before_rows = iter(rows.take(pa.array(found, pa.int64())).to_pylist())
+    for last_row, b in zip(last_rows, befores, strict=True):
+        before = next(before_rows) if b >= 0 else None
         key = (last_row["connection"], last_row["namespace"], last_row["queue"])
-        before = rows.slice(k, 1).to_pylist()[0] if k >= lo else None
         yield key, tuple(last_row.values()), before and tuple(before.values())
 
 

@@ -385,7 +385,7 @@ def _roll_up_here(
         if files:
             found = pa.concat_tables(pq.read_table(f, schema=lake.SCHEMA) for f in files)
             parts.append(_from_start(found, plan.again, "taken_at"))
-    snapshots = pa.concat_tables(parts)
+    snapshots = inmemory.deduplicated(pa.concat_tables(parts))
     made = {
         grain: _from_start(buckets, plan.starts, "bucket_start")
         for grain, buckets in inmemory.rollups(snapshots).items()
@@ -400,6 +400,8 @@ def _roll_up_here(
         state.queues[k] = saved.Queue(last, before)
 
     def made_flags(redo: dict[Key, int], newest: int) -> pa.Table:
+        if not redo:
+            return FLAGS_MS.empty_table()
         since = min(redo.values()) - 2 * MINUTE
         minutes = _from_start(_stored_here(out, since), redo, "bucket_start", -2 * MINUTE)
         found = [
@@ -452,14 +454,12 @@ def _replace_here(out: Path, grain: str, made: pa.Table, starts: dict[Key, int])
     A run that dies half-way leaves each partition old or new, and the next run, from
     the same state, writes the same again."""
     root = results.grain_dir(out, grain)
-    at = inmemory.millis(made.column("bucket_start")).to_pylist()
-    rows_of: dict[Path, list[int]] = defaultdict(list)
-    for i, ms in enumerate(at):
-        rows_of[_partition_of(grain, ms)].append(i)
-    for part, rows in sorted(rows_of.items()):
-        folder = root / part
+    width = HOUR if grain == "minute" else DAY
+    parts = pc.divide(inmemory.millis(made.column("bucket_start")), width)
+    for part in sorted(pc.unique(parts).to_pylist()):
+        folder = root / _partition_of(grain, part * width)
         folder.mkdir(parents=True, exist_ok=True)
-        tables = [made.take(pa.array(rows, pa.int64()))]
+        tables = [made.filter(pc.equal(parts, part))]
         old = _parquet_files(folder)
         final = folder / ROLLUP_FILE
         # Our file beside others: a run that died after its rename left them (Spark

@@ -18,14 +18,19 @@ local out = {ms, 0}
 local bytes = 0
 -- ZRANGE a window at a time: a range the budget cuts short is not read whole.
 local WINDOW = 100
+-- At most this many messages a call, whatever the bytes: ~4 µs each to look up, so a
+-- call stays near 0.5 ms and a pause of the machine mid-call stays under 2 ms.
+local MAX_MESSAGES = 128
+local read = 0
 local rank, last = first, first + count - 1
 while rank <= last do
   local range = redis.call("ZRANGE", zkey, rank, math.min(rank + WINDOW - 1, last), "WITHSCORES")
   for i = 1, #range, 2 do
-    if bytes >= budget then
+    if bytes >= budget or read >= MAX_MESSAGES then
       out[2] = 1
       return out
     end
+    read = read + 1
     local id = range[i]
     out[#out + 1] = id
     out[#out + 1] = range[i + 1] -- a string: "inf" and 1e300 are not integers

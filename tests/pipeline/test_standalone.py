@@ -1,8 +1,8 @@
 """The pipeline on a real Spark standalone cluster (a master and a worker started from the
 installed pyspark, tests/spark_standalone.py): the census equals a plain redis-py read of
 the same messages, its tasks run on the worker's executors with the code the driver
-ships them (``queues/`` zipped: the Lua scripts load from the zip), and the rollups equal
-those of local mode."""
+ships them (``queues/`` zipped: the Lua scripts load from the zip), and the rollups its
+Spark jobs make equal those made in the driver process (pipeline/inmemory.py)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ DRIVER = textwrap.dedent(
             spark, [jobs.Target("default", url, ns)], Path(out), min_rc=%d, top=1000,
             partition_size=7,
         )
-        rollups = jobs.run_rollups(spark, Path(lake), Path(out))
+        rollups = jobs.run_rollups(spark, Path(lake), Path(out), full=True)  # Spark's jobs
         def where(_):
             import queues, queues.scripts
             return (queues.__file__, len(queues.scripts.CENSUS.source) > 0)
@@ -177,10 +177,10 @@ def test_the_census_and_rollups_on_a_standalone_cluster_equal_a_plain_read(
             want_bins[(q, "size", bin_of(m["size"], SIZE_BINS))] += 1
     assert got_bins == dict(want_bins)
 
-    # The rollups the cluster made are those local mode makes of the same lake.
+    # The rollups the cluster made are those made in this process of the same lake.
     local = tmp_path / "local"
-    jobs.run_rollups(spark, lake_dir, local, full=True)
-    assert report["rollups"]["rows"] > 0
+    assert jobs.run_rollups(spark, lake_dir, local).engine == "driver"
+    assert report["rollups"]["rows"] > 0 and report["rollups"]["engine"] == "spark"
     for grain in ("minute", "hour"):
         days = results.days(out, grain)
         assert days == results.days(local, grain)
