@@ -42,6 +42,8 @@ def web_error(exception: Exception, conn: Connection) -> WebError | None:
     if isinstance(exception, QueueNotFound):
         # Deleted under the operator's feet (or never there).
         return WebError(404, f"Queue {exception.qname} does not exist (any more).")
+    if isinstance(exception, InvalidArgument) and exception.field == "url":
+        return None  # a connection's URL: the configuration is wrong, a 500 (no secrets)
     if isinstance(exception, InvalidArgument):
         # Only URLs reach here with bad names or ids: forms are checked in the views.
         what = "queue name" if exception.field == "qname" else exception.field

@@ -23,7 +23,7 @@ NAME = re.compile(r"\b(rsmq_[A-Za-z0-9_:]+)")
 def served_names(client: Client) -> set[str]:
     """The sample names of a scrape, and the gauges it declares with no sample now
     (rsmq_queue_unreadable, while every queue reads)."""
-    text = client.get("/metrics").content.decode()
+    text = client.get("/metrics").getvalue().decode()
     families = list(text_string_to_metric_families(text))
     gauges = {f.name for f in families if f.type == "gauge"}
     return gauges | {s.name for f in families for s in f.samples}

@@ -42,7 +42,7 @@ def test_it_keeps_the_search_in_the_sort_links_after_an_htmx_create(console, adm
     current = console.overview("?q=ord&sort=-msgs")
     response = admin.post(console.create(), NEW, **console.htmx(current=current))
     page = response.content.decode()
-    assert '<a href="?q=ord&amp;sort=msgs" aria-sort="descending">Messages ▼</a>' in page
+    assert 'aria-sort="descending">\n              <a href="?q=ord&amp;sort=msgs">Messages' in page
 
 
 def test_it_audits_a_creation(console, admin: Client) -> None:

@@ -78,7 +78,7 @@ def test_an_admin_purges_a_queue_on_a_shard(admin: Client, shards: list[RedisSMQ
 def test_metrics_report_every_namespace_of_the_cluster(
     client: Client, shards: list[RedisSMQ]
 ) -> None:
-    text = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").content.decode()
+    text = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").getvalue().decode()
     samples = {
         (s.name, s.labels.get("namespace")): s.value
         for f in text_string_to_metric_families(text)

@@ -45,7 +45,7 @@ def test_pages_metrics_and_snapshots_read_the_master(
         assert overview.status_code == 200 and "jobs" in overview.content.decode()
         queue = viewer.get(f"/c/ha/{sns}/q/jobs/?state=all")
         assert "two" in queue.content.decode()
-        metrics = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").content.decode()
+        metrics = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").getvalue().decode()
         assert (
             f'rsmq_queue_messages{{connection="ha",namespace="{sns}",queue="jobs"}} 2.0' in metrics
         )
