@@ -67,7 +67,7 @@ def main() -> int:
         extra = {"ref": (), "tree": (FAILURES_SUFFIX,)}
         costs: dict[tuple[str, str], list[float]] = {}
         for i in range(a.rounds):
-            for side in (("ref", "tree") if i % 2 == 0 else ("tree", "ref")):
+            for side in ("ref", "tree") if i % 2 == 0 else ("tree", "ref"):
                 for op in ("receive", "delete", "pop"):
                     q.send_messages("q", ["x" * 64] * BLOCK)
                     k = keys[side]
@@ -92,7 +92,10 @@ def main() -> int:
                     q.purge_queue("q")
         # On a busy machine the best block is the script's cost, the median what it met.
         print(f"Redis µs per script call over {a.rounds} rounds of {BLOCK} calls: best, median")
-        print(f"| op | {a.ref} best | this tree best | ratio | {a.ref} median | this tree median | ratio |")
+        print(
+            f"| op | {a.ref} best | this tree best | ratio "
+            f"| {a.ref} median | this tree median | ratio |"
+        )
         print("|---|---|---|---|---|---|---|")
         for op in ("receive", "delete", "pop"):
             ref, tree = (min(costs[(s, op)]) for s in ("ref", "tree"))

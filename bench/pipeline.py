@@ -377,7 +377,8 @@ def render_hourly(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
         " the same increment forced through Spark's jobs (`jobs.ON_THE_DRIVER_ROWS = -1`)."
         " Budget (SPEC §10): ≤ 15 s on local[2] for a 7-day lake.",
         "",
-        "| lake | snapshot rows | engine | " + " | ".join(f"{m} | CPU-s" for m in MASTERS_HOURLY)
+        "| lake | snapshot rows | engine | "
+        + " | ".join(f"{m} | CPU-s" for m in MASTERS_HOURLY)
         + " | load |",
         "|---|---:|---|" + "---:|---:|" * len(MASTERS_HOURLY) + "---:|",
     ]

@@ -407,6 +407,8 @@ class Notification(models.Model):
 
     def __str__(self) -> str:
         return f"{self.channel} {self.key}"
+
+
 class ApiToken(models.Model):
     """A machine's key to the HTTP API (dashboard/api/), bound to a role.
 

@@ -72,9 +72,7 @@ def in_order(snapshots: pa.Table) -> pa.Table:
 def _before(column: pa.Array | pa.ChunkedArray) -> pa.Array:
     """The column shifted down one row (null first)."""
     col = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    return pa.concat_arrays([pa.nulls(1, col.type), col.slice(0, max(len(col) - 1, 0))])[
-        : len(col)
-    ]
+    return pa.concat_arrays([pa.nulls(1, col.type), col.slice(0, max(len(col) - 1, 0))])[: len(col)]
 
 
 def _changes(*columns: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -166,11 +164,12 @@ def rollups(snapshots: pa.Table, grains: tuple[str, ...] = tuple(GRAINS)) -> dic
         none = pa.scalar(None, pa.float64())
 
         def rate(count: str) -> pa.Array:
-            per = pc.divide(pc.cast(g.column(f"{count}_sum"), pa.float64()), seconds)
-            return pc.if_else(positive, per, none)
+            # (called within this iteration only: the loop's values are the ones meant)
+            per = pc.divide(pc.cast(g.column(f"{count}_sum"), pa.float64()), seconds)  # noqa: B023
+            return pc.if_else(positive, per, none)  # noqa: B023
 
         def avg(c: str) -> pa.Array:
-            return pc.divide(pc.cast(g.column(f"{c}_sum"), pa.float64()), n)
+            return pc.divide(pc.cast(g.column(f"{c}_sum"), pa.float64()), n)  # noqa: B023
 
         cols: dict[str, Any] = {c: g.column(f"{c}_first") for c in KEY}
         cols["bucket_start"] = pc.cast(
@@ -214,9 +213,13 @@ def remember(snapshots: pa.Table) -> Iterator[tuple[tuple[str, str, str], Any, A
         befores.append(bisect.bisect_left(at, at[last] - at[last] % 3_600_000, lo, hi) - 1)
         if befores[-1] < lo:
             befores[-1] = -1
-    rows = t.drop_columns(["taken_at"]).rename_columns(
-        ["taken_at" if c == "at" else c for c in t.drop_columns(["taken_at"]).column_names]
-    ).select(lake.SCHEMA.names)
+    rows = (
+        t.drop_columns(["taken_at"])
+        .rename_columns(
+            ["taken_at" if c == "at" else c for c in t.drop_columns(["taken_at"]).column_names]
+        )
+        .select(lake.SCHEMA.names)
+    )
     last_rows = rows.take(pa.array(lasts, pa.int64())).to_pylist()
     found = [b for b in befores if b >= 0]
     before_rows = iter(rows.take(pa.array(found, pa.int64())).to_pylist())

@@ -239,7 +239,9 @@ def _queue_spans(table: pa.Table) -> list[tuple[Key, int, int]]:
     at = inmemory.millis(table.column("taken_at"))
     by = table.select(list(KEY)).append_column("at", at).group_by(list(KEY))
     found = by.aggregate([("at", "min"), ("at", "max")]).to_pylist()
-    return [((r["connection"], r["namespace"], r["queue"]), r["at_min"], r["at_max"]) for r in found]
+    return [
+        ((r["connection"], r["namespace"], r["queue"]), r["at_min"], r["at_max"]) for r in found
+    ]
 
 
 def _roll_up(
@@ -393,9 +395,7 @@ def _roll_up_here(
     run.rows = sum(t.num_rows for t in made.values())
     for grain, buckets in made.items():
         _replace_here(out, grain, buckets, plan.starts)
-    run.days = sorted(
-        set(pc.cast(made["hour"].column("bucket_start"), pa.date32()).to_pylist())
-    )
+    run.days = sorted(set(pc.cast(made["hour"].column("bucket_start"), pa.date32()).to_pylist()))
     for k, last, before in inmemory.remember(snapshots):
         state.queues[k] = saved.Queue(last, before)
 

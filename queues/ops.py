@@ -549,7 +549,9 @@ class Operations(Generic[R]):
         while limit is None or moved < limit:
             chunk = CHUNK if limit is None else min(CHUNK, limit - moved)
             m, s, seen = yield Call(
-                S.REDRIVE, keys, (self._prefix, to or "", skipped, chunk, FAILURES_SUFFIX),
+                S.REDRIVE,
+                keys,
+                (self._prefix, to or "", skipped, chunk, FAILURES_SUFFIX),
                 (dlq, to or ""),
             )
             moved += m

@@ -526,9 +526,7 @@ class Worker:
                 extra={"queue": q, "msg_id": msg.id, "event": "vis_error"},
             )
         except RsmqError as e:  # never a retry lost for want of a record
-            log.error(
-                "could not record the failure: %s", e, extra={"queue": q, "msg_id": msg.id}
-            )
+            log.error("could not record the failure: %s", e, extra={"queue": q, "msg_id": msg.id})
             self._set_visibility(runner, msg, seconds)
 
     def _set_visibility(self, runner: _Runner, msg: Message, seconds: int) -> bool:

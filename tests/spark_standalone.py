@@ -4,7 +4,8 @@ with their work and logs in a temp dir; stopped at the end of the test session.
 
 Test modules load it with ``pytest_plugins = ["spark_standalone"]`` and take the
 ``spark_cluster`` fixture (a ``Cluster``: its master URL and the environment a driver
-process needs); bench/pipeline.py starts one with ``standalone()``. Drivers run as their own processes (``python -m pipeline ... --master``):
+process needs); bench/pipeline.py starts one with ``standalone()``. Drivers run as their
+own processes (``python -m pipeline ... --master``):
 a process has one SparkContext, and the tests' own local[2] one stays. Without Java the
 tests that use it are skipped, saying so.
 """
@@ -107,18 +108,42 @@ def standalone(tmp: Path) -> Iterator[Cluster]:
     cls = str(spark_class())
     procs = [
         _start(
-            [cls, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-             "--port", str(port), "--webui-port", str(ui_port)],
-            env, tmp / "logs" / "master.log",
+            [
+                cls,
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--webui-port",
+                str(ui_port),
+            ],
+            env,
+            tmp / "logs" / "master.log",
         )  # fmt: skip
     ]
     try:
         procs.append(
             _start(
-                [cls, "org.apache.spark.deploy.worker.Worker", master, "--host", "127.0.0.1",
-                 "--port", str(worker_port), "--webui-port", str(worker_ui),
-                 "--cores", "2", "--memory", "2g", "--work-dir", str(tmp / "work")],
-                env, tmp / "logs" / "worker.log",
+                [
+                    cls,
+                    "org.apache.spark.deploy.worker.Worker",
+                    master,
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(worker_port),
+                    "--webui-port",
+                    str(worker_ui),
+                    "--cores",
+                    "2",
+                    "--memory",
+                    "2g",
+                    "--work-dir",
+                    str(tmp / "work"),
+                ],
+                env,
+                tmp / "logs" / "worker.log",
             )  # fmt: skip
         )
         deadline = time.monotonic() + READY_WITHIN

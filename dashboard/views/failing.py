@@ -50,7 +50,10 @@ def failing_api(request: HttpRequest, place: Place, qname: str) -> JsonResponse:
     g = place.rsmq.failure_groups(qname)
     return JsonResponse(
         {
-            "name": g.qname, "dlq": g.dlq, "complete": g.complete, "read_at": iso(g.now),
+            "name": g.qname,
+            "dlq": g.dlq,
+            "complete": g.complete,
+            "read_at": iso(g.now),
             "groups": [x.as_dict() for x in g.groups],
         }  # fmt: skip
     )

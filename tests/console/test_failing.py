@@ -79,9 +79,7 @@ def test_a_corrupt_record_is_shown_as_such(console, jobs, viewer: Client, r) -> 
     assert viewer.get(failing(console)).status_code == 200
 
 
-def test_the_failing_view_groups_retrying_and_dead_by_type(
-    console, jobs, viewer: Client
-) -> None:
+def test_the_failing_view_groups_retrying_and_dead_by_type(console, jobs, viewer: Client) -> None:
     page = viewer.get(failing(console))
 
     assert page.status_code == 200
@@ -120,9 +118,7 @@ def test_the_api_answers_groups_and_a_history(console, jobs, viewer: Client) -> 
     ]
 
     history = viewer.get(api(console, "jobs", f"?id={jobs['key']}")).json()["failures"]
-    assert [(f["type"], f["message"], f["attempt"]) for f in history] == [
-        ("KeyError", "'sku'", 0)
-    ]
+    assert [(f["type"], f["message"], f["attempt"]) for f in history] == [("KeyError", "'sku'", 0)]
 
 
 def test_the_api_names_a_bad_id_and_a_missing_queue(console, jobs, viewer: Client) -> None:

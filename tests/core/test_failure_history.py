@@ -10,8 +10,7 @@ import pytest
 import redis
 from node_rsmq import NodeRsmq
 
-from queues import AsyncRedisSMQ, Failure, FailureGroup, InvalidArgument, RedisSMQ
-from queues import ops
+from queues import AsyncRedisSMQ, Failure, FailureGroup, InvalidArgument, RedisSMQ, ops
 
 
 def fkey(ns: str, qname: str) -> str:
@@ -75,7 +74,7 @@ def test_message_trace_and_history_are_bounded(rsmq: RedisSMQ, jobs: str, r) -> 
     f = rsmq.failures(jobs, mid)[0]
     assert len(f.message.encode()) <= ops.FAILURE_MESSAGE_MAX + len("…".encode())
     assert f.message.startswith("é" * 10)  # cut between characters, never inside one
-    assert f.trace[: 2] == ("line 0", "line 1")
+    assert f.trace[:2] == ("line 0", "line 1")
     assert len(f.trace) == ops.FAILURE_TRACE_LINES + 1 and f.trace[-1] == "… 80 more lines"
     assert len(r.hget(fkey(rsmq.ns, jobs), mid).encode()) <= ops.FAILURE_BYTES
 
@@ -152,8 +151,15 @@ def failed(rsmq: RedisSMQ, qname: str, n: int = 1) -> list[str]:
         lambda q, ids: q.purge_queue("jobs"),
         lambda q, ids: q.delete_queue("jobs"),
     ],
-    ids=["delete_message", "delete_messages", "delete_members", "pop", "delete_state",
-         "purge", "delete_queue"],  # fmt: skip
+    ids=[
+        "delete_message",
+        "delete_messages",
+        "delete_members",
+        "pop",
+        "delete_state",
+        "purge",
+        "delete_queue",
+    ],  # fmt: skip
 )
 def test_every_delete_path_deletes_the_history(rsmq: RedisSMQ, jobs: str, r, delete) -> None:
     ids = failed(rsmq, jobs, 1)

@@ -27,7 +27,11 @@ def test_it_shows_the_groups_and_a_message_history(run, rsmq: RedisSMQ) -> None:
     code, out, _ = run("failures", "jobs", b)
     assert code == 0
     ((entry),) = out
-    assert (entry["type"], entry["attempt"], entry["trace"]) == ("TimeoutError", 0, ["line 1", "line 2"])
+    assert (entry["type"], entry["attempt"], entry["trace"]) == (
+        "TimeoutError",
+        0,
+        ["line 1", "line 2"],
+    )
     assert entry["at"] > 0 and entry["note"] is None
 
 

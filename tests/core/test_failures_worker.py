@@ -62,7 +62,9 @@ def test_a_handler_that_raises_records_the_failure(rsmq: RedisSMQ, running) -> N
     assert any("in charge" in line for line in f.trace)
     assert f.trace[-1].endswith("PaymentDeclined: card of alice declined")
     info = rsmq.get_message("jobs", mid)
-    assert info is not None and info.visible_at - info.read_at > 200_000  # its backoff (max_backoff 300 s)
+    assert (
+        info is not None and info.visible_at - info.read_at > 200_000
+    )  # its backoff (max_backoff 300 s)
 
 
 def test_each_retry_adds_its_attempt(rsmq: RedisSMQ, running) -> None:
@@ -83,4 +85,7 @@ def test_a_timed_out_handler_is_recorded_as_a_timeout(rsmq: RedisSMQ, running) -
     (f,) = wait_for_failures(rsmq, mid)
     done.set()
 
-    assert (f.type, f.message) == ("queues.worker.HandlerTimeout", "handler still running after 0.1 s")
+    assert (f.type, f.message) == (
+        "queues.worker.HandlerTimeout",
+        "handler still running after 0.1 s",
+    )

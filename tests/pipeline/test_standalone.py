@@ -53,8 +53,7 @@ DRIVER = textwrap.dedent(
         spark.stop()
     print(json.dumps({"census": census.as_dict(), "rollups": rollups.as_dict(),
                       "executors": executors}))
-    """
-    % MIN_RC
+    """.replace("%d", str(MIN_RC))
 )
 
 
@@ -152,11 +151,15 @@ def test_the_census_and_rollups_on_a_standalone_cluster_equal_a_plain_read(
         states = Counter(m["state"] for m in msgs)
         got = summary[q]
         assert (got["messages"], got["visible"], got["inflight"], got["delayed"]) == (
-            len(msgs), states["visible"], states["inflight"], states["delayed"]
+            len(msgs),
+            states["visible"],
+            states["inflight"],
+            states["delayed"],
         ), q
         assert got["rc_max"] == max(m["rc"] for m in msgs)
         assert (got["bytes"], got["size_max"]) == (
-            sum(m["size"] for m in msgs), max(m["size"] for m in msgs)
+            sum(m["size"] for m in msgs),
+            max(m["size"] for m in msgs),
         )
 
     poison = pq.read_table(results.census_dir(out, "poison")).to_pylist()
