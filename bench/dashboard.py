@@ -249,7 +249,7 @@ def run_browse(url: str, args: argparse.Namespace) -> list[tuple[str, float, flo
             htmx = "part=scan" in path
             row = measure(client, sent, what, path, 100, args.rounds, htmx=htmx)
             worst = max(slowlog.calls(), default=(0, ""))
-            longest = f"{worst[0] / 1000:.1f} ms" if worst[0] else "< 1 ms"
+            longest = f"{worst[0] / 1000:.1f} ms ({script_of(worst[1])})" if worst[0] else "< 1 ms"
             verdict = row[4] + f"; longest call {longest}: " + (
                 "PASS" if worst[0] <= 5000 else "FAIL")  # fmt: skip
             rows.append((*row[:4], verdict))
@@ -258,6 +258,18 @@ def run_browse(url: str, args: argparse.Namespace) -> list[tuple[str, float, flo
 
     AbstractConnection.send_packed_command = original
     return rows
+
+
+def script_of(command: str) -> str:
+    """A SLOWLOG entry's script name (EVALSHA <sha> ...), else its command."""
+    from queues import scripts
+
+    names = {x.sha: x.name for x in vars(scripts).values() if isinstance(x, scripts.Script)}
+    parts = command.split()
+    if parts[:1] != ["EVALSHA"] or len(parts) < 2:
+        return parts[0] if parts else "?"
+    # SlowLog keeps a command's first 40 characters: the sha is cut short
+    return next((n for sha, n in names.items() if sha.startswith(parts[1])), "EVALSHA")
 
 
 def render_browse(rows: list[tuple[str, float, float, int, str]], args: argparse.Namespace) -> str:

@@ -738,6 +738,7 @@ class Operations(Generic[R]):
         contains: str = "",
         budget: float = BROWSE_BUDGET,
         step: int = BROWSE_STEP,
+        patience: float = 0.0,
     ) -> Op[Browse]:
         """A keyset page of a state over (score, member), the queue's order, optionally
         only messages received at least ``min_rc`` times and/or whose body contains a text.
@@ -746,7 +747,8 @@ class Operations(Generic[R]):
         ``Cursor`` with an empty score: from the end), or from the ``rank``-th message of
         an unfiltered state. Each script call looks at ``step`` messages at most (a few
         ms of Redis); calls go on until the page is full, the state ends or ``budget``
-        seconds are spent, and ``Browse.resume`` says where to go on. Read-only.
+        seconds are spent (``patience`` seconds more while nothing was found), and
+        ``Browse.resume`` says where to go on. Read-only.
         """
         keys = self._queue_keys(qname)
         v.state(state)
@@ -790,7 +792,8 @@ class Operations(Generic[R]):
                 score, member = _str(r[3]), _member(r[4])
                 if direction == "rank":
                     direction = "next"
-            if at_end or len(found) // 6 > limit or time.monotonic() - start >= budget:
+            spent = time.monotonic() - start
+            if at_end or len(found) // 6 > limit or spent >= budget + (0 if found else patience):
                 break
         items = [_info(found[i : i + 6], now) for i in range(0, len(found), 6)]
         places = [Cursor(_str(found[i + 1]), _member(found[i])) for i in range(0, len(found), 6)]
