@@ -63,11 +63,12 @@ MAX_CENSUS_COUNT = 10_000
 CENSUS_BYTES = 512 * 1024
 CENSUS_MESSAGE_BYTES = 2048
 MAX_MAXRC = 1000
-#: members one browse script call looks at, at most: ~1 ms of Redis for the rc test of
-#: in flight / delayed / received >= N (SLOWLOG on the 2-core bench machine)
-BROWSE_STEP = 1000
+#: members one browse script call looks at, at most: 1,000 took a median 4.5 ms of
+#: Redis (the rc test of each; `bench/dashboard.py --calls` with 1,000, load average 6-8
+#: on the 2 cores): too near the 5 ms a call may hold it; 500, half that
+BROWSE_STEP = 500
 #: bodies' bytes one browse call reads for a text search before it stops
-BROWSE_BYTES = 256 * 1024
+BROWSE_BYTES = 128 * 1024
 #: a browse's time budget (s): it makes calls until its page is full, the state ends
 #: or this is spent, then says where it stopped
 BROWSE_BUDGET = 0.04

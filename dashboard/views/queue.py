@@ -254,7 +254,8 @@ class PageInfo:
 
     @property
     def number(self) -> int | None:
-        return None if self.position is None else self.position // self.size + 1
+        # a page read a moment after the counts may sit past them (messages came)
+        return None if self.position is None else min(self.position // self.size + 1, self.pages)
 
     @property
     def pages(self) -> int:
