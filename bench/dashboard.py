@@ -34,6 +34,11 @@ def main() -> None:
         help="only the message browser: every tab's first / middle / last page and the scans"
         " on a 1,020,005-message and a 10,020,005-message queue (--quick: 120,005)",
     )
+    ap.add_argument(
+        "--calls",
+        action="store_true",
+        help="only the Redis time of single browse / stats script calls on the 1M queue",
+    )
     args = ap.parse_args()
 
     from bench.machine import console_env, pinned_redis
@@ -43,6 +48,9 @@ def main() -> None:
         # A snapshot of 100,000 queues takes longer than the default 10 s interval on a
         # busy machine: a minute, so the one taken first is the pages' order throughout.
         console_env(server.url, tmp, RSMQ_LAKE_DIR=str(tmp / "lake"), RSMQ_SNAPSHOT_INTERVAL="60")
+        if args.calls:
+            publish(browse_calls(server.url), args.write)
+            return
         if args.browse:
             publish(render_browse(run_browse(server.url, args), args), args.write)
             return
@@ -249,7 +257,7 @@ def run_browse(url: str, args: argparse.Namespace) -> list[tuple[str, float, flo
             htmx = "part=scan" in path
             row = measure(client, sent, what, path, 100, args.rounds, htmx=htmx)
             worst = max(slowlog.calls(), default=(0, ""))
-            longest = f"{worst[0] / 1000:.1f} ms" if worst[0] else "< 1 ms"
+            longest = f"{worst[0] / 1000:.1f} ms ({script_of(worst[1])})" if worst[0] else "< 1 ms"
             verdict = row[4] + f"; longest call {longest}: " + (
                 "PASS" if worst[0] <= 5000 else "FAIL")  # fmt: skip
             rows.append((*row[:4], verdict))
@@ -258,6 +266,75 @@ def run_browse(url: str, args: argparse.Namespace) -> list[tuple[str, float, flo
 
     AbstractConnection.send_packed_command = original
     return rows
+
+
+def browse_calls(url: str) -> str:
+    """Every script call's own Redis time (SLOWLOG logging every call) while browsing the
+    1,020,005-message queue: 200 keyset steps of each tab and scan, and 50 stats reads."""
+    import statistics as st
+
+    import redis
+
+    from bench.machine import describe
+    from queues import RedisSMQ
+
+    print("filling ...", flush=True)
+    fill_browse_queue(url, "big", 1_000_000)
+    rsmq = RedisSMQ(url=url, ns="bench")
+    r = redis.Redis.from_url(url)
+    r.config_set("slowlog-max-len", 100_000)
+    r.config_set("slowlog-log-slower-than", 0)
+    kinds = {
+        "browse, in flight (500 looked at a call at most)": {"state": "inflight"},
+        "browse, delayed": {"state": "delayed"},
+        "browse, all (a page of 50)": {"state": "all"},
+        "browse, received >= 5 scan": {"min_rc": 5},
+        "browse, body search scan": {"contains": "poison 3"},
+    }
+    rows = []
+    for label, kw in {**kinds, "stats (sample 1,000 of 50,005 hidden)": {}}.items():
+        r.slowlog_reset()
+        if not kw:
+            for _ in range(50):
+                rsmq.queue_stats(["big"])
+        else:
+            after = None
+            for _ in range(200):
+                b = rsmq.browse("big", after=after, limit=50, budget=0, **kw)  # one call each
+                after = None if b.at_end else b.resume
+        times = [e["duration"] / 1000 for e in r.slowlog_get(100_000)
+                 if e["command"].startswith(b"EVALSHA")]  # fmt: skip
+        rows.append((label, len(times), st.median(times), st.quantiles(times, n=100)[98],
+                     max(times)))  # fmt: skip
+    r.config_set("slowlog-log-slower-than", 5000)
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    lines = [
+        "## Browse script calls (`bench/dashboard.py --calls`)",
+        "",
+        f"{describe()}; redis-server on core 0; every EVALSHA's duration from SLOWLOG"
+        f" (logging every call: wall time, so a preempted call counts its wait) while"
+        f" browsing the 1,020,005-message queue one script call at a time. Load average at"
+        f" the end {load}. Redis logs the commands a script calls too and SLOWLOG keeps the"
+        f" last 100,000 entries: a scan's count is of the calls whose entries remained.",
+        "",
+        "| call | calls | median | p99 | max |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for label, n, med, p99, worst in rows:
+        lines.append(f"| {label} | {n} | {med:.2f} ms | {p99:.2f} ms | {worst:.2f} ms |")
+    return "\n".join(lines) + "\n"
+
+
+def script_of(command: str) -> str:
+    """A SLOWLOG entry's script name (EVALSHA <sha> ...), else its command."""
+    from queues import scripts
+
+    names = {x.sha: x.name for x in vars(scripts).values() if isinstance(x, scripts.Script)}
+    parts = command.split()
+    if parts[:1] != ["EVALSHA"] or len(parts) < 2:
+        return parts[0] if parts else "?"
+    # SlowLog keeps a command's first 40 characters: the sha is cut short
+    return next((n for sha, n in names.items() if sha.startswith(parts[1])), "EVALSHA")
 
 
 def render_browse(rows: list[tuple[str, float, float, int, str]], args: argparse.Namespace) -> str:

@@ -248,7 +248,7 @@ RSMQ_READ_ONLY = env_bool("RSMQ_READ_ONLY")
 RSMQ_PAGE_SIZE = int(os.environ.get("RSMQ_PAGE_SIZE", "50"))
 RSMQ_PREVIEW_BYTES = int(os.environ.get("RSMQ_PREVIEW_BYTES", "300"))
 RSMQ_BROWSE_BUDGET_MS = float(os.environ.get("RSMQ_BROWSE_BUDGET_MS", "40"))
-RSMQ_BROWSE_STEP = int(os.environ.get("RSMQ_BROWSE_STEP", "1000"))
+RSMQ_BROWSE_STEP = int(os.environ.get("RSMQ_BROWSE_STEP", "500"))
 # Live refresh default in seconds (users choose their own; never below 2; 0 = off).
 RSMQ_REFRESH_SECONDS = int(os.environ.get("RSMQ_REFRESH_SECONDS", "5"))
 

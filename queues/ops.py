@@ -70,11 +70,12 @@ MAX_CENSUS_COUNT = 10_000
 CENSUS_BYTES = 512 * 1024
 CENSUS_MESSAGE_BYTES = 2048
 MAX_MAXRC = 1000
-#: members one browse script call looks at, at most: ~1 ms of Redis for the rc test of
-#: in flight / delayed / received >= N (SLOWLOG on the 2-core bench machine)
-BROWSE_STEP = 1000
+#: members one browse script call looks at, at most: 1,000 took a median 4.5 ms of
+#: Redis (the rc test of each; `bench/dashboard.py --calls` with 1,000, load average 6-8
+#: on the 2 cores): too near the 5 ms a call may hold it; 500, half that
+BROWSE_STEP = 500
 #: bodies' bytes one browse call reads for a text search before it stops
-BROWSE_BYTES = 256 * 1024
+BROWSE_BYTES = 128 * 1024
 #: a browse's time budget (s): it makes calls until its page is full, the state ends
 #: or this is spent, then says where it stopped
 BROWSE_BUDGET = 0.04
@@ -844,6 +845,7 @@ class Operations(Generic[R]):
         contains: str = "",
         budget: float = BROWSE_BUDGET,
         step: int = BROWSE_STEP,
+        patience: float = 0.0,
     ) -> Op[Browse]:
         """A keyset page of a state over (score, member), the queue's order, optionally
         only messages received at least ``min_rc`` times and/or whose body contains a text.
@@ -852,7 +854,8 @@ class Operations(Generic[R]):
         ``Cursor`` with an empty score: from the end), or from the ``rank``-th message of
         an unfiltered state. Each script call looks at ``step`` messages at most (a few
         ms of Redis); calls go on until the page is full, the state ends or ``budget``
-        seconds are spent, and ``Browse.resume`` says where to go on. Read-only.
+        seconds are spent (``patience`` seconds more while nothing was found), and
+        ``Browse.resume`` says where to go on. Read-only.
         """
         keys = self._queue_keys(qname)
         v.state(state)
@@ -896,7 +899,8 @@ class Operations(Generic[R]):
                 score, member = _str(r[3]), _member(r[4])
                 if direction == "rank":
                     direction = "next"
-            if at_end or len(found) // 6 > limit or time.monotonic() - start >= budget:
+            spent = time.monotonic() - start
+            if at_end or len(found) // 6 > limit or spent >= budget + (0 if found else patience):
                 break
         items = [_info(found[i : i + 6], now) for i in range(0, len(found), 6)]
         places = [Cursor(_str(found[i + 1]), _member(found[i])) for i in range(0, len(found), 6)]

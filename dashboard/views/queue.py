@@ -131,9 +131,12 @@ def time_param(raw: str, notes: list[str]) -> int | None:
     return max(0, min(int(when.timestamp() * 1000), 2**53))
 
 
-def bounds() -> dict[str, Any]:
-    """How long one request may read, and how much one script call may look at."""
-    return {"budget": settings.RSMQ_BROWSE_BUDGET_MS / 1000, "step": settings.RSMQ_BROWSE_STEP}
+def bounds(patience: bool = False) -> dict[str, Any]:
+    """How long one request may read, and how much one script call may look at; a page
+    (not a scan step) may read up to 3 budgets more to show at least one message."""
+    budget = settings.RSMQ_BROWSE_BUDGET_MS / 1000
+    return {"budget": budget, "step": settings.RSMQ_BROWSE_STEP,
+            "patience": 3 * budget if patience else 0.0}  # fmt: skip
 
 
 def highlight(text: str, needle: str) -> list[tuple[str, bool]]:
@@ -202,7 +205,7 @@ def browse(
         else:
             rank = (page_no - 1) * size
     b = place.rsmq.browse(qname, state, after=after, before=before, rank=rank, limit=size,
-                          preview=preview, **bounds())  # fmt: skip
+                          preview=preview, **bounds(patience=True))  # fmt: skip
     if not b.items and b.at_end and (after or before) and b.state_size:
         # A stale link (the messages it pointed between are gone, or it points past the
         # end): the nearest real page instead of an empty one.
@@ -213,7 +216,9 @@ def browse(
         else:
             notes.append("Nothing before that place any more: showing the first page.")
         after, before, rank = None, Cursor("", b"") if after else None, None
-        b = place.rsmq.browse(qname, state, before=before, limit=size, preview=preview, **bounds())
+        b = place.rsmq.browse(
+            qname, state, before=before, limit=size, preview=preview, **bounds(patience=True)
+        )
     prev_c: Cursor | None
     next_c: Cursor | None
     if before is not None and rank is None:  # read backwards: from the end, or Previous
@@ -249,7 +254,8 @@ class PageInfo:
 
     @property
     def number(self) -> int | None:
-        return None if self.position is None else self.position // self.size + 1
+        # a page read a moment after the counts may sit past them (messages came)
+        return None if self.position is None else min(self.position // self.size + 1, self.pages)
 
     @property
     def pages(self) -> int:

@@ -271,7 +271,7 @@ def test_browse_messages_by_state_and_page(
     assert len(first) == 4
 
     page.get_by_role("link", name="Next →").click()
-    expect(page).to_have_url(re.compile(r"page=2"))
+    expect(page).to_have_url(re.compile(r"after="))  # keyset: after the last one shown
     expect(page.locator(".pagination")).to_contain_text("Page 2 of 2")
     second = browser_rows(page)
     assert len(second) == 2
@@ -293,7 +293,7 @@ def test_browse_messages_by_state_and_page(
         expect(page.locator("nav.tabs a[aria-current=page]")).to_contain_text(tab)
         expect(page.locator("table.messages tbody tr")).to_have_count(len(ids))
         assert sorted(browser_rows(page)) == sorted((i, state) for i in ids)
-        expect(page.locator(".pagination")).to_have_count(0)  # one page only
+        expect(page.locator(".pagination a")).to_have_count(0)  # one page only
     shot(page, "02-browse-delayed")
 
     page.locator("nav.tabs a", has_text="All").click()
