@@ -87,7 +87,11 @@ def run_big(url: str, args: argparse.Namespace) -> list[tuple[str, float, float,
     slowlog = SlowLog(url)
     sent, original = count_sends()
     rows = []
-    paths = [(f"?sort={sort}", sort) for sort in SORTS] + [("?q=queue-09&sort=-msgs", "search")]
+    paths = (
+        [("", "needs attention (the default)")]
+        + [(f"?sort={sort}", sort) for sort in SORTS]
+        + [("?q=queue-09&sort=-msgs", "search")]
+    )
     for _ in range(3):  # the pages sort by the last (the interval is a minute here)
         run_ = snapshots.take()
         assert run_.rows == n, run_

@@ -38,6 +38,13 @@ def oldest_age_slo(conn: str, ns: str, qname: str) -> float:
     return float(settings.RSMQ_OLDEST_AGE_SLO)
 
 
+def smallest_oldest_age_slo() -> float:
+    """The smallest SLO any queue has: no queue whose oldest message is younger is over."""
+    return min(
+        [float(settings.RSMQ_OLDEST_AGE_SLO), *map(float, settings.RSMQ_OLDEST_AGE_SLOS.values())]
+    )
+
+
 def poison_rc(stats: QueueStats | None) -> int:
     bar = int(settings.RSMQ_POISON_RC)
     if stats is not None and stats.dlq and stats.maxrc:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, overload
 
 from django import forms
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Page, Paginator
+from django.db.models import Q
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
@@ -146,6 +147,37 @@ def queue_rows(
     return stats_page, list(stats_page.object_list)
 
 
+#: a big namespace's "needs attention" order ranks at most this many queues in Python
+RANKED_MAX = 5_000
+
+
+class Chain(Sequence[str]):
+    """A list, then a query's values: one sequence for the paginator."""
+
+    def __init__(self, first: list[str], rest: Any) -> None:
+        self.first, self.rest = first, rest
+
+    def __len__(self) -> int:
+        return len(self.first) + self.rest.count()
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, int):
+            got = self[i : i + 1]
+            if not got:
+                raise IndexError(i)
+            return got[0]
+        start, stop = i.start or 0, i.stop if i.stop is not None else len(self)
+        n = len(self.first)
+        head = self.first[start:stop]
+        if stop <= n:
+            return head
+        return head + list(self.rest[max(0, start - n) : stop - n])
+
+
 class Triage:
     """What the overview needs to rank queues and to sum them up: open flags, which
     queues are dead-letter queues (and of which), backlogs a window ago; the totals."""
@@ -180,22 +212,38 @@ class Triage:
     def key(self, s: QueueStats) -> tuple[Any, ...]:
         return self.attention(s).key(s)
 
-    def snapshot_order(self, rows: Any, search: str) -> list[str]:
+    def snapshot_order(self, rows: Any, search: str) -> Sequence[str]:
         """A big namespace's queues, most urgent first, from its last snapshot (its rows
-        hold no policies: dead letters arriving count from the page read live only)."""
+        hold no policies: dead letters arriving count from the page read live only).
+
+        Only the queues that may need attention are ranked here (flagged, older than the
+        smallest SLO, or with as many messages as a growing backlog needs): the rest keep
+        their order in the database, most messages first (100,000 queues ranked in Python
+        took 0.9 s a page)."""
         if search:
             rows = rows.filter(queue__icontains=search)
         conn, ns = self.place.conn.name, self.place.ns
+        maybe = rows.filter(
+            Q(queue__in=self.flagged)
+            | Q(oldest_age__gt=thresholds.smallest_oldest_age_slo())
+            | Q(msgs__gte=settings.RSMQ_BACKLOG_GROWTH_MIN)
+        )
+        if maybe.values_list("pk", flat=True)[RANKED_MAX : RANKED_MAX + 1]:
+            maybe = rows  # most of them: rank them all
         ranked = []
-        for qname, msgs, age in rows.values_list("queue", "msgs", "oldest_age"):
+        for qname, msgs, age in maybe.values_list("queue", "msgs", "oldest_age"):
             slo = thresholds.oldest_age_slo(conn, ns, qname)
             over = age / slo if age is not None and slo > 0 and age > slo else 0.0
             growing = thresholds.backlog_growing(msgs, self.before.get(qname))
-            ranked.append(
-                ((qname not in self.flagged, not over, not growing, -over, -msgs, qname), qname)
-            )
+            if qname in self.flagged or over or growing or maybe is rows:
+                key = (qname not in self.flagged, not over, not growing, -over, -msgs, qname)
+                ranked.append((key, qname))
         ranked.sort()
-        return [q for _, q in ranked]
+        first = [q for _, q in ranked]
+        if maybe is rows:
+            return first
+        rest = rows.exclude(queue__in=first).order_by("-msgs", "queue")
+        return Chain(first, rest.values_list("queue", flat=True))
 
 
 def render_overview(
@@ -217,7 +265,10 @@ def render_overview(
     else:
         page_obj, stats = queue_rows(place.rsmq, search, sort, page, per_page, triage)
     now = stats[0].now if stats else None
-    rates = current_rates(place.conn.name, place.ns, now or clock)
+    # Every queue's rate, summed: read from the last minutes of snapshots, a row per queue
+    # and snapshot. A big namespace's sum would cost seconds (100,000 queues: 2 s), so it
+    # is shown per queue only (its rows, the page's charts and /metrics have them).
+    rates = None if sorted_at else current_rates(place.conn.name, place.ns, now or clock)
     ctx = context(
         place,
         current=current(request),
@@ -233,6 +284,7 @@ def render_overview(
             "send": sum(r.send_rate for r in rates.values()) if rates else None,
             "receive": sum(r.receive_rate for r in rates.values()) if rates else None,
         },
+        rates_summed=rates is not None,
         page_obj=page_obj,
         search=search,
         sort=sort,

@@ -11,6 +11,7 @@ import pytest
 from django.test import Client
 
 from dashboard import latest
+from dashboard.views import overview
 from dashboard.models import Snapshot
 from queues import RedisSMQ
 
@@ -136,3 +137,30 @@ def test_it_sorts_by_the_last_snapshot_run_alone(console, many, big, viewer: Cli
 
     assert response.context["page_obj"].paginator.count == N
     assert len(set(_names(response))) == 50
+
+
+@pytest.mark.parametrize("search", ["", "q01"])
+def test_the_attention_order_ranks_few_and_pages_the_rest_in_the_database(
+    console, many, big, viewer: Client, settings, monkeypatch: pytest.MonkeyPatch, search: str
+) -> None:
+    """Queues that may need attention ranked in Python, the rest paged by the database:
+    every page the same as ranking every queue (RANKED_MAX 0 ranks them all)."""
+    settings.RSMQ_OLDEST_AGE_SLO = 60
+    snapshot(console.ns, many)
+    # Some queues over their SLO (by how much decides their rank), the rest not.
+    for i, q in enumerate(many[::37]):
+        Snapshot.objects.filter(queue=q).update(oldest_age=61 + 7 * i)
+
+    def order() -> list[str]:
+        names = []
+        for page in range(1, N // 50 + 2):
+            response = viewer.get(console.overview(f"?q={search}&page={page}"))
+            names += [n for n in _names(response) if n not in names]
+        return names
+
+    few = order()
+    monkeypatch.setattr(overview, "RANKED_MAX", 0)
+    assert few == order()
+    over = [q for q in many[::37] if not search or search in q]
+    assert few[: len(over)] == sorted(over, key=lambda q: -many[::37].index(q))
+    assert len(few) == len([q for q in many if search in q])
