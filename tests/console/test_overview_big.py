@@ -11,8 +11,8 @@ import pytest
 from django.test import Client
 
 from dashboard import latest
-from dashboard.views import overview
 from dashboard.models import Snapshot
+from dashboard.views import overview
 from queues import RedisSMQ
 
 pytest_plugins = ["console_fixtures"]
