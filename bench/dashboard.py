@@ -159,16 +159,24 @@ def run(url: str, args: argparse.Namespace) -> list[tuple[str, float, float, int
         measure(client, sent, label, path, budget, args.rounds) for label, path, budget in pages
     ]
 
-    # Pagination must stay fast with 10,000 queues too (no budget in SPEC §10: shown).
+    # 10,000 queues (issue 11: ≤ 150 ms sorted by any column): more than latest.LIVE_MAX,
+    # so the pages sort by the last snapshot, as they do while Celery takes one every
+    # interval, and read only the page live.
     print("creating 9,000 more queues ...", flush=True)
     for i in range(n_queues, 10_000):
         rsmq.create_queue(f"queue-{i:05d}")
+    from dashboard import snapshots
+
+    assert snapshots.take().rows == 10_001
     for label, path in (
-        ("overview, 10,000 queues (sort by name)", "/c/default/bench/"),
+        ("overview, 10,000 queues (needs attention, the default)", "/c/default/bench/"),
+        ("overview, 10,000 queues (sort by name)", "/c/default/bench/?sort=name"),
         ("overview, 10,000 queues (sort by messages)", "/c/default/bench/?sort=-msgs"),
+        ("overview, 10,000 queues (sort by oldest)", "/c/default/bench/?sort=-oldest"),
+        ("overview, 10,000 queues (sort by in flight)", "/c/default/bench/?sort=-inflight"),
         ("overview, 10,000 queues, search 'queue-09'", "/c/default/bench/?q=queue-09"),
     ):
-        rows.append(measure(client, sent, label, path, None, args.rounds))
+        rows.append(measure(client, sent, label, path, 150, args.rounds))
     AbstractConnection.send_packed_command = original
     return rows
 
