@@ -214,6 +214,8 @@ def test_it_says_when_a_run_outlived_its_lock(
         return real_take()
 
     monkeypatch.setattr(snapshots, "_take", slow_take)
+    # (an earlier test's logging.config may have disabled the loggers that existed then)
+    monkeypatch.setattr(logging.getLogger("queues.locks"), "disabled", False)
     with caplog.at_level(logging.WARNING, logger="dashboard.snapshots"):
         assert snapshots.take().rows == 2
     # (its own logger's records: a client of an earlier test may log from its thread)
