@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -162,3 +162,40 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     session.config.stash[BACKENDS].stop()
+
+
+@pytest.fixture
+def logged() -> Iterator[Callable[[str], list[str]]]:
+    """``logged("queues.locks")``: the messages that logger logs from then on, caught by a
+    handler of its own (not through the root logger, which other tests' logging
+    configuration — a Celery worker's, a CLI's basicConfig(force=True) — may rearrange)."""
+    handlers: list[tuple[logging.Logger, logging.Handler]] = []
+
+    def catch(name: str) -> list[str]:
+        messages: list[str] = []
+
+        class Catch(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                messages.append(record.getMessage())
+
+        logger = logging.getLogger(name)
+        logger.disabled = False
+        handler = Catch(logging.DEBUG)
+        logger.addHandler(handler)
+        handlers.append((logger, handler))
+        return messages
+
+    yield catch
+    for logger, handler in handlers:
+        logger.removeHandler(handler)
+
+
+@pytest.fixture(autouse=True)
+def _root_log_level() -> Iterator[None]:
+    """The root logger's level as each test found it: an in-process Celery worker
+    (celery.contrib.testing's start_worker) sets it to ERROR, and every later test's
+    warnings would go unheard."""
+    root = logging.getLogger()
+    level = root.level
+    yield
+    root.setLevel(level)

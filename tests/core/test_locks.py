@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import time
 
 import pytest
@@ -47,14 +46,8 @@ def test_only_one_holds_it_for_a_block_and_refuses_a_second(r: redis.Redis) -> N
     assert not going_on(r, "test", "job-e")
 
 
-def test_only_one_says_when_a_block_outlived_its_lock(
-    r: redis.Redis, caplog, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # An earlier test's logging.config (a Celery worker's, a served process's settings)
-    # may have disabled the loggers that existed then: this one must speak.
-    monkeypatch.setattr(logging.getLogger("queues.locks"), "disabled", False)
+def test_only_one_says_when_a_block_outlived_its_lock(r: redis.Redis, logged) -> None:
+    messages = logged("queues.locks")
     with only_one(r, "test", "job-f", timeout=5):
         r.delete(key("test", "job-f"))  # it expired, and maybe another holder took it
-    # (its own logger's records: a client of an earlier test may log from its thread)
-    ours = [r.getMessage() for r in caplog.records if r.name == "queues.locks"]
-    assert ours == ["job-f took longer than its lock (5 s)"]
+    assert messages == ["job-f took longer than its lock (5 s)"]
