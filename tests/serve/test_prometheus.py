@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -142,6 +143,7 @@ def prometheus(served: Served, tmp_path: Path) -> Iterator[int]:
         start_new_session=True,
     )  # fmt: skip
     try:
+        wait_for("Prometheus ready", lambda: ready(port), timeout=60)
         yield port
     finally:
         process.terminate()
@@ -151,6 +153,15 @@ def prometheus(served: Served, tmp_path: Path) -> Iterator[int]:
             process.kill()
             process.wait()
         log.close()
+
+
+def ready(port: int) -> bool:
+    """Prometheus answers /-/ready with 200 once its storage and rules are loaded."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=5) as r:  # noqa: S310
+            return bool(r.status == 200)
+    except (urllib.error.URLError, ConnectionError):
+        return False
 
 
 def api(port: int, path: str, **query: str) -> Any:
@@ -204,7 +215,12 @@ def test_a_stalled_queue_fires_in_prometheus_and_in_the_console(
     assert secret, rule_page[:2000]
 
     def stalled_alerts() -> list[dict[str, Any]]:
-        alerts = api(prometheus, "/api/v1/alerts")["alerts"]
+        try:
+            alerts = api(prometheus, "/api/v1/alerts")["alerts"]
+        except urllib.error.HTTPError as e:
+            if e.code != 503:
+                raise
+            return []  # Prometheus not ready (yet, or for a moment): ask again
         return [
             a for a in alerts
             if a["labels"]["alertname"] == "RsmqConsumersStalled"
