@@ -10,13 +10,14 @@ from typing import Any
 
 from django.http import HttpRequest
 from ninja import Router, Schema
-from pydantic import Field
+from ninja.schema import DjangoGetter
+from pydantic import Field, model_validator
 
 from .. import place as places
 from ..views.actions import Action
 from . import native
 from . import operations as ops
-from .calls import TokenAuth, placed, queue_in_url
+from .calls import BadInput, TokenAuth, placed, queue_in_url
 
 router = Router(tags=["rest-rsmq"])
 
@@ -66,15 +67,42 @@ class Sent(Schema):
     id: str
 
 
-class SendIn(Schema):
+class Strict(Schema):
+    """A body field we don't know is refused (400 naming it), never ignored; ``qname``
+    (its README lists it) may repeat the path's."""
+
+    qname: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def known_fields(cls, data: Any) -> Any:
+        fields = data._obj if isinstance(data, DjangoGetter) else data  # ninja wraps dicts
+        if isinstance(fields, dict):
+            unknown = [k for k in fields if k not in cls.model_fields]
+            if unknown:
+                allowed = ", ".join(f for f in cls.model_fields if f != "qname")
+                raise BadInput(
+                    f"{', '.join(map(str, unknown))}: not a field here (it takes {allowed});"
+                    " nothing changed"
+                )
+        return data
+
+
+class SendIn(Strict):
     message: str
     delay: int | None = None
 
 
-class CreateIn(Schema):
+class CreateIn(Strict):
     vt: int = 30
     delay: int = 0
     maxsize: int = 65536
+
+
+def same_queue(qname: str, body: Strict | None) -> str:
+    if body is not None and body.qname is not None and body.qname != qname:
+        raise BadInput(f"qname is {body.qname!r} in the body but {qname!r} in the path")
+    return qname
 
 
 ERRORS = native.ERRORS
@@ -107,7 +135,8 @@ def create_queue(
 ) -> dict[str, int]:
     """createQueue."""
     b = body or CreateIn()
-    ops.create_queue(request, places.resolve(conn, ns), qname, b.vt, b.delay, b.maxsize)
+    place = places.resolve(conn, ns)
+    ops.create_queue(request, place, same_queue(qname, b), b.vt, b.delay, b.maxsize)
     return {"result": 1}
 
 
@@ -127,7 +156,8 @@ def send_message(
     request: HttpRequest, qname: str, body: SendIn, conn: str | None = None, ns: str | None = None
 ) -> dict[str, str]:
     """sendMessage."""
-    return {"id": ops.send(request, places.resolve(conn, ns), qname, [body.message], body.delay)[0]}
+    place = places.resolve(conn, ns)
+    return {"id": ops.send(request, place, same_queue(qname, body), [body.message], body.delay)[0]}
 
 
 @route(

@@ -1,0 +1,117 @@
+"""rest-rsmq's own suite (its test/test.js, 14 tests: tests/node/rest_rsmq_suite.js) sent
+by Node, as its http.js sends it (http.request + write(): Transfer-Encoding chunked, no
+Content-Length), against `./run` as users start it, with an admin token: all 14 pass,
+with JSON bodies and form-encoded ones. Bodies of no length on the console's own forms
+too, and past DATA_UPLOAD_MAX_MEMORY_SIZE a 413 that changes nothing."""
+
+from __future__ import annotations
+
+import html
+import http.client
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+from conftest import ROOT, Served, cookies, start
+from test_api_served import call, make_token
+
+pytestmark = pytest.mark.slow
+
+SUITE = ROOT / "tests" / "node" / "rest_rsmq_suite.js"
+
+
+@pytest.fixture(scope="module")
+def served(clone: Path) -> Iterator[Served]:
+    console = start(clone, "--no-celery", log_name="rest-rsmq-suite.log")
+    try:
+        console.wait_ready()
+        console.login()
+        yield console
+    finally:
+        console.stop()
+
+
+@pytest.fixture(scope="module")
+def token(served: Served) -> str:
+    return make_token(served, "rest-rsmq-suite", "admin", per_minute=100_000)
+
+
+def node_suite(served: Served, token: str, form: bool) -> dict[str, list[dict[str, object]]]:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    config = {"port": served.port, "base": "/api/rest-rsmq", "token": token, "form": form}
+    done = subprocess.run(
+        [node, str(SUITE), json.dumps(config)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, list[dict[str, object]]] = json.loads(done.stdout)
+    return result
+
+
+@pytest.mark.parametrize("form", [False, True], ids=["json", "form"])
+def test_rest_rsmqs_suite_passes_whole_as_node_sends_it(
+    served: Served, token: str, form: bool
+) -> None:
+    out = node_suite(served, token, form)
+    failed = [(t["name"], t["error"]) for t in out["tests"] if not t["ok"]]
+    assert failed == [] and len(out["tests"]) == 14
+    # The bodies went as Node sends them: chunked, no length.
+    posts = [r for r in out["requests"] if r["method"] == "POST"]
+    assert len(posts) == 3
+    for r in posts:
+        head = str(r["header"]).lower()
+        assert "transfer-encoding: chunked" in head and "content-length" not in head, head
+
+
+def chunked(served: Served, method: str, path: str, parts: list[bytes], headers: dict[str, str]):
+    """A body in chunks of no announced length (http.client: an iterable body)."""
+    conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
+    try:
+        conn.request(method, path, body=iter(parts), headers=headers, encode_chunked=True)
+        r = conn.getresponse()
+        return r.status, r.read()
+    finally:
+        conn.close()
+
+
+def test_a_console_form_posted_chunked_is_read(served: Served) -> None:
+    """The console's own forms (here: create a queue) take a body of no length too."""
+    page = served.get("/")
+    assert page.status == 200, page.text[:300]
+    served.cookies.update(cookies(page))
+    csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+    assert csrf, page.text[:500]
+    form = urlencode({"csrfmiddlewaretoken": html.unescape(csrf[1]), "name": "chunkedform",
+                      "vt": "45", "delay": "0", "maxsize": "4096"}).encode()  # fmt: skip
+    status, body = chunked(
+        served, "POST", "/create/", [form[:20], form[20:]],
+        {"Cookie": "; ".join(f"{k}={v}" for k, v in served.cookies.items()),
+         "Content-Type": "application/x-www-form-urlencoded",
+         "Referer": f"http://127.0.0.1:{served.port}/"},
+    )  # fmt: skip
+    assert status in (200, 302), body[:500]
+    admin = make_token(served, "form-check", "viewer")
+    detail = json.loads(call(served, "GET", "/api/queues/chunkedform/", admin).body)
+    attrs = detail["attributes"]
+    assert (attrs["vt"], attrs["maxsize"]) == (45, 4096), detail
+
+
+def test_a_chunked_body_past_the_limit_is_413_and_changes_nothing(
+    served: Served, token: str
+) -> None:
+    # DATA_UPLOAD_MAX_MEMORY_SIZE: Django's default, 2.5 MiB; 3 MiB sent in 64 KiB chunks.
+    pad = json.dumps({"vt": 20, "pad": "x" * (3 * 1024 * 1024)}).encode()
+    parts = [pad[i : i + 65536] for i in range(0, len(pad), 65536)]
+    status, body = chunked(
+        served, "POST", "/api/rest-rsmq/queues/toolarge", parts,
+        {"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )  # fmt: skip
+    assert status == 413 and "2621440 bytes" in json.loads(body)["error"]
+    listed = json.loads(call(served, "GET", "/api/rest-rsmq/queues", token).body)
+    assert "toolarge" not in listed["queues"]
