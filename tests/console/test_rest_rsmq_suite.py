@@ -27,6 +27,7 @@ pytest_plugins = ["console_fixtures"]
 
 BASE = "/api/rest-rsmq"
 Q1 = "mytestQueue"
+FORM = "application/x-www-form-urlencoded"
 
 
 def admin_token() -> str:
@@ -50,7 +51,7 @@ def via_test_client(form: bool) -> Send:
     def send(method: str, path: str, fields: dict[str, Any] | None = None) -> Answer:
         kwargs: dict[str, Any] = {}
         if fields is not None and form:
-            kwargs = {"data": urlencode(fields), "content_type": "application/x-www-form-urlencoded"}
+            kwargs = {"data": urlencode(fields), "content_type": FORM}
         elif fields is not None:
             kwargs = {"data": json.dumps(fields), "content_type": "application/json"}
         r = getattr(client, method.lower())(BASE + path, **kwargs)
@@ -75,9 +76,7 @@ def via_wsgi(terminated: bool, form: bool) -> Send:
         }  # fmt: skip
         if fields is not None:
             raw = urlencode(fields) if form else json.dumps(fields)
-            environ["CONTENT_TYPE"] = (
-                "application/x-www-form-urlencoded" if form else "application/json"
-            )
+            environ["CONTENT_TYPE"] = FORM if form else "application/json"
             environ["wsgi.input"] = io.BytesIO(raw.encode())
             environ["HTTP_TRANSFER_ENCODING"] = "chunked"
             if terminated:
