@@ -6,17 +6,17 @@ roles, audit log and errors. Each route runs the same operation as native.py's."
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from django.http import HttpRequest
 from ninja import Router, Schema
-from ninja.schema import DjangoGetter
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from .. import place as places
 from ..views.actions import Action
 from . import native
 from . import operations as ops
+from .bodies import Known
 from .calls import BadInput, TokenAuth, placed, queue_in_url
 
 router = Router(tags=["rest-rsmq"])
@@ -67,25 +67,12 @@ class Sent(Schema):
     id: str
 
 
-class Strict(Schema):
+class Strict(Known):
     """A body field we don't know is refused (400 naming it), never ignored; ``qname``
     (its README lists it) may repeat the path's."""
 
+    hidden_fields: ClassVar[frozenset[str]] = frozenset({"qname"})
     qname: str | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def known_fields(cls, data: Any) -> Any:
-        fields = data._obj if isinstance(data, DjangoGetter) else data  # ninja wraps dicts
-        if isinstance(fields, dict):
-            unknown = [k for k in fields if k not in cls.model_fields]
-            if unknown:
-                allowed = ", ".join(f for f in cls.model_fields if f != "qname")
-                raise BadInput(
-                    f"{', '.join(map(str, unknown))}: not a field here (it takes {allowed});"
-                    " nothing changed"
-                )
-        return data
 
 
 class SendIn(Strict):
