@@ -17,13 +17,6 @@ from dataclasses import dataclass
 
 import pytest
 from playwright.sync_api import Page, expect
-from test_browser import (  # noqa: F401  (fixtures)
-    CHROMIUM,
-    browser,
-    make_user,
-    new_context,
-    page_as,
-)
 
 from queues import RedisSMQ
 

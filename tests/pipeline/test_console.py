@@ -18,7 +18,6 @@ from django.core.management import CommandError, call_command
 from dashboard import locks, pipeline_runs, snapshots, tasks
 from dashboard.models import AnomalyFlag, CensusResult, Rollup
 
-pytest_plugins = ["console_fixtures", "snapshot_fixtures", "pipeline_fixtures"]
 pytestmark = pytest.mark.django_db
 
 

@@ -34,7 +34,7 @@ import psycopg
 import pytest
 import yaml
 from conftest import Served
-from postgres_fixtures import EmbeddedPostgres, postgres_bindir
+from support.postgres_fixtures import EmbeddedPostgres, postgres_bindir
 
 from queues import RedisSMQ
 from queues.server import EmbeddedRedis, free_port
