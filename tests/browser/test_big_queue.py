@@ -7,7 +7,6 @@ interleaved by visible-at time in batches of 1,000 / 2,000; 5 poison messages re
 from the census reads (rank ranges of the zset), not from the browsing under test.
 """
 
-# ruff: noqa: F811  (the fixtures imported from test_browser are parameters here)
 from __future__ import annotations
 
 import datetime as dt

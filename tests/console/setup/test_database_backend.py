@@ -1,5 +1,5 @@
 """The database the console's tests run on: SQLite, and for the Postgres twins
-(tests/postgres_fixtures.py) a real Postgres, in this thread and in others."""
+(tests/support/postgres_fixtures.py) a real Postgres, in this thread and in others."""
 
 from __future__ import annotations
 
