@@ -33,7 +33,7 @@ from typing import Any
 import psycopg
 import pytest
 import yaml
-from conftest import Served
+from served import Served
 from support.postgres_fixtures import EmbeddedPostgres, postgres_bindir
 
 from queues import RedisSMQ
