@@ -39,6 +39,31 @@ def test_the_guides_links_resolve() -> None:
             assert (doc.parent / link).is_file(), f"{doc.name} links {link}: no such file"
 
 
+def anchors(doc: Path) -> set[str]:
+    """GitHub's anchors for a Markdown file's headings (outside code blocks)."""
+    found, inside = set(), False
+    for line in doc.read_text().splitlines():
+        if line.startswith("```"):
+            inside = not inside
+        elif not inside and (m := re.match(r"#+ (.*)", line)):
+            slug = re.sub(r"[^\w\- ]", "", m[1].strip().lower()).replace(" ", "-")
+            found.add(slug)
+    return found
+
+
+def test_every_link_to_a_heading_finds_it() -> None:
+    """The guides link each other's sections (#roles-who-may-do-what): a renamed heading
+    would leave such a link dangling."""
+    for doc in [README, *sorted((ROOT / "docs").glob("*.md"))]:
+        for m in LINK.finditer(doc.read_text()):
+            target = m["target"]
+            if "://" in target or "#" not in target:
+                continue
+            path, anchor = target.split("#", 1)
+            linked = (doc.parent / path) if path else doc
+            assert anchor in anchors(linked), f"{doc.name} links {target}: no such heading"
+
+
 def test_the_first_screen_has_the_python_client_example_and_runs_it() -> None:
     first = "\n".join(README.read_text().splitlines()[:FIRST_SCREEN])
     block = re.search(r"<!-- runnable -->\n```python\n(.*?)\n```", first, re.S)
