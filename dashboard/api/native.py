@@ -18,8 +18,7 @@ from queues import validation as v
 from queues.models import Message
 
 from .. import place as places
-from ..views import failing
-from ..views.actions import Action
+from ..actions import Action
 from . import operations as ops
 from . import reads
 from .calls import RANGES, BadInput, TokenAuth, placed
@@ -157,7 +156,7 @@ def queue_failures(
 ) -> HttpResponse:
     """Why its messages failed (what the worker recorded): the groups by error type over
     retrying and dead-lettered messages; with ``id``, that message's history."""
-    return failing.failing_api(request, conn=conn, ns=ns, qname=qname)
+    return reads.failing(request, conn=conn, ns=ns, qname=qname)
 
 
 # -- queues ----------------------------------------------------------------------------

@@ -4,6 +4,7 @@
     /api/queues/<name>/
     /api/c/<conn>/<ns>/queues/       like the pages' /c/<conn>/<ns>/
     /api/c/<conn>/<ns>/queues/<name>/?range=hour|day|week
+    /api/…/queues/<name>/failures/[?id=]  why its messages failed (the Failing page's)
 
 Auth: an API token (any role), RSMQ_METRICS_TOKEN as a bearer token, or a logged-in viewer
 (access.token_or_viewer).
@@ -19,9 +20,12 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_safe
 
+from queues import InvalidArgument
+from queues import validation as v
 from queues.models import QueueStats
 
 from .. import place as places
+from .. import tokens
 from ..access import token_or_viewer
 from ..connections import get_connection
 from ..formatting import iso
@@ -29,7 +33,6 @@ from ..history import RANGES, Backlog, current_rates, queue_history
 from ..place import Place
 from ..rates import Interval
 from ..web_errors import web_error
-from . import tokens
 
 COUNTS = ("msgs", "visible", "hidden", "inflight", "delayed", "exact", "totalsent",
           "totalrecv", "oldest_age")  # fmt: skip
@@ -152,4 +155,27 @@ def queue_detail(request: HttpRequest, place: Place, qname: str) -> JsonResponse
                 "rates": [_interval(i) for i in history.rates],
             },
         }
+    )
+
+
+@api_view
+def failing(request: HttpRequest, place: Place, qname: str) -> JsonResponse:
+    """``/api/…/queues/<name>/failures/``: the groups; ``?id=`` one message's history."""
+    mid = request.GET.get("id")
+    if mid is not None:
+        try:
+            v.message_id(mid)
+        except InvalidArgument as e:  # a bad query, not a page that isn't there
+            return JsonResponse({"error": str(e)}, status=400)
+        failures = place.rsmq.failures(qname, mid)
+        return JsonResponse({"name": qname, "id": mid, "failures": [f.as_dict() for f in failures]})
+    g = place.rsmq.failure_groups(qname)
+    return JsonResponse(
+        {
+            "name": g.qname,
+            "dlq": g.dlq,
+            "complete": g.complete,
+            "read_at": iso(g.now),
+            "groups": [x.as_dict() for x in g.groups],
+        }  # fmt: skip
     )

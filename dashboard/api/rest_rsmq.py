@@ -13,7 +13,7 @@ from ninja import Router, Schema
 from pydantic import Field
 
 from .. import place as places
-from ..views.actions import Action
+from ..actions import Action
 from . import native
 from . import operations as ops
 from .calls import TokenAuth, placed, queue_in_url
