@@ -257,3 +257,14 @@ def test_every_action_in_the_table_has_a_handler_on_its_page() -> None:
 
     assert set(QUEUE_HANDLERS) == set(QUEUE_ACTIONS)
     assert set(MESSAGE_HANDLERS) == set(MESSAGE_ACTIONS)
+
+
+def test_htmx_headers_are_set_by_django_htmx() -> None:
+    """HX-* response headers come from django_htmx.http's helpers, never spelled by hand."""
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line}: {text!r}"
+        for path, _ in modules(("dashboard",)).values()
+        for line, text in _strings(ast.parse(path.read_text(), str(path)))
+        if text.upper().startswith("HX-")
+    ]
+    assert not offenders, f"HX-* headers set by hand: {offenders}"
