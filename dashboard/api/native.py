@@ -126,7 +126,10 @@ def message_json(m: Message) -> dict[str, Any]:
 # -- reading (the read API, as it was: the token, RSMQ_METRICS_TOKEN or a viewer) ------
 
 
-@both(["GET", "HEAD"], "/queues/", None, "list_queues", tags=["read"])
+@both(
+    ["GET", "HEAD"], "/queues/", None, "list_queues", tags=["read"],
+    response={200: reads.QueueList, **ERRORS},
+)  # fmt: skip
 def list_queues(
     request: HttpRequest, q: str = "", conn: str | None = None, ns: str | None = None
 ) -> HttpResponse:
@@ -134,7 +137,10 @@ def list_queues(
     return reads.queue_list(request, conn=conn, ns=ns)
 
 
-@both(["GET", "HEAD"], "/queues/{qname}/", None, "describe_queue", tags=["read"])
+@both(
+    ["GET", "HEAD"], "/queues/{qname}/", None, "describe_queue", tags=["read"],
+    response={200: reads.QueueDetail, **ERRORS},
+)  # fmt: skip
 def describe_queue(
     request: HttpRequest,
     qname: str,
@@ -146,7 +152,10 @@ def describe_queue(
     return reads.queue_detail(request, conn=conn, ns=ns, qname=qname)
 
 
-@both(["GET", "HEAD"], "/queues/{qname}/failures/", None, "queue_failures", tags=["read"])
+@both(
+    ["GET", "HEAD"], "/queues/{qname}/failures/", None, "queue_failures", tags=["read"],
+    response={200: reads.FailureGroupsOut | reads.FailureHistoryOut, **ERRORS},
+)  # fmt: skip
 def queue_failures(
     request: HttpRequest,
     qname: str,
