@@ -375,7 +375,7 @@ def test_the_stack_serves_snapshots_into_postgres_and_rolls_up_on_spark(stack: T
     queues.send_message("orders", "hello from compose")
     queues.close()
 
-    # A login as the README says (docker compose run --rm web … createsuperuser).
+    # A login as docs/production.md says (docker compose run --rm web … createsuperuser).
     subprocess.run(
         [sys.executable, "manage.py", "createsuperuser", "--noinput", "--username", "admin",
          "--email", "admin@example.com"],

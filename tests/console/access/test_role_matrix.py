@@ -1,5 +1,5 @@
-"""Every action × every role × every surface, against the README's table of who may do
-what (its rows are read from README.md: the table and the console can't drift apart).
+"""Every action × every role × every surface, against the docs' table of who may do what
+(its rows are read from docs/console.md: the table and the console can't drift apart).
 
 Surfaces: a plain form POST, the same POST from htmx, and the JSON API (read-only: its
 routes answer 405 to a POST, and it has no route for an action). An allowed action runs
@@ -22,14 +22,14 @@ from queues import RedisSMQ
 
 pytestmark = pytest.mark.django_db
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+GUIDE = Path(__file__).resolve().parents[3] / "docs" / "console.md"
 ROLES = ["anonymous", "no role", "viewer", "operator", "admin", "admin, read-only"]
 SURFACES = ["html", "htmx", "api"]
 
 
 def readme_table() -> dict[str, set[str]]:
-    """{action: the roles the README's table ticks}."""
-    lines = README.read_text().splitlines()
+    """{action: the roles the guide's table ticks}."""
+    lines = GUIDE.read_text().splitlines()
     head = next(i for i, line in enumerate(lines) if line.strip().startswith("| what | action |"))
     columns = [c.strip() for c in lines[head].strip().strip("|").split("|")][2:]
     assert columns == ROLES, columns

@@ -13,8 +13,8 @@ import time
 from django.db import transaction
 from django.utils import timezone
 
-from ..access import GROUPS, Role
-from ..models import ApiToken
+from .access import GROUPS, Role
+from .models import ApiToken
 
 PREFIX = "rsmq_"
 WINDOW = 60  # s
