@@ -18,8 +18,6 @@ from dashboard import lake as lake_writer
 from pipeline import jobs, lake, results
 from pipeline.anomalies import Rules
 
-pytest_plugins = ["pipeline_fixtures"]
-
 T0 = round(dt.datetime(2026, 11, 20, tzinfo=dt.UTC).timestamp() * 1000)
 MINUTE, HOUR = 60_000, 3_600_000
 RULES = Rules(growth_intervals=2, stall_intervals=2, storm_intervals=2, slo=300.0)

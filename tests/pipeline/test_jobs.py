@@ -10,14 +10,12 @@ from pathlib import Path
 
 import pyarrow.dataset as ds
 import pytest
-from pipeline_rows import at, ms
+from support.pipeline_rows import at, ms
 
 from dashboard import lake as lake_writer
 from pipeline import jobs, results
 from pipeline.anomalies import Rules
 from pipeline.lake import files as listed
-
-pytest_plugins = ["pipeline_fixtures"]
 
 
 def row(time: str, sent: int, recv: int = 0, queue: str = "q1", **counts: object) -> dict:
