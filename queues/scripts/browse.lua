@@ -12,7 +12,7 @@
 -- matches; the client calls again from where it stopped.
 -- Returns: now, looked at, reached the state's end (1/0), score and member of the last
 -- one looked at (false if none), the state's first and last rank, the rank of the first
--- and last match (-1 if none), then the matches' rows as list.lua's, in the order met.
+-- and last match (-1 if none), then the matches' rows (append_row), in the order met.
 if queue_missing(KEYS[2]) then
   return not_found()
 end
@@ -63,7 +63,26 @@ end
 
 local found, ranks = {}, {}
 local looked, bytes, last_id, last_score = 0, 0, false, false
+
+-- The filter: whether message `id` is one the read wants beyond its rank range (in
+-- flight / delayed, received at least min rc times, a text in its body). Every condition
+-- a read may set is decided here, and checked in queues/ops/read.py's _filters().
 local filtered = state == "inflight" or state == "delayed" or min_rc > 0 or needle ~= ""
+local function matches(id)
+  local rc_raw = redis.call("HGET", qkey, id .. ":rc")
+  if state == "inflight" and rc_raw == false then return false end
+  if state == "delayed" and rc_raw ~= false then return false end
+  -- an rc that is not a number (another client's) counts as received once
+  local rc = rc_raw and (tonumber(rc_raw) or 1) or 0
+  if rc < min_rc then return false end
+  if needle ~= "" then
+    local body = redis.call("HGET", qkey, id) or ""
+    bytes = bytes + #body
+    return string.find(body, needle, 1, true) ~= nil
+  end
+  return true
+end
+
 while rank >= first and rank <= last and looked < step and #found < limit and bytes < byte_budget do
   local n = math.min(200, step - looked)
   if not filtered then n = math.min(n, limit - #found) end
@@ -77,21 +96,7 @@ while rank >= first and rank <= last and looked < step and #found < limit and by
     local id, score = batch[2 * j - 1], batch[2 * j]
     looked = looked + 1
     last_id, last_score = id, score
-    local ok = true
-    if filtered then
-      local rc_raw = redis.call("HGET", qkey, id .. ":rc")
-      -- an rc that is not a number (another client's) counts as received once
-      local rc = rc_raw and (tonumber(rc_raw) or 1) or 0
-      if state == "inflight" then ok = rc_raw ~= false end
-      if state == "delayed" then ok = rc_raw == false end
-      ok = ok and rc >= min_rc
-      if ok and needle ~= "" then
-        local body = redis.call("HGET", qkey, id) or ""
-        bytes = bytes + #body
-        ok = string.find(body, needle, 1, true) ~= nil
-      end
-    end
-    if ok then
+    if not filtered or matches(id) then
       found[#found + 1] = id
       ranks[#ranks + 1] = rank
     end
