@@ -82,33 +82,56 @@ class Read(Base[R]):
     def _counted_page(
         self, qname: str, state: str, offset: int, limit: int, preview: int, scan_budget: int
     ) -> Op[Page]:
-        """In flight / delayed: the hidden messages are looked at in browse steps, up to
-        ``scan_budget`` of them, counting the matches (an estimate past the budget)."""
+        """In flight / delayed: browse.lua's steps over the hidden messages, up to
+        ``scan_budget`` of them, counting every match (rows only for the page's); past
+        the budget the total is an estimate."""
+        keys = self._queue_keys(qname)
         items: list[MessageInfo] = []
         matched = looked = 0
-        after: Cursor | None = None
+        score, member = "", b""
         now: int | None = None
         while True:
-            n = min(BROWSE_STEP, scan_budget - looked)
-            # matches past the page are only counted: their bodies need not come back
-            cut = preview if matched < offset + limit else 1
-            b = yield from self._browse(qname, state, after=after, limit=n, preview=cut,
-                                        step=n, budget=0.0)  # fmt: skip
-            now = b.now if now is None else now
-            for info in b.items:
-                if offset <= matched < offset + limit:
-                    items.append(info)
-                matched += 1
-            looked += b.looked
-            if b.at_end or looked >= scan_budget or not b.looked:
+            skip = max(0, offset - matched)
+            rows = max(0, offset + limit - matched - skip)
+            step = min(BROWSE_STEP, scan_budget - looked)
+            r: list[Any] = yield self._browse_call(
+                keys, qname, state, "next", score, member, rows, preview, step, skip=skip,
+                counting=True,
+            )  # fmt: skip
+            now = r[0] if now is None else now
+            looked += r[1]
+            matched += r[9]
+            items += [_info(r[i : i + 6], now) for i in range(10, len(r), 6)]
+            if r[2] == 1 or looked >= scan_budget or not r[1]:
                 break
-            after = b.resume
-        hidden = b.state_size
+            score, member = _str(r[3]), _member(r[4])
+        hidden = max(0, r[6] - r[5] + 1)
         exact = looked >= hidden
         total = matched
         if not exact and looked:
             total = max(matched, math.floor(matched * hidden / looked + 0.5))
         return Page(items, total, offset, limit, exact=exact, now=now)
+
+    @staticmethod
+    def _browse_call(
+        keys: tuple[str, str],
+        qname: str,
+        state: str,
+        direction: str,
+        score: str,
+        member: bytes,
+        limit: int,
+        preview: int,
+        step: int,
+        min_rc: int = 0,
+        contains: str = "",
+        skip: int = 0,
+        counting: bool = False,
+    ) -> Call:
+        """One call of browse.lua (its arguments in its order)."""
+        args = (state, direction, score, member, limit, preview, step, min_rc, contains,
+                BROWSE_BYTES, skip, "1" if counting else "")  # fmt: skip
+        return Call(S.BROWSE, keys, args, qname)
 
     @staticmethod
     def _filters(min_rc: int, contains: str) -> tuple[int, str]:
@@ -189,13 +212,14 @@ class Read(Base[R]):
         start = time.monotonic()
         while True:
             # one more than the page: whether anything follows it is then known
-            args = (state, direction, score, member, limit + 1 - len(found) // 6, preview,
-                    step, min_rc, contains, BROWSE_BYTES)  # fmt: skip
-            r: list[Any] = yield Call(S.BROWSE, keys, args, qname)
+            r: list[Any] = yield self._browse_call(
+                keys, qname, state, direction, score, member, limit + 1 - len(found) // 6,
+                preview, step, min_rc, contains,
+            )  # fmt: skip
             calls += 1
             now, at_end, first, last = r[0], r[2] == 1, r[5], r[6]
             looked += r[1]
-            rows = r[9:]
+            rows = r[10:]
             found += rows  # in the order met: backwards for "prev", reversed below
             if rows and direction == "prev":
                 position = r[8] - first
