@@ -17,7 +17,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from conftest import ROOT, Served, cookies, start
+from served import ROOT, Served, cookies, start
 from test_api_served import call, make_token
 
 pytestmark = pytest.mark.slow
