@@ -17,8 +17,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from served import ROOT, Served, cookies, start
-from test_api_served import call, make_token
+from served import ROOT, Served, call, cookies, make_token, start
 
 pytestmark = pytest.mark.slow
 
