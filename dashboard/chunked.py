@@ -8,6 +8,9 @@ granian, uWSGI, mod_wsgi do) and says where the body ends: ``wsgi.input_terminat
 ``Transfer-Encoding: chunked`` header passed on with no ``CONTENT_LENGTH``. This WSGI
 middleware then reads the body, at most ``DATA_UPLOAD_MAX_MEMORY_SIZE`` + 1 bytes of it,
 and hands Django a stream of known length; past the limit it answers 413 and nothing runs.
+A body whose Content-Length is past the limit gets the same 413 before a byte is read
+(Django would answer a bare 400 page; the console takes no file uploads, which the limit
+would not count).
 """
 
 from __future__ import annotations
@@ -23,6 +26,13 @@ StartResponse = Callable[..., Any]
 WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 
 READ_SIZE = 64 * 1024
+
+
+def announced_length(environ: dict[str, Any]) -> int | None:
+    try:
+        return int(str(environ.get("CONTENT_LENGTH") or "").strip())
+    except ValueError:
+        return None
 
 
 def has_unsized_body(environ: dict[str, Any]) -> bool:
@@ -67,8 +77,11 @@ class ChunkedBodies:
         self.app = app
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        length = announced_length(environ)
+        if limit is not None and length is not None and length > limit:
+            return too_large(environ, start_response, limit)
         if has_unsized_body(environ):
-            limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
             body = read_at_most(environ["wsgi.input"], limit)
             if limit is not None and len(body) > limit:
                 return too_large(environ, start_response, limit)

@@ -69,20 +69,25 @@ def test_rest_rsmqs_suite_passes_whole_as_node_sends_it(
 
 
 def chunked(
-    served: Served, method: str, path: str, parts: list[bytes], headers: dict[str, str]
-) -> tuple[int, bytes]:
-    """A body in chunks of no announced length, as Node writes it. A server may answer
-    (413) and close before the last chunk: the answer is read all the same."""
+    served: Served, method: str, path: str, parts: list[bytes], headers: dict[str, str],
+    sized: bool = False,
+) -> tuple[int, bytes]:  # fmt: skip
+    """A body in chunks of no announced length, as Node writes it (``sized``: the same
+    bytes with a Content-Length). A server may answer (413) and close before the last
+    chunk: the answer is read all the same."""
     sock = socket.create_connection(("127.0.0.1", served.port), timeout=30)
-    head = [f"{method} {path} HTTP/1.1", f"Host: 127.0.0.1:{served.port}",
-            "Transfer-Encoding: chunked", "Connection: close"]  # fmt: skip
+    length = sum(len(p) for p in parts)
+    framing = f"Content-Length: {length}" if sized else "Transfer-Encoding: chunked"
+    head = [f"{method} {path} HTTP/1.1", f"Host: 127.0.0.1:{served.port}", framing,
+            "Connection: close"]  # fmt: skip
     head += [f"{k}: {v}" for k, v in headers.items()]
     try:
         try:
             sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
             for part in parts:
-                sock.sendall(b"%x\r\n%s\r\n" % (len(part), part))
-            sock.sendall(b"0\r\n\r\n")
+                sock.sendall(part if sized else b"%x\r\n%s\r\n" % (len(part), part))
+            if not sized:
+                sock.sendall(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):
             pass  # it answered before reading it all
         answer = b""
@@ -144,10 +149,11 @@ def test_a_chunked_body_past_the_limit_is_413_and_changes_nothing(
     # DATA_UPLOAD_MAX_MEMORY_SIZE: Django's default, 2.5 MiB; 3 MiB sent in 64 KiB chunks.
     pad = json.dumps({"vt": 20, "pad": "x" * (3 * 1024 * 1024)}).encode()
     parts = [pad[i : i + 65536] for i in range(0, len(pad), 65536)]
-    status, body = chunked(
-        served, "POST", "/api/rest-rsmq/queues/toolarge", parts,
-        {"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )  # fmt: skip
-    assert status == 413 and "2621440 bytes" in json.loads(body)["error"]
+    for sized in (False, True):  # chunked, and with a Content-Length: the same 413
+        status, body = chunked(
+            served, "POST", "/api/rest-rsmq/queues/toolarge", parts,
+            {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}, sized,
+        )  # fmt: skip
+        assert status == 413 and "2621440 bytes" in json.loads(body)["error"], sized
     listed = json.loads(call(served, "GET", "/api/rest-rsmq/queues", token).body)
     assert "toolarge" not in listed["queues"]

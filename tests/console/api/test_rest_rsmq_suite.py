@@ -169,6 +169,23 @@ def test_a_chunked_body_past_the_limit_is_413_and_changes_nothing(
     assert rsmq.get_queue_attributes(Q1).vt == 20
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_sized_body_past_the_limit_is_the_same_413(console, rsmq: RedisSMQ, settings) -> None:
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    app = ChunkedBodies(WSGIHandler())
+    raw = json.dumps({"vt": 20, "pad": "x" * 1000}).encode()
+    stream = io.BytesIO(raw)
+    environ = {
+        "REQUEST_METHOD": "POST", "PATH_INFO": f"{BASE}/queues/{Q1}", "SERVER_NAME": "t",
+        "SERVER_PORT": "80", "wsgi.input": stream, "CONTENT_LENGTH": str(len(raw)),
+        "CONTENT_TYPE": "application/json", "HTTP_AUTHORIZATION": f"Bearer {admin_token()}",
+    }  # fmt: skip
+    got: list[str] = []
+    body = b"".join(app(environ, lambda status, headers, *exc: got.append(status)))
+    assert got == ["413 Request Entity Too Large"] and b"1000 bytes" in body
+    assert stream.tell() == 0 and rsmq.list_queues() == []
+
+
 def test_it_reads_no_more_than_the_limit_plus_one(settings) -> None:
     """A body a client keeps sending is not read to its end: limit + 1 bytes tell."""
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10
