@@ -90,3 +90,13 @@ def test_queues_imports_only_the_base() -> None:
 
 def test_dev_brings_the_console_and_the_pipeline() -> None:
     assert with_included("console") | with_included("pipeline") <= with_included("dev")
+
+
+def test_run_and_the_image_install_the_console_and_the_pipeline() -> None:
+    """docs/client.md: ./run installs [console,pipeline] (./run test: [dev]), the image
+    [console,pipeline,postgres]."""
+    run = (ROOT / "run").read_text()
+    assert 'extras="[console,pipeline]"' in run and 'extras="[dev]"' in run
+    assert 'pip install --quiet -e ".$extras"' in run
+    image = (ROOT / "Dockerfile").read_text()
+    assert 'pip install --no-cache-dir -e ".[console,pipeline,postgres]"' in image
