@@ -223,3 +223,20 @@ def test_rsmqctl_and_rsmq_print_the_same_keys(rsmqctl: Path, rsmq_sh: Shell) -> 
         made = maker["describe after"]
         assert isinstance(seen, dict) and isinstance(made, dict)
         assert {k: int(seen[k]) for k in DESCRIBE_KEYS} == {k: int(made[k]) for k in DESCRIBE_KEYS}
+
+
+def test_rsmqctls_long_flags_work_too(rsmq_sh: Shell) -> None:
+    """Its --help's long forms (its README types the short ones)."""
+    line = "rsmqctl queue create --name q --visibility-timeout 45 --delay 0 --maxsize 2048"
+    assert rsmq_sh(line).returncode == 0
+    described = out_json(rsmq_sh("rsmqctl queue describe --name q"))
+    assert isinstance(described, dict)
+    assert (described["vt"], described["maxsize"]) == (45, 2048)
+    sent = out_json(rsmq_sh('rsmqctl message send --name q --message "Hi" --delay 0'))
+    assert isinstance(sent, dict)
+    got = out_json(rsmq_sh("rsmqctl message receive --name q --visibility-timeout 100"))
+    assert isinstance(got, dict) and got["id"] == sent["id"]
+    line = f"rsmqctl message visibility --name q --message-id {got['id']} --visibility-timeout 0"
+    assert out_json(rsmq_sh(line)) == {"changed": True}
+    line = f"rsmqctl message delete --name q --message-id {got['id']}"
+    assert out_json(rsmq_sh(line)) == {"deleted": 1}
