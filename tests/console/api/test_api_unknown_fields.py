@@ -1,6 +1,6 @@
 """Every field a call's body names is applied or refused — never ignored: the API's own
 routes refuse a field they don't take with a 400 naming it and what they take, nothing
-changed and nothing run (rest-rsmq's routes: tests/console/test_rest_rsmq_suite.py)."""
+changed and nothing run (rest-rsmq's routes: tests/console/api/test_rest_rsmq_suite.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """rest-rsmq's own suite (smrchy/rest-rsmq, test/test.js, 14 tests), transcribed: the same
 requests in its order, each checked as its test checks it (the test's name beside each),
 against /api/rest-rsmq/ with an admin token — through Django's test client here, JSON and
-form-encoded; tests/serve/test_rest_rsmq_suite.py sends them from Node as Node sends them.
+form-encoded; tests/serve/test_rest_rsmq_suite_served.py sends them from Node as Node sends them.
 
 And the WSGI layer (dashboard/chunked.py): a body without Content-Length is read when the
 server ends it for us, within DATA_UPLOAD_MAX_MEMORY_SIZE (413 past it, nothing changed).
