@@ -31,6 +31,12 @@ pytest_plugins = ["console_fixtures", "snapshot_fixtures"]
 T = TypeVar("T")
 
 
+@pytest.fixture(autouse=True)
+def loopback_allowed(settings) -> None:
+    """The receivers here listen on 127.0.0.1, which the console refuses unless told."""
+    settings.RSMQ_OUTBOUND_ALLOW = ["127.0.0.1"]
+
+
 class Receiver:
     """A webhook receiver on a port of its own, started and stopped by the test."""
 
