@@ -158,11 +158,14 @@ def describe(e: Exception) -> tuple[str, bool]:
     if isinstance(e, outbound.Unresolved):
         return str(e), False
     if isinstance(e, smtplib.SMTPRecipientsRefused):
-        return f"the mail server refused {', '.join(sorted(e.recipients))}", True
+        codes = {code for code, _ in e.recipients.values()}
+        told = "; ".join(f"{a}: {c} {_text(m)}" for a, (c, m) in sorted(e.recipients.items()))
+        # 5xx: the address is refused for good; 4xx: try again later.
+        return f"the mail server refused every recipient ({told})", min(codes, default=500) >= 500
     if isinstance(e, smtplib.SMTPSenderRefused):
-        return f"the mail server refused the sender {e.sender}: {e.smtp_error!r}", True
+        return f"the mail server refused the sender {e.sender}: {_text(e.smtp_error)}", True
     if isinstance(e, smtplib.SMTPResponseException) and 500 <= e.smtp_code < 600:
-        return f"the mail server answered {e.smtp_code}: {e.smtp_error!r}", True
+        return f"the mail server answered {e.smtp_code}: {_text(e.smtp_error)}", True
     if isinstance(e, (BadHeaderError, UnicodeError, KeyError, TypeError, ValueError)):
         return f"the notification can't be sent as it is: {type(e).__name__}: {e}", True
     if isinstance(e, TimeoutError):
@@ -171,6 +174,10 @@ def describe(e: Exception) -> tuple[str, bool]:
         reason = e.strerror or str(e) or type(e).__name__
         return f"could not reach the receiver: {reason}", False
     return f"{type(e).__name__}: {e}", False
+
+
+def _text(said: bytes | str) -> str:
+    return said.decode("utf-8", "replace") if isinstance(said, bytes) else said
 
 
 def _post(url: str, body: bytes, headers: dict[str, str]) -> None:

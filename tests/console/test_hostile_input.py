@@ -165,3 +165,38 @@ def test_a_pathological_json_body_shows_its_page_and_its_queue_page(
         assert shown == body  # as it is
     queue = client.get(console.queue("q1"))
     assert queue.status_code == 200 and mid in queue.content.decode()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "{base}q/%ED%A0%80/",  # a surrogate's UTF-8 bytes: not a queue name
+        "{base}q/q1/?q=%ED%A0%80",
+        "{base}q/q1/?q=%FF%FE&body=%00",
+        "{base}q/q1/m/%ED%A0%80/",
+        "{base}?q=%ED%A0%80",
+        "{base}q/q1/?state=%ED%A0%80&sort=%FF&after=%ED%A0%80",
+        "{base}q/q1/failing/?id=%ED%A0%80",
+        "/audit/?queue=%ED%A0%80&username=%00",
+        "/c/%ED%A0%80/x/",
+        "/api/queues/?q=%ED%A0%80",
+        "/api/queues/%ED%A0%80/",
+        "/api/queues/q1/failures/?id=%ED%A0%80",
+    ],
+)
+def test_bad_unicode_in_a_page_address_is_a_page_or_a_4xx(
+    console, q1: RedisSMQ, admin: Client, path: str
+) -> None:
+    response = admin.get(path.format(base=console.base))
+    assert response.status_code in (200, 400, 404), response.status_code
+    assert "Traceback" not in response.content.decode()
+
+
+def test_a_form_post_of_bad_utf8_is_taken_as_text(console, q1: RedisSMQ, admin: Client) -> None:
+    response = admin.generic(
+        "POST", console.act("q1"), b"action=send&body=a%ED%A0%80%FFb",
+        content_type="application/x-www-form-urlencoded",
+    )  # fmt: skip
+    assert response.status_code == 302
+    [m] = q1.receive_messages("q1", 5)
+    assert m.message.startswith("a") and m.message.endswith("b") and "\ufffd" in m.message

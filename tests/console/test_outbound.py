@@ -429,6 +429,72 @@ def test_a_name_with_a_line_break_saved_before_still_makes_a_one_line_subject(se
     assert email.to == ["ops@example.com"]
 
 
+class Smtp:
+    """A mail server on 127.0.0.1 that answers RCPT TO with ``code`` for addresses that
+    start with "bad" (250 for the others) and keeps the mails it takes."""
+
+    def __init__(self, code: int) -> None:
+        self.code, self.mails = code, 0
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn, conn.makefile("rwb") as f:
+                f.write(b"220 test ESMTP\r\n")
+                f.flush()
+                data = False
+                for line in f:
+                    verb = line.strip().upper()
+                    if data:
+                        if verb == b".":
+                            data, self.mails = False, self.mails + 1
+                            f.write(b"250 taken\r\n")
+                    elif verb.startswith((b"EHLO", b"HELO")):
+                        f.write(b"250 test\r\n")
+                    elif verb.startswith(b"RCPT TO:<BAD"):
+                        f.write(f"{self.code} no such mailbox\r\n".encode())
+                    elif verb.startswith(b"DATA"):
+                        data = True
+                        f.write(b"354 go on\r\n")
+                    elif verb.startswith(b"QUIT"):
+                        f.write(b"221 bye\r\n")
+                        f.flush()
+                        break
+                    else:
+                        f.write(b"250 ok\r\n")
+                    f.flush()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("code", "permanent"), [(550, True), (451, False)])
+def test_an_address_the_mail_server_refuses_for_good_ends_the_retries(
+    settings, code: int, permanent: bool
+) -> None:
+    smtp = Smtp(code)
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", smtp.port
+    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
+    try:
+        n = notification("email", "bad@example.com")
+        assert delivery.send_due().failed == 1
+        notification("email", "ops@example.com, bad@example.com")  # one taken: sent
+        assert delivery.send_due().sent == 1
+    finally:
+        smtp.sock.close()
+    n.refresh_from_db()
+    assert f"the mail server refused every recipient (bad@example.com: {code}" in n.last_error
+    assert (n.gave_up is not None) is permanent
+    assert smtp.mails == 1
+
+
 # -- saving a rule -----------------------------------------------------------------------
 
 
