@@ -20,7 +20,7 @@ import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from django.conf import settings
 
@@ -29,6 +29,7 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 SETTING = "RSMQ_OUTBOUND_ALLOW"
 SCHEMES = {"http": 80, "https": 443}
+SAFE = "/%:@!$&'()*+,;=-._~"  # RFC 3986's characters of a path, kept as they are
 MAX_ANSWER = 64 * 1024  # bytes of a receiver's answer read, at most
 LOCAL_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
 NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
@@ -185,9 +186,14 @@ def split(url: str) -> tuple[str, str, int, str]:
     host = (parts.hostname or "").rstrip(".")
     if not host:
         raise Refused("refused: the URL names no host")
-    path = parts.path or "/"
+    try:  # the name as DNS and the Host header take it (bücher.example: xn--bcher-kva…)
+        host = host.encode("idna").decode("ascii")
+    except UnicodeError:
+        raise Refused(f"refused: {host!r} is not a host name") from None
+    # Whatever the admin typed, as a request line can carry it (no spaces, no controls).
+    path = quote(parts.path or "/", safe=SAFE)
     if parts.query:
-        path += "?" + parts.query
+        path += "?" + quote(parts.query, safe=SAFE + "?")
     return scheme, host, port or SCHEMES[scheme], path
 
 

@@ -298,10 +298,11 @@ def test_a_name_is_looked_up_once_and_the_request_goes_to_the_address_checked(
         return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port)) for a in next(answers)]
 
     monkeypatch.setattr(outbound, "getaddrinfo", rebinding)
-    n = notification("webhook", f"http://hooks.test:{r.port}/in?x=1")
+    n = notification("webhook", f"http://hooks.test:{r.port}/in bücher?x=1 2")
     assert delivery.send_due().sent == 1
     [(method, path, headers, _)] = r.got
-    assert (method, path, headers["host"]) == ("POST", "/in?x=1", f"hooks.test:{r.port}")
+    assert (method, headers["host"]) == ("POST", f"hooks.test:{r.port}")
+    assert path == "/in%20b%C3%BCcher?x=1%202"  # as a request line can carry it
     assert connects(watched) == [("127.0.0.1", r.port)]
     assert next(answers) == ["10.9.9.9"]  # the second answer was never asked for
     n.refresh_from_db()
