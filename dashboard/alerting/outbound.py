@@ -30,7 +30,6 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 SETTING = "RSMQ_OUTBOUND_ALLOW"
 SCHEMES = {"http": 80, "https": 443}
 SAFE = "/%:@!$&'()*+,;=-._~"  # RFC 3986's characters of a path, kept as they are
-MAX_ANSWER = 64 * 1024  # bytes of a receiver's answer read, at most
 LOCAL_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
 NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 COMPATIBLE = ipaddress.IPv6Network("::/96")
@@ -254,8 +253,7 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> int:
     conn._create_connection = pinned  # type: ignore[attr-defined]
     try:
         conn.request("POST", target.path, body=body, headers=headers)
-        response = conn.getresponse()
-        response.read(MAX_ANSWER)
+        response = conn.getresponse()  # its body is not read: nothing in it is needed
         if not 200 <= response.status < 300:
             raise Answered(response.status, response.reason, response.getheader("Location") or "")
         return response.status
