@@ -14,7 +14,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from conftest import Response, Served, cookies, request, start
+from served import Response, Served, cookies, request, start
 from test_api_served import call, make_token
 
 pytestmark = pytest.mark.slow
