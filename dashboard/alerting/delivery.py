@@ -21,6 +21,7 @@ import hmac
 import json
 import logging
 import smtplib
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -168,6 +169,10 @@ def describe(e: Exception) -> tuple[str, bool]:
         return f"the mail server refused the sender {e.sender}: {_text(e.smtp_error)}", True
     if isinstance(e, smtplib.SMTPResponseException) and 500 <= e.smtp_code < 600:
         return f"the mail server answered {e.smtp_code}: {_text(e.smtp_error)}", True
+    if isinstance(e, ssl.SSLCertVerificationError):  # a ValueError too: before those
+        return f"the receiver's TLS certificate was refused: {e.verify_message}", False
+    if isinstance(e, ssl.SSLError):
+        return f"the TLS handshake with the receiver failed: {e.reason or e}", False
     if isinstance(e, (BadHeaderError, UnicodeError, KeyError, TypeError, ValueError)):
         return f"the notification can't be sent as it is: {type(e).__name__}: {e}", True
     if isinstance(e, TimeoutError):

@@ -11,7 +11,10 @@ from __future__ import annotations
 import datetime as dt
 import hmac
 import json
+import shutil
 import socket
+import ssl
+import subprocess
 import sys
 import threading
 import uuid
@@ -305,6 +308,61 @@ def test_a_name_is_looked_up_once_and_the_request_goes_to_the_address_checked(
     assert next(answers) == ["10.9.9.9"]  # the second answer was never asked for
     n.refresh_from_db()
     assert n.sent is not None
+
+
+@pytest.mark.django_db
+def test_https_goes_to_the_address_checked_and_verifies_the_certificate_for_the_name(
+    settings, monkeypatch: pytest.MonkeyPatch, tmp_path, watched: list[Any]
+) -> None:
+    """TLS's server name is the URL's host while the socket goes to the checked address;
+    a certificate no CA signed fails the delivery before a byte of the request (or its
+    signature) is sent."""
+    openssl = shutil.which("openssl")
+    assert openssl, "the openssl command makes the test's certificate (Debian: openssl)"
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=hooks.test", "-addext", "subjectAltName=DNS:hooks.test",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(cert, key)
+    asked: list[str | None] = []
+    got: list[bytes] = []
+    server.sni_callback = lambda sock, name, ctx: asked.append(name)  # type: ignore[assignment,misc,return-value]
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    listening.listen(1)
+    port = listening.getsockname()[1]
+
+    def serve() -> None:
+        conn, _ = listening.accept()
+        try:
+            with server.wrap_socket(conn, server_side=True) as tls:
+                got.append(tls.recv(1024))
+        except (ssl.SSLError, OSError):
+            pass  # the client refused the certificate
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    settings.RSMQ_OUTBOUND_ALLOW = ["127.0.0.0/8"]
+    monkeypatch.setattr(
+        outbound, "getaddrinfo",
+        lambda host, port, **kw: [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))],
+    )  # fmt: skip
+    try:
+        n = notification("webhook", f"https://hooks.test:{port}/hook")
+        assert delivery.send_due().failed == 1
+        thread.join(5)
+    finally:
+        listening.close()
+    assert asked == ["hooks.test"]  # the name, for a socket on 127.0.0.1
+    assert connects(watched) == [("127.0.0.1", port)]
+    assert got == []  # no request, no signature
+    n.refresh_from_db()
+    assert "the receiver's TLS certificate was refused: self-signed certificate" in n.last_error
+    assert n.gave_up is None  # a certificate can be renewed: tried again
 
 
 @pytest.mark.django_db
