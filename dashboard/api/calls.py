@@ -249,15 +249,19 @@ def audit_refusal(request: HttpRequest, status: int, text: str) -> None:
     """Every refused call gets an audit row (unless its action wrote one already): with
     the action's name ("api_read" for a read), the token's name or "anonymous", and the
     answer's text. A refusal anyone can repeat at will (no token or an unknown one, a
-    token over its rate) is folded into one row a minute per kind (audit.record_refused);
-    the others come from a token that each of them counts against its rate."""
+    token over its rate, a session without the viewer role) is folded into one row a
+    minute per kind (audit.record_refused); the others come from a token that each of
+    them counts against its rate."""
     if getattr(request, "rsmq_audited", False) or not 400 <= status < 500:
         return
     request.rsmq_audited = True  # type: ignore[attr-defined]
     action: Action | None = getattr(request, "rsmq_action", None)
     name = action.audit_name if action is not None else READ
     row = getattr(request, "auth", None)
+    token = isinstance(row, ApiToken)
     who = actor(row) if isinstance(row, ApiToken) else getattr(request, "rsmq_actor", "")
+    if not who and request.user.is_authenticated:  # a session on the read API
+        who = request.user.get_username()
     kwargs = request.resolver_match.kwargs if request.resolver_match else {}
     try:
         place = places.resolve(kwargs.get("conn"), kwargs.get("ns"))
@@ -266,7 +270,7 @@ def audit_refusal(request: HttpRequest, status: int, text: str) -> None:
     queue = str(kwargs.get("qname", ""))
     outcome = OUTCOMES.get(status, AuditEntry.Outcome.INVALID)
     detail = f"{status}: {text}"
-    if status in (401, 429) or not who:
+    if status in (401, 429) or not token:  # nothing counts these calls but this
         audit.record_refused(request, place, name, outcome, queue, detail, who or ANONYMOUS)
     else:
         audit.record(request, place, name, outcome, queue, detail=detail, actor=who)

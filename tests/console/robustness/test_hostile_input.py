@@ -97,7 +97,7 @@ def test_a_body_the_api_cannot_take_is_a_400_saying_why_and_audited(
 
 
 def test_refused_calls_are_audited_and_a_flood_folds_into_one_row_a_minute(
-    console, q1: RedisSMQ
+    console, q1: RedisSMQ, outsider: Client
 ) -> None:
     send = "/api/queues/q1/messages/"
     body = {"data": '{"message": "x"}', "content_type": "application/json"}
@@ -111,6 +111,8 @@ def test_refused_calls_are_audited_and_a_flood_folds_into_one_row_a_minute(
         limited.client.post(send, **body)
     viewer = Api("viewer")
     assert viewer.client.post(send, **body).status_code == 403
+    for _ in range(5):  # a session without a role, on the read API
+        assert outsider.get("/api/queues/").status_code == 403
     other = Api(name="other")
     assert other.client.post("/api/queues/bad!name/messages/", **body).status_code == 404
 
@@ -124,13 +126,15 @@ def test_refused_calls_are_audited_and_a_flood_folds_into_one_row_a_minute(
         ("token:bot-operator", "send", "ok", {"delay": None, "bytes": 1}),
         ("token:bot-operator", "send", "throttled", {"repeats": 28}),
         ("token:bot-viewer", "send", "denied", {}),
+        ("olga", "api_read", "denied", {"repeats": 5}),  # the outsider
         ("token:other", "send", "invalid", {}),
     ]
     details = list(AuditEntry.objects.order_by("id").values_list("detail", flat=True))
     assert details[0] == "401: Unknown API token." and "rsmq_nope" not in "".join(details)
     assert details[4].startswith("429: Token bot-operator is limited to 2 requests a minute")
     assert details[5] == "This needs the operator role."
-    assert details[6].startswith("404: Invalid qname format: 'bad!name'")
+    assert details[6] == "403: This needs the viewer role."
+    assert details[7].startswith("404: Invalid qname format: 'bad!name'")
 
 
 # -- the pages -------------------------------------------------------------------------
