@@ -21,8 +21,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 COPY . .
-# Editable: settings find templates/ and static/ next to the code, in /app.
-RUN pip install --no-cache-dir -e ".[postgres]"
+# Editable: settings find templates/ and static/ next to the code, in /app. The console
+# and the pipeline are extras (a bare install is the client alone).
+RUN pip install --no-cache-dir -e ".[console,pipeline,postgres]"
 # Static files with hashed, compressed names, in the image (WhiteNoise serves them).
 RUN SECRET_KEY=collectstatic-only python manage.py collectstatic --noinput --verbosity 0
 

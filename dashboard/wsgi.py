@@ -8,6 +8,8 @@ import sys
 from django.conf import settings
 from django.core.wsgi import get_wsgi_application
 
+from dashboard.chunked import ChunkedBodies
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
 
@@ -34,5 +36,6 @@ def refuse_bad_configuration() -> None:
 
 
 refuse_insecure_key()
-application = get_wsgi_application()
+# Bodies sent chunked (no Content-Length) read too, within the size limit (chunked.py).
+application = ChunkedBodies(get_wsgi_application())
 refuse_bad_configuration()

@@ -1,4 +1,5 @@
-"""`rsmq`: the command line, mirroring rsmqctl's verbs. JSON on stdout; errors on one line.
+"""`rsmq`: the command line, a drop-in for rsmqctl (its verbs, flags, -r/--redis-url and
+REDIS_URL, its JSON keys: more keys are ours). JSON on stdout; errors on one line.
 
 rsmq queue list|create|describe|set|delete|purge
 rsmq message send|receive|pop|get|list|delete|visibility|requeue|move
@@ -13,6 +14,7 @@ import datetime as dt
 import json
 import os
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,7 +23,7 @@ import redis
 from . import validation as v
 from .client import RedisSMQ
 from .errors import InvalidArgument, QueueNotFound, QueueUnreadable, RsmqError
-from .models import LIST_STATES
+from .models import LIST_STATES, Message
 from .server import default_redis_url
 from .urls import redacted
 
@@ -51,7 +53,8 @@ def _queue_describe(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
         raise QueueNotFound(a.name)
     if stats[0].unreadable:
         raise QueueUnreadable(a.name, stats[0].unreadable)
-    return stats[0].as_dict()
+    # rsmqctl's (rsmq's getQueueAttributes') hiddenmsgs beside our split of it
+    return {**stats[0].as_dict(), "hiddenmsgs": stats[0].hidden}
 
 
 def _queue_set(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
@@ -116,16 +119,21 @@ def _when(text: str) -> dt.datetime | float:
     return when
 
 
+def _received(m: Message) -> dict[str, Any]:
+    """A received message: its fields, and rsmqctl's ``ts`` (when it was sent, epoch ms)."""
+    return {**dataclasses.asdict(m), "ts": int(m.sent)}
+
+
 def _message_receive(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
     if a.count == 1:
         m = rsmq.receive_message(a.name, vt=a.vt)
-        return dataclasses.asdict(m) if m else {}
-    return [dataclasses.asdict(m) for m in rsmq.receive_messages(a.name, a.count, vt=a.vt)]
+        return _received(m) if m else {}
+    return [_received(m) for m in rsmq.receive_messages(a.name, a.count, vt=a.vt)]
 
 
 def _message_pop(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
     m = rsmq.pop_message(a.name)
-    return dataclasses.asdict(m) if m else {}
+    return _received(m) if m else {}
 
 
 def _message_get(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
@@ -177,10 +185,17 @@ def _failures(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="rsmq", description="RSMQ command line (rsmqctl's verbs).")
+    p = argparse.ArgumentParser(
+        prog="rsmq", description="RSMQ command line: rsmqctl's command lines work with rsmq."
+    )
     # No argparse defaults: a worker keeps the URL and namespace it was made with unless
     # these are given; every other command falls back to the environment, then DEFAULTS.
-    p.add_argument("--url", help=f"Redis URL (env RSMQ_REDIS_URL; default {DEFAULT_URL})")
+    p.add_argument(
+        "-r", "--redis-url", "--url", dest="url", metavar="URL",
+        help="Redis URL. Else env RSMQ_REDIS_URL, else env REDIS_URL (rsmqctl's), else the "
+        f"embedded Redis of a running ./run, else {DEFAULT_URL}",
+    )  # fmt: skip
+    p.add_argument("-v", "--verbose", action="store_true", help="print tracebacks of errors")
     p.add_argument("--ns", help=f"key namespace (env RSMQ_NAMESPACE; default {DEFAULT_NS})")
     groups = p.add_subparsers(dest="group", required=True, metavar="{queue,message,failures}")
 
@@ -195,7 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
     qs = q.add_subparsers(dest="verb", required=True)
     cmd(qs, "list", _queue_list, "list the queues")
     c = cmd(qs, "create", _queue_create, "create a queue")
-    c.add_argument("-t", "--vt", type=int, default=30, help="visibility timeout, s")
+    c.add_argument("-t", "--vt", "--visibility-timeout", dest="vt", type=int, default=30,
+                   help="visibility timeout, s")  # fmt: skip
     c.add_argument("-d", "--delay", type=int, default=0, help="delivery delay, s")
     c.add_argument("-m", "--maxsize", type=int, default=65536, help="bytes, or -1")
     cmd(qs, "describe", _queue_describe, "attributes and counts of a queue")
@@ -219,7 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-d", "--delay", type=int)
     c.add_argument("--at", help="visible at: epoch seconds or ISO 8601 with timezone")
     c = cmd(ms, "receive", _message_receive, "receive messages (they turn invisible for vt)")
-    c.add_argument("-t", "--vt", type=int)
+    c.add_argument("-t", "--vt", "--visibility-timeout", dest="vt", type=int)
     c.add_argument("-c", "--count", type=int, default=1, help="receive up to this many")
     cmd(ms, "pop", _message_pop, "receive and delete a message")
     c = cmd(ms, "get", _message_get, "show one message without receiving it")
@@ -230,10 +246,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--limit", type=int, default=50)
     c.add_argument("--preview", type=int, default=200, help="body bytes shown; 0 = all")
     c = cmd(ms, "delete", _message_delete, "delete messages")
-    c.add_argument("-i", "--id", required=True, nargs="+")
+    c.add_argument("-i", "--id", "--message-id", dest="id", required=True, nargs="+")
     c = cmd(ms, "visibility", _message_visibility, "change a message's visibility timeout")
-    c.add_argument("-i", "--id", required=True)
-    c.add_argument("-t", "--vt", type=int, required=True)
+    c.add_argument("-i", "--id", "--message-id", dest="id", required=True)
+    c.add_argument("-t", "--vt", "--visibility-timeout", dest="vt", type=int, required=True)
     c = cmd(ms, "requeue", _message_requeue, "make messages visible now")
     c.add_argument("-i", "--id", required=True, nargs="+")
     c = cmd(ms, "move", _message_move, "move messages to another queue")
@@ -279,6 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .worker_cli import run_workers
 
         return run_workers(args)
+    args.url = args.url or os.environ.get("RSMQ_REDIS_URL") or os.environ.get("REDIS_URL")
     args.url = args.url or default_redis_url()
     args.ns = args.ns or os.environ.get("RSMQ_NAMESPACE") or DEFAULT_NS
     try:
@@ -287,7 +304,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"rsmq: error: {e}", file=sys.stderr)
         return EXIT_ERROR
     try:
-        result = args.handler(rsmq, args)
+        try:
+            result = args.handler(rsmq, args)
+        except Exception:
+            if args.verbose:
+                traceback.print_exc()
+            raise
     except QueueUnreadable as e:
         print(f"rsmq: {e.name}: {_line(e)}", file=sys.stderr)
         return EXIT_DATA

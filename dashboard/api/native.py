@@ -21,6 +21,7 @@ from .. import place as places
 from ..actions import Action
 from . import operations as ops
 from . import reads
+from .bodies import Known
 from .calls import RANGES, BadInput, TokenAuth, placed
 
 router = Router(tags=["actions"])
@@ -64,7 +65,7 @@ class MessageOut(Schema):
     sent: float = Field(description="when it was sent, epoch ms")
 
 
-class CreateIn(Schema):
+class CreateIn(Known):
     vt: int = Field(default=30, description=SECONDS)
     delay: int = Field(default=0, description=SECONDS)
     maxsize: int = Field(
@@ -72,7 +73,7 @@ class CreateIn(Schema):
     )
 
 
-class SendIn(Schema):
+class SendIn(Known):
     message: str | None = Field(default=None, description="one message (or give messages)")
     messages: list[str] | None = Field(
         default=None, description=f"a batch of 1 to {v.MAX_SEND_BATCH}: all sent, or none"
@@ -85,7 +86,7 @@ class SentOut(Schema):
     ids: list[str] | None = Field(default=None, description="the ids, in order (a batch)")
 
 
-class ReceiveIn(Schema):
+class ReceiveIn(Known):
     n: int = Field(default=1, description=f"up to this many messages, 1 to {v.MAX_BATCH}")
     vt: int | None = Field(default=None, description=f"{SECONDS}; none: the queue's vt")
 
@@ -94,11 +95,11 @@ class ReceivedOut(Schema):
     messages: list[MessageOut]
 
 
-class VisibilityIn(Schema):
+class VisibilityIn(Known):
     vt: int = Field(description=f"visible again in {SECONDS}")
 
 
-class IdsIn(Schema):
+class IdsIn(Known):
     ids: list[str] = Field(description=f"message ids, 1 to {v.MAX_BATCH}")
 
 

@@ -6,7 +6,7 @@ roles, audit log and errors. Each route runs the same operation as native.py's."
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from django.http import HttpRequest
 from ninja import Router, Schema
@@ -16,7 +16,8 @@ from .. import place as places
 from ..actions import Action
 from . import native
 from . import operations as ops
-from .calls import TokenAuth, placed, queue_in_url
+from .bodies import Known
+from .calls import BadInput, TokenAuth, placed, queue_in_url
 
 router = Router(tags=["rest-rsmq"])
 
@@ -66,6 +67,14 @@ class Sent(Schema):
     id: str
 
 
+class Strict(Known):
+    """A body field we don't know is refused (400 naming it), never ignored; ``qname``
+    (its README lists it) may repeat the path's."""
+
+    hidden_fields: ClassVar[frozenset[str]] = frozenset({"qname"})
+    qname: str | None = None
+
+
 class Received(Schema):
     """The message, or no field at all when none is visible (rest-rsmq answers ``{}``)."""
 
@@ -76,15 +85,21 @@ class Received(Schema):
     sent: float | None = Field(default=None, description="when it was sent, epoch ms")
 
 
-class SendIn(Schema):
+class SendIn(Strict):
     message: str
     delay: int | None = None
 
 
-class CreateIn(Schema):
+class CreateIn(Strict):
     vt: int = 30
     delay: int = 0
     maxsize: int = 65536
+
+
+def same_queue(qname: str, body: Strict | None) -> str:
+    if body is not None and body.qname is not None and body.qname != qname:
+        raise BadInput(f"qname is {body.qname!r} in the body but {qname!r} in the path")
+    return qname
 
 
 ERRORS = native.ERRORS
@@ -117,7 +132,8 @@ def create_queue(
 ) -> dict[str, int]:
     """createQueue."""
     b = body or CreateIn()
-    ops.create_queue(request, places.resolve(conn, ns), qname, b.vt, b.delay, b.maxsize)
+    place = places.resolve(conn, ns)
+    ops.create_queue(request, place, same_queue(qname, b), b.vt, b.delay, b.maxsize)
     return {"result": 1}
 
 
@@ -137,7 +153,8 @@ def send_message(
     request: HttpRequest, qname: str, body: SendIn, conn: str | None = None, ns: str | None = None
 ) -> dict[str, str]:
     """sendMessage."""
-    return {"id": ops.send(request, places.resolve(conn, ns), qname, [body.message], body.delay)[0]}
+    place = places.resolve(conn, ns)
+    return {"id": ops.send(request, place, same_queue(qname, body), [body.message], body.delay)[0]}
 
 
 @route(

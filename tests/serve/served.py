@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import html
 import http.client
+import json
 import os
 import re
 import signal
@@ -18,6 +19,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 import psutil
@@ -177,3 +179,36 @@ def start(
             stderr=subprocess.STDOUT, start_new_session=True,  # no terminal, as systemd or Docker
         )  # fmt: skip
     return Served(clone, port, redis_port, process, log)
+
+
+# -- the HTTP API, as a script with a token uses it ------------------------------------
+
+
+def make_token(served: Served, name: str, role: str, per_minute: int = 1000) -> str:
+    """An API token made by the logged-in admin on /tokens/ (shown once, read from the page)."""
+    page = served.get("/tokens/")
+    served.cookies.update(cookies(page))
+    csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+    assert csrf, page.text[:500]
+    form = {"csrfmiddlewaretoken": html.unescape(csrf[1]), "name": name, "role": role,
+            "per_minute": str(per_minute)}  # fmt: skip
+    answer = request(
+        served.port, "/tokens/", "POST", body=urlencode(form).encode(),
+        headers={"Cookie": "; ".join(f"{k}={v}" for k, v in served.cookies.items()),
+                 "Content-Type": "application/x-www-form-urlencoded",
+                 "Referer": f"http://127.0.0.1:{served.port}/tokens/"},
+    )  # fmt: skip
+    assert answer.status == 200, answer.text[:500]
+    found = re.search(r'<code id="new-token">([^<]+)</code>', answer.text)
+    assert found, answer.text[:1000]
+    return found[1]
+
+
+def call(served: Served, method: str, path: str, token: str, body: Any = None) -> Response:
+    """One API call with ``token`` (none: no Authorization header), a JSON body if any."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    data = None
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+        data = json.dumps(body).encode()
+    return request(served.port, path, method, headers=headers, body=data)
