@@ -254,9 +254,14 @@ class AlertRuleForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
-        if bool(data.get("queue")) == bool(data.get("pattern")):
-            raise forms.ValidationError("Give either a queue or a pattern of queue names (one).")
         metric = data.get("metric", "")
+        if metric.startswith("redis:"):
+            if data.get("queue") or data.get("pattern"):
+                raise forms.ValidationError(
+                    "A Redis metric watches the connection's Redis: leave queue and pattern empty."
+                )
+        elif bool(data.get("queue")) == bool(data.get("pattern")):
+            raise forms.ValidationError("Give either a queue or a pattern of queue names (one).")
         if data.get("threshold") is None:
             if not metric.startswith("flag:"):
                 self.add_error(

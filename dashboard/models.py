@@ -277,6 +277,11 @@ class AlertRule(models.Model):
         CONSUMERS_STALLED = "flag:consumers_stalled", "anomaly: consumers stalled"
         OLDEST_OVER_SLO = "flag:oldest_age", "anomaly: oldest message over its SLO"
         REDELIVERY_STORM = "flag:redelivery_storm", "anomaly: redelivery storm"
+        # The connection's Redis (dashboard/redis_health.py), not a queue's: the rule's
+        # queue and pattern are left empty, and its one alert has no queue.
+        REDIS_AT_RISK = "redis:at_risk", "Redis: data can be lost silently (1/0)"
+        REDIS_MEMORY_SHARE = "redis:memory_share", "Redis: memory used / maxmemory (0–1)"
+        REDIS_EVICTED_KEYS = "redis:evicted_keys", "Redis: keys evicted since it started"
 
     class Op(models.TextChoices):
         ABOVE = "gt", "above"
@@ -315,6 +320,11 @@ class AlertRule(models.Model):
     def flag(self) -> str | None:
         """The anomaly kind a flag rule watches, else None."""
         return self.metric.removeprefix("flag:") if self.metric.startswith("flag:") else None
+
+    @property
+    def redis(self) -> bool:
+        """Whether the rule watches the connection's Redis rather than queues."""
+        return self.metric.startswith("redis:")
 
     @property
     def condition(self) -> str:

@@ -139,6 +139,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "dashboard.context_processors.console",
                 "dashboard.health.snapshot_banner",
+                "dashboard.redis_health.redis_banner",
             ],
         },
     }
@@ -330,3 +331,11 @@ if RSMQ_PIPELINE_INTERVAL > 0:
         "schedule": RSMQ_PIPELINE_INTERVAL,
         "options": {"expires": RSMQ_PIPELINE_INTERVAL},
     }
+
+# Redis at risk (dashboard/redis_health.py, queues/health.py): the banner on every page,
+# the Redis page, the rsmq_redis_* gauges and alert metrics. Without an AOF, a last RDB
+# save older than this many seconds (with changes unsaved) is a risk; so is memory used
+# over this share of maxmemory. A reading is cached this many seconds per connection.
+RSMQ_REDIS_SAVE_AGE = float(os.environ.get("RSMQ_REDIS_SAVE_AGE", "3600"))
+RSMQ_REDIS_MEMORY_SHARE = float(os.environ.get("RSMQ_REDIS_MEMORY_SHARE", "0.8"))
+RSMQ_REDIS_HEALTH_CACHE = float(os.environ.get("RSMQ_REDIS_HEALTH_CACHE", "5"))

@@ -13,6 +13,7 @@ from .views import (
     preferences,
     queue,
     queue_actions,
+    redis_page,
     tokens,
 )
 
@@ -44,6 +45,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("c/<slug:conn>/<str:ns>/", include(place_patterns)),
+    path("redis/<slug:conn>/", redis_page.redis_page, name="rsmq-redis"),
     path("metrics", metrics.metrics, name="rsmq-metrics"),
     path("healthz", health.healthz, name="rsmq-healthz"),
     path("readyz", health.readyz, name="rsmq-readyz"),

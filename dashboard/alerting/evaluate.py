@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from queues.locks import Busy
 
-from .. import locks
+from .. import locks, redis_health
 from ..models import Alert, AlertEvent, AlertRule, Notification
 from . import rules as r
 
@@ -75,6 +75,9 @@ def _evaluate() -> Evaluation:
 
 def _values(rule: AlertRule, run: r.Run) -> dict[str, float | None]:
     """The rule's value for each queue of the run it covers (None: can't be told now)."""
+    if rule.redis:
+        # One alert for the connection's Redis, not one per queue (its queue is "").
+        return {"": redis_health.metric_value(rule.connection, rule.metric)}
     queues = [q for q in run.now if r.matches(rule, q)]
     if rule.flag:
         flagged = r.open_flags(rule.connection, rule.namespace, rule.flag)
