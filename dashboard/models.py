@@ -449,3 +449,48 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.role}{', revoked' if self.revoked_at else ''})"
+
+
+class Ownership(models.Model):
+    """Who owns a queue, or the queues whose names match a pattern, of one connection and
+    namespace: its owner, who is on call, and the runbook (dashboard/owners.py). Shown on
+    the queue page, the overview's row and in every alert's message."""
+
+    connection = models.CharField(max_length=100)
+    namespace = models.CharField(max_length=200)
+    queue = models.CharField(max_length=160, blank=True)  # one queue ...
+    pattern = models.CharField(max_length=160, blank=True)  # ... or a glob ("orders-*")
+    owner = models.CharField(max_length=100)
+    oncall = models.CharField(max_length=200, blank=True)
+    runbook_url = models.URLField(max_length=500, blank=True)  # http(s) only (the form)
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.CharField(max_length=150, blank=True)
+
+    class Meta:
+        ordering = ["connection", "namespace", "queue", "pattern"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["connection", "namespace", "queue", "pattern"], name="ownership_target"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.connection}/{self.namespace}/{self.target}: {self.owner}"
+
+    @property
+    def target(self) -> str:
+        return self.queue or self.pattern
+
+    @property
+    def summary(self) -> str:
+        """One line: the owner, on-call and runbook (a row's hover, an alert's message)."""
+        parts = [f"owner {self.owner}"]
+        if self.oncall:
+            parts.append(f"on call {self.oncall}")
+        if self.runbook_url:
+            parts.append(f"runbook {self.runbook_url}")
+        return " · ".join(parts)
+
+    def as_dict(self) -> dict[str, str]:
+        return {"owner": self.owner, "oncall": self.oncall, "runbook_url": self.runbook_url,
+                "matched": self.target}  # fmt: skip

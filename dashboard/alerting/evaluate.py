@@ -19,6 +19,7 @@ from queues.locks import Busy
 
 from .. import locks, redis_health
 from ..models import Alert, AlertEvent, AlertRule, Notification
+from ..owners import Owners
 from . import rules as r
 
 log = logging.getLogger(__name__)
@@ -192,17 +193,22 @@ def _write(
 
 def payload(rule: AlertRule, told: list[Alert], now: int) -> dict[str, object]:
     """What every receiver is told (the generic webhook's body; Slack's and e-mail's
-    text are made from it)."""
-    alerts = [
-        {
-            "queue": a.queue,
-            "state": a.state,
-            "value": a.value,
-            "since": _iso(a.since),
-            "changed": _iso(a.changed),
-        }
-        for a in told
-    ]
+    text are made from it). Each alert names who owns its queue (dashboard/owners.py):
+    ``owner`` is {"owner", "oncall", "runbook_url", "matched"}, or None."""
+    owners = Owners(rule.connection, rule.namespace)
+    alerts = []
+    for a in told:
+        o = owners.of(a.queue) if a.queue else None
+        alerts.append(
+            {
+                "queue": a.queue,
+                "state": a.state,
+                "value": a.value,
+                "since": _iso(a.since),
+                "changed": _iso(a.changed),
+                "owner": o.as_dict() if o else None,
+            }
+        )
     return {
         "rule": {
             "id": rule.pk, "name": rule.name, "condition": rule.condition,
