@@ -494,3 +494,25 @@ class Ownership(models.Model):
     def as_dict(self) -> dict[str, str]:
         return {"owner": self.owner, "oncall": self.oncall, "runbook_url": self.runbook_url,
                 "matched": self.target}  # fmt: skip
+
+
+class Annotation(models.Model):
+    """A marker on the timeline (a deploy, a config change, "incident opened"), posted
+    with ``POST /api/annotations/`` by an API token (dashboard/api/annotations.py): on a
+    queue, the queues matching a pattern, or (neither) the whole namespace."""
+
+    at = models.BigIntegerField(db_index=True)  # epoch ms
+    connection = models.CharField(max_length=100)
+    namespace = models.CharField(max_length=200)
+    queue = models.CharField(max_length=160, blank=True)
+    pattern = models.CharField(max_length=160, blank=True)
+    text = models.CharField(max_length=500)
+    created_by = models.CharField(max_length=150)  # the token's name in the audit log
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["connection", "namespace", "at"], name="annotation_place")]
+
+    def __str__(self) -> str:
+        return f"{self.connection}/{self.namespace}/{self.queue or self.pattern}: {self.text}"
