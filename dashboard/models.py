@@ -498,7 +498,7 @@ class Ownership(models.Model):
 
 class Annotation(models.Model):
     """A marker on the timeline (a deploy, a config change, "incident opened"), posted
-    with ``POST /api/annotations/`` by an API token (dashboard/api/annotations.py): on a
+    with ``POST /api/annotations/`` by an API token (dashboard/api/annotate.py): on a
     queue, the queues matching a pattern, or (neither) the whole namespace."""
 
     at = models.BigIntegerField(db_index=True)  # epoch ms
