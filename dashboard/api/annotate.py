@@ -18,14 +18,12 @@ from queues import InvalidArgument
 from queues import validation as v
 
 from .. import place as places
-from ..access import Role
+from ..actions import ANNOTATE
 from ..models import Annotation
-from ..views.actions import Action
 from .calls import TokenAuth, actor, placed, run, token_of
 
 router = Router(tags=["timeline"])
 
-ANNOTATE = Action(Role.OPERATOR, lambda post: NotImplemented, "annotation_create")
 MAX_TEXT = 500
 PAST = 366 * 86400  # s: how far back an annotation may be dated
 FUTURE = 86400  # s: and ahead (a planned deploy)
