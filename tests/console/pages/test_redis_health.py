@@ -294,6 +294,9 @@ def test_metrics_expose_the_redis_gauges(using, token, servers) -> None:
     assert samples[("rsmq_redis_persistence", ("healthy-aof",))] == 1
     assert not [k for k in samples if k[0] == "rsmq_redis_risk" and k[1][0] == "healthy-aof"]
     assert samples[("rsmq_redis_up", ("lru",))] == 1
+    assert samples[("rsmq_redis_evicted_keys", ("lru",))] == 0
+    # The AOF servers never made an RDB save: the age is their uptime, a few seconds.
+    assert 0 <= samples[("rsmq_redis_last_save_age_seconds", ("healthy-aof",))] < 600
 
 
 @pytest.mark.parametrize(
