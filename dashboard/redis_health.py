@@ -1,5 +1,6 @@
 """Each connection's Redis health (queues/health.py), as the console uses it: cached a few
-seconds per connection (``RSMQ_REDIS_HEALTH_CACHE``) so that pages, the banner, /metrics
+seconds per connection (``RSMQ_REDIS_HEALTH_CACHE``; a Redis that did not answer,
+``ERROR_CACHE``) so that pages, the banner, /metrics
 and alerts don't each run INFO; the risks judged with the thresholds of settings
 (``RSMQ_REDIS_SAVE_AGE``, ``RSMQ_REDIS_MEMORY_SHARE``); and ``redis_banner``, the context
 processor of the warning on every page."""
@@ -40,6 +41,8 @@ class Reading:
         return bool(self.risks)
 
 
+#: seconds a failed reading is kept, at least
+ERROR_CACHE = 30.0
 _cache: dict[str, tuple[float, Reading]] = {}
 _lock = threading.Lock()
 
@@ -75,8 +78,14 @@ def cached(conn: Connection) -> Reading:
     """The connection's reading of the last RSMQ_REDIS_HEALTH_CACHE seconds, else a new one."""
     with _lock:
         hit = _cache.get(conn.name)
-    if hit is not None and time.monotonic() - hit[0] < float(settings.RSMQ_REDIS_HEALTH_CACHE):
-        return hit[1]
+    if hit is not None:
+        ttl = float(settings.RSMQ_REDIS_HEALTH_CACHE)
+        if hit[1].health is None:
+            # A Redis that did not answer is asked again less often: pages of no
+            # connection (the audit log) must not wait on its timeout every few seconds.
+            ttl = max(ttl, ERROR_CACHE)
+        if time.monotonic() - hit[0] < ttl:
+            return hit[1]
     return read(conn)
 
 

@@ -360,3 +360,18 @@ def test_the_alerts_page_links_a_redis_alert_to_the_redis_page(using, viewer: Cl
     )  # fmt: skip
     page = viewer.get("/alerts/").content.decode()
     assert '<a href="/redis/lru/">Redis lru</a>' in page
+
+
+def test_a_redis_that_does_not_answer_is_asked_again_less_often(settings, viewer: Client) -> None:
+    from queues.server import free_port
+
+    redis_health.clear_cache()
+    settings.RSMQ_REDIS_HEALTH_CACHE = 0
+    settings.RSMQ_CONNECTIONS = [
+        {"name": "down", "url": f"redis://127.0.0.1:{free_port()}/0", "namespaces": ["rsmq"]}
+    ]
+    first = redis_health.cached(redis_health.find("down"))  # type: ignore[arg-type]
+    assert first.health is None and first.error
+    assert redis_health.cached(redis_health.find("down")) is first  # type: ignore[arg-type]
+    assert viewer.get("/audit/").status_code == 200  # the audit log waits on nothing
+    assert redis_health.cached(redis_health.find("down")) is first  # type: ignore[arg-type]
