@@ -43,7 +43,7 @@ class Reading:
 
 #: seconds a failed reading is kept, at least
 ERROR_CACHE = 30.0
-_cache: dict[str, tuple[float, Reading]] = {}
+_cache: dict[tuple[str, str], tuple[float, Reading]] = {}
 _lock = threading.Lock()
 
 
@@ -70,14 +70,14 @@ def read(conn: Connection) -> Reading:
         log.warning("Redis health of %s (%s): %s", conn.name, redacted(conn.url), e)
         reading = Reading(conn.name, None, error=f"{type(e).__name__}: {e}")
     with _lock:
-        _cache[conn.name] = (time.monotonic(), reading)
+        _cache[conn.name, conn.url] = (time.monotonic(), reading)
     return reading
 
 
 def cached(conn: Connection) -> Reading:
     """The connection's reading of the last RSMQ_REDIS_HEALTH_CACHE seconds, else a new one."""
     with _lock:
-        hit = _cache.get(conn.name)
+        hit = _cache.get((conn.name, conn.url))
     if hit is not None:
         ttl = float(settings.RSMQ_REDIS_HEALTH_CACHE)
         if hit[1].health is None:
@@ -120,12 +120,20 @@ def redis_banner(request: HttpRequest) -> dict[str, Any]:
     conns = connections()
     kwargs = request.resolver_match.kwargs if request.resolver_match else {}
     mine = [c for c in conns if c.name == kwargs.get("conn")]
-    warnings = []
-    for conn in mine or conns:
-        reading = cached(conn)
-        if reading.risks:
-            url = reverse("rsmq-redis", args=[conn.name])
-            warnings.append((conn.name, url, [r.text for r in reading.risks]))
+    found: list[tuple[str, str, list[str]]] = []
+
+    def warnings() -> list[tuple[str, str, list[str]]]:
+        # Called by the template only if it shows the banner: an htmx fragment (a live
+        # refresh) reads no health at all.
+        if not found:
+            for conn in mine or conns:
+                reading = cached(conn)
+                if reading.risks:
+                    url = reverse("rsmq-redis", args=[conn.name])
+                    found.append((conn.name, url, [r.text for r in reading.risks]))
+            found.append(("", "", []))  # read: the marker of an empty answer too
+        return [w for w in found if w[0]]
+
     return {
         "redis_warnings": warnings,
         "redis_health_conn": (mine or conns)[0].name if conns else None,

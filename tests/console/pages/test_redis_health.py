@@ -375,3 +375,13 @@ def test_a_redis_that_does_not_answer_is_asked_again_less_often(settings, viewer
     assert redis_health.cached(redis_health.find("down")) is first  # type: ignore[arg-type]
     assert viewer.get("/audit/").status_code == 200  # the audit log waits on nothing
     assert redis_health.cached(redis_health.find("down")) is first  # type: ignore[arg-type]
+
+
+def test_a_live_refresh_fragment_reads_no_health(using, viewer: Client) -> None:
+    using("lru")
+    headers = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "queue-table",
+               "HTTP_HX_CURRENT_URL": "http://testserver/c/lru/rsmq/"}  # fmt: skip
+    assert viewer.get("/c/lru/rsmq/", **headers).status_code == 200
+    assert redis_health._cache == {}  # the banner is not in the fragment: no INFO
+    page = viewer.get("/c/lru/rsmq/").content.decode()
+    assert banner(page) == ["lru"] and len(redis_health._cache) == 1
