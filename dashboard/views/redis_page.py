@@ -11,6 +11,7 @@ from django.views.decorators.http import require_safe
 
 from .. import redis_health
 from ..access import Role, require
+from ..connections import connections
 from ..formatting import epoch_ms
 from ..htmx import HtmxHttpRequest
 from .common import context
@@ -30,6 +31,7 @@ def redis_page(request: HtmxHttpRequest, conn: str) -> HttpResponse:
         reading=reading,
         health=h,
         redis_conn=connection,
+        others=[c.name for c in connections() if c.name != connection.name],
         last_save=epoch_ms(h.rdb_last_save_time * 1000) if h else None,
         slowlog=[(e, epoch_ms(e.started * 1000)) for e in (h.slowlog or ())] if h else [],
         save_age_limit=settings.RSMQ_REDIS_SAVE_AGE,

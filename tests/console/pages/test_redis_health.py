@@ -243,6 +243,8 @@ def test_no_page_warns_for_a_healthy_redis(using, viewer: Client, name: str) -> 
 
 def test_a_page_of_one_connection_warns_of_its_own_redis(using, viewer: Client) -> None:
     using("healthy_aof", "lru")
+    page = viewer.get("/redis/lru/").content.decode()
+    assert '<a href="/redis/healthy-aof/">Redis healthy-aof</a>' in page  # the others
     assert banner(viewer.get("/c/healthy-aof/rsmq/").content.decode()) == []
     assert banner(viewer.get("/c/lru/rsmq/").content.decode()) == ["lru"]
     assert banner(viewer.get("/audit/").content.decode()) == ["lru"]  # of no connection
