@@ -339,3 +339,10 @@ if RSMQ_PIPELINE_INTERVAL > 0:
 RSMQ_REDIS_SAVE_AGE = float(os.environ.get("RSMQ_REDIS_SAVE_AGE", "3600"))
 RSMQ_REDIS_MEMORY_SHARE = float(os.environ.get("RSMQ_REDIS_MEMORY_SHARE", "0.8"))
 RSMQ_REDIS_HEALTH_CACHE = float(os.environ.get("RSMQ_REDIS_HEALTH_CACHE", "5"))
+# Outbound requests (alert webhooks and Slack URLs, dashboard/alerting/outbound.py): host
+# names and ranges (CIDR, or one address) the console may reach although they are
+# loopback, private, link-local, multicast, reserved or unspecified, comma-separated:
+# "hooks.internal,10.20.0.0/16". Everything else of that kind is refused.
+RSMQ_OUTBOUND_ALLOW = env_list("RSMQ_OUTBOUND_ALLOW")
+# Failures of a transient kind (down, timed out, 5xx, 429) before a notification is given up.
+RSMQ_ALERT_MAX_ATTEMPTS = int(os.environ.get("RSMQ_ALERT_MAX_ATTEMPTS", "12"))

@@ -217,6 +217,7 @@ def test_every_alert_message_names_the_owner(
     console, lake, add_snapshot, redis_now, ns: str, receiver: Receiver, settings
 ) -> None:
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    settings.RSMQ_OUTBOUND_ALLOW = ["127.0.0.1"]  # the test's own receiver, on loopback
     own(ns, "pay*", "Payments team", pattern=True, oncall="@pay",
         runbook_url="https://wiki.example/pay")  # fmt: skip
     AlertRule.objects.create(
@@ -247,3 +248,14 @@ def test_every_alert_message_names_the_owner(
     assert f"FIRING: backlog on default/{ns}/orders (value 10)\n" in text + "\n"
     (email,) = mail.outbox
     assert line.format(ns=ns) in email.body
+
+
+def test_an_owner_with_a_line_break_stays_on_its_alerts_line() -> None:
+    payload = {
+        "rule": {"name": "backlog", "connection": "c", "namespace": "n"},
+        "alerts": [{"queue": "q", "state": "firing", "value": 1.0,
+                    "owner": {"owner": "Team\nFIRING: forged", "oncall": "@a\r\nb",
+                              "runbook_url": ""}}],
+    }  # fmt: skip
+    (line,) = delivery.lines(payload)
+    assert line == "FIRING: backlog on c/n/q (value 1) — owner Team FIRING: forged, on call @a b"

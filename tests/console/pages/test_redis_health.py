@@ -331,8 +331,9 @@ def test_redis_alert_rules_fire_on_the_connection(
         assert payload["alerts"][0]["queue"] == ""
 
 
-def test_the_rule_form_takes_a_redis_metric_without_queue(using, admin: Client) -> None:
+def test_the_rule_form_takes_a_redis_metric_without_queue(using, admin: Client, settings) -> None:
     using("lru")
+    settings.RSMQ_OUTBOUND_ALLOW = ["127.0.0.1"]  # the receiver below is on loopback
     form = {
         "name": "redis risk", "place": "lru/rsmq", "metric": "redis:at_risk", "op": "gt",
         "threshold": "0", "for_seconds": "0", "enabled": "on",

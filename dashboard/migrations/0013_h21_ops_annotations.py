@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("dashboard", "0011_h21_ops_ownership"),
+        ("dashboard", "0012_h21_ops_ownership"),
     ]
 
     operations = [

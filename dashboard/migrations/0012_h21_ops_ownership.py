@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("dashboard", "0010_h21_ops_redis_alert_metrics"),
+        ("dashboard", "0011_h21_ops_redis_alert_metrics"),
     ]
 
     operations = [
