@@ -48,3 +48,6 @@ MESSAGE_ACTIONS: Actions = {
 # receive, as an operator's requeue or visibility change does).
 CREATE_QUEUE = Action(Role.ADMIN, "create_queue")
 RECEIVE = Action(Role.OPERATOR, "receive")
+
+# API-only too: a token marks the timeline (api/annotate.py: POST /api/annotations/).
+ANNOTATE = Action(Role.OPERATOR, "annotation_create")

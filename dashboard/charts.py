@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from django.utils import timezone
@@ -39,6 +39,37 @@ class Line:
         return max((v for seg in self.segments for _, v in seg), default=0)
 
 
+@dataclass(frozen=True)
+class Marker:
+    """An event drawn on a chart at its time (dashboard/timeline.py): a vertical line
+    whose text shows on hover and on focus."""
+
+    at: int  # epoch ms
+    kind: str  # action, alert, flag, annotation: its colour (class m-<kind>)
+    text: str
+
+
+def _markers(markers: Sequence[Marker], start: int, end: int, x: Callable[[int], str]) -> str:
+    bottom = HEIGHT - BOTTOM
+    return format_html_join(
+        "",
+        '<g class="marker m-{}" tabindex="0" data-marker="{}" aria-label="{}">'
+        '<title>{}</title><rect class="hit" x="{}" y="{}" width="9" height="{}"/>'
+        '<line x1="{}" x2="{}" y1="{}" y2="{}"/><path d="M{} {} h8 l-4 6 z"/></g>',
+        (
+            (m.kind, label, label, label, f"{float(x(m.at)) - 4.5:.1f}", TOP, bottom - TOP,
+             x(m.at), x(m.at), TOP, bottom, f"{float(x(m.at)) - 4:.1f}", TOP)
+            for m in markers
+            if start <= m.at <= end
+            for label in [f"{_marker_time(m.at)} {m.text}"]
+        ),
+    )  # fmt: skip
+
+
+def _marker_time(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%H:%M:%S UTC")
+
+
 def nice_ceiling(value: float) -> float:
     """The smallest of 1, 2, 2.5, 5 × 10^k that is ≥ value (the top of the y axis)."""
     if value <= 0:
@@ -66,8 +97,16 @@ def _tick_label(ms: int, span: int) -> str:
     return t.strftime("%a %d" if span > 2 * 86_400_000 else "%H:%M")
 
 
-def chart(title: str, lines: Sequence[Line], start: int, end: int, unit: str = "") -> SafeString:
-    """A line chart of ``lines`` over [start, end] (epoch ms) with its legend."""
+def chart(
+    title: str,
+    lines: Sequence[Line],
+    start: int,
+    end: int,
+    unit: str = "",
+    markers: Sequence[Marker] = (),
+) -> SafeString:
+    """A line chart of ``lines`` over [start, end] (epoch ms) with its legend, and
+    ``markers`` (events) at their times."""
     top = nice_ceiling(max((line.peak for line in lines), default=0))
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     span = max(end - start, 1)
@@ -129,16 +168,17 @@ def chart(title: str, lines: Sequence[Line], start: int, end: int, unit: str = "
             if line.last is not None
         ),
     )
+    marks = _markers(markers, start, end, x) if markers else ""
     return format_html(
         '<figure class="chart"><figcaption>{}</figcaption>'
-        '<svg viewBox="0 0 {} {}" role="img" aria-label="{}"><title>{}</title>{}{}{}{}</svg>'
+        '<svg viewBox="0 0 {} {}" role="img" aria-label="{}"><title>{}</title>{}{}{}{}{}</svg>'
         '<ul class="legend">{}</ul></figure>',
         title, WIDTH, HEIGHT, f"{title}: {summary or 'no data'}", summary or "no data",
-        grid, ticks, paths, dots, legend,
+        grid, ticks, paths, dots, marks, legend,
     )  # fmt: skip
 
 
-def backlog_chart(history: History) -> SafeString:
+def backlog_chart(history: History, markers: Sequence[Marker] = ()) -> SafeString:
     gap = history.gap
     series = (
         ("visible", "s-visible", lambda b: b.visible),
@@ -149,7 +189,7 @@ def backlog_chart(history: History) -> SafeString:
         Line(label, css, split([(b.at, get(b)) for b in history.backlog], gap))
         for label, css, get in series
     ]
-    return chart("Backlog", lines, history.start, history.end)
+    return chart("Backlog", lines, history.start, history.end, markers=markers)
 
 
 def _steps(history: History, rate: str) -> list[list[Point]]:
@@ -164,12 +204,14 @@ def _steps(history: History, rate: str) -> list[list[Point]]:
     return segments
 
 
-def rate_chart(history: History) -> SafeString:
+def rate_chart(history: History, markers: Sequence[Marker] = ()) -> SafeString:
     lines = [
         Line("sent", "s-sent", _steps(history, "send_rate")),
         Line("received", "s-received", _steps(history, "receive_rate")),
     ]
-    return chart("Messages per second", lines, history.start, history.end, unit="/s")
+    return chart(
+        "Messages per second", lines, history.start, history.end, unit="/s", markers=markers
+    )
 
 
 SPARK_W, SPARK_H = 100, 24

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django import forms
+from django.core.validators import URLValidator
 
 from queues import InvalidArgument
 from queues import validation as v
@@ -15,7 +16,7 @@ from queues.models import QueueStats
 from queues.ops import MAX_MAXRC
 
 from .alerting import outbound
-from .models import AlertRule
+from .models import AlertRule, Ownership
 
 
 def _core(check: Callable[[Any], object]) -> Callable[[Any], None]:
@@ -280,9 +281,14 @@ class AlertRuleForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
-        if bool(data.get("queue")) == bool(data.get("pattern")):
-            raise forms.ValidationError("Give either a queue or a pattern of queue names (one).")
         metric = data.get("metric", "")
+        if metric.startswith("redis:"):
+            if data.get("queue") or data.get("pattern"):
+                raise forms.ValidationError(
+                    "A Redis metric watches the connection's Redis: leave queue and pattern empty."
+                )
+        elif bool(data.get("queue")) == bool(data.get("pattern")):
+            raise forms.ValidationError("Give either a queue or a pattern of queue names (one).")
         if data.get("threshold") is None:
             if not metric.startswith("flag:"):
                 self.add_error(
@@ -297,4 +303,61 @@ class AlertRuleForm(forms.ModelForm):
             )
         conn, _, ns = data.get("place", "").partition("/")
         self.instance.connection, self.instance.namespace = conn, ns
+        return data
+
+
+class OwnershipForm(forms.ModelForm):
+    """Who owns a queue or the queues matching a pattern (dashboard/owners.py)."""
+
+    place = forms.ChoiceField(
+        label="Redis and namespace",
+        error_messages={"invalid_choice": "place must be a configured connection and namespace"},
+    )
+    queue = QueueNameField("queue", label="Queue", required=False, help_text="one queue ...")
+    pattern = forms.CharField(
+        label="or queues matching", required=False, max_length=160,
+        error_messages={"max_length": "pattern must be at most 160 characters"},
+        help_text="a pattern: * any characters, ? one, [abc] one of (payments-*)",
+    )  # fmt: skip
+    runbook_url = forms.URLField(
+        label="Runbook URL", required=False, max_length=500, assume_scheme="https",
+        validators=[URLValidator(schemes=["http", "https"])],
+        error_messages=_url("runbook_url"),
+        help_text="http:// or https:// only",
+    )  # fmt: skip
+
+    class Meta:
+        model = Ownership
+        fields = ["queue", "pattern", "owner", "oncall", "runbook_url"]
+        labels = {"oncall": "On call"}
+        help_texts = {"oncall": "a person, a rota, a pager or chat handle"}
+        error_messages = {
+            "owner": {"required": "owner is required: 1 to 100 characters",
+                      "max_length": "owner must be 1 to 100 characters"},
+            "oncall": {"max_length": "oncall must be at most 200 characters"},
+        }  # fmt: skip
+
+    def __init__(self, *args: Any, places: list[tuple[str, str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        place = self.fields["place"]
+        assert isinstance(place, forms.ChoiceField)
+        place.choices = [(f"{c}/{ns}", f"{c} · {ns}") for c, ns in places]
+        self.order_fields(["place"])
+        if self.instance.pk:
+            self.initial["place"] = f"{self.instance.connection}/{self.instance.namespace}"
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if bool(data.get("queue")) == bool(data.get("pattern")):
+            raise forms.ValidationError("Give either a queue or a pattern of queue names (one).")
+        conn, _, ns = data.get("place", "").partition("/")
+        self.instance.connection, self.instance.namespace = conn, ns
+        taken = Ownership.objects.filter(
+            connection=conn, namespace=ns, queue=data.get("queue", ""),
+            pattern=data.get("pattern", ""),
+        ).exclude(pk=self.instance.pk)  # fmt: skip
+        if conn and taken.exists():
+            raise forms.ValidationError(
+                f"{data.get('queue') or data.get('pattern')} already has an owner here: edit it."
+            )
         return data

@@ -10,6 +10,14 @@
                                                           Redis failed
     rsmq_stats_age_seconds{connection,namespace}          0: read live at this scrape; else
                                                           the age of the snapshot served
+    rsmq_redis_up{connection}                             1: its Redis answered INFO
+    rsmq_redis_at_risk{connection}                        1: RSMQ data can be lost silently
+    rsmq_redis_risk{connection,risk}                      1 per reason (dashboard/redis_health.py)
+    rsmq_redis_memory_used_bytes / _memory_max_bytes      gauges (max 0: no limit)
+    rsmq_redis_evicted_keys                               keys evicted since Redis started
+    rsmq_redis_persistence                                1: AOF or an RDB schedule, 0: none,
+                                                          -1: unknown (CONFIG refused)
+    rsmq_redis_last_save_age_seconds                      since the last RDB save
 
 A namespace is read live at each scrape (``queue_stats``: its queue list and counters in
 one pipeline), unless its last snapshot holds more than ``latest.LIVE_MAX`` queues: reading
@@ -38,7 +46,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from queues.models import QueueStats
 from queues.urls import redacted
 
-from . import latest
+from . import latest, redis_health
 from .access import token_or_viewer
 from .connections import Connection, connections, stats_of_all
 from .exposition import Family, escape, labels, render
@@ -127,6 +135,7 @@ class Scrape:
     """One scrape of the given (connection, namespace) places."""
 
     def __init__(self, places: Sequence[tuple[Connection, str]]) -> None:
+        self.places = places
         self.rows: list[QueueRow] = []
         self.unreadable: list[list[str]] = []  # labels
         self.up: list[tuple[list[str], int]] = []
@@ -193,6 +202,43 @@ class Scrape:
         for place, seconds in self.age:
             age.add_metric(place, seconds)
         yield from (unreadable, up, age)
+        yield from self.redis()
+
+    def redis(self) -> Iterator[Metric]:
+        """Each connection's Redis health (cached a few seconds, as the banner's)."""
+        conns = {c.name: c for c, _ in self.places}
+
+        def family(name: str, text: str, *extra: str) -> GaugeMetricFamily:
+            return GaugeMetricFamily(name, text, labels=["connection", *extra])
+
+        up = family("rsmq_redis_up", "1: the Redis answered INFO")
+        at_risk = family(
+            "rsmq_redis_at_risk", "1: RSMQ data can be lost silently (rsmq_redis_risk says why)"
+        )
+        risk = family("rsmq_redis_risk", "1 for each reason RSMQ data can be lost", "risk")
+        used = family("rsmq_redis_memory_used_bytes", "Memory Redis uses (used_memory)")
+        most = family("rsmq_redis_memory_max_bytes", "maxmemory (0: no limit)")
+        evicted = family("rsmq_redis_evicted_keys", "Keys evicted since Redis started")
+        persistence = family(
+            "rsmq_redis_persistence",
+            "1: AOF or an RDB save schedule; 0: none; -1: unknown (CONFIG refused, no AOF)",
+        )
+        save_age = family("rsmq_redis_last_save_age_seconds", "Seconds since the last RDB save")
+        for name, conn in conns.items():
+            reading = redis_health.cached(conn)
+            h = reading.health
+            up.add_metric([name], 0 if h is None else 1)
+            if h is None:
+                continue
+            at_risk.add_metric([name], int(reading.at_risk))
+            for r in reading.risks:
+                risk.add_metric([name, r.code], 1)
+            used.add_metric([name], h.used_memory)
+            most.add_metric([name], h.maxmemory)
+            evicted.add_metric([name], h.evicted_keys)
+            persistence.add_metric([name], {True: 1, False: 0, None: -1}[h.persistence])
+            save_age.add_metric([name], h.last_save_age)
+        yield from (up, at_risk, risk, used, most, evicted, persistence, save_age)
 
     def body(self) -> Iterator[bytes]:
         """The scrape's text, a family at a time."""

@@ -277,6 +277,11 @@ class AlertRule(models.Model):
         CONSUMERS_STALLED = "flag:consumers_stalled", "anomaly: consumers stalled"
         OLDEST_OVER_SLO = "flag:oldest_age", "anomaly: oldest message over its SLO"
         REDELIVERY_STORM = "flag:redelivery_storm", "anomaly: redelivery storm"
+        # The connection's Redis (dashboard/redis_health.py), not a queue's: the rule's
+        # queue and pattern are left empty, and its one alert has no queue.
+        REDIS_AT_RISK = "redis:at_risk", "Redis: data can be lost silently (1/0)"
+        REDIS_MEMORY_SHARE = "redis:memory_share", "Redis: memory used / maxmemory (0–1)"
+        REDIS_EVICTED_KEYS = "redis:evicted_keys", "Redis: keys evicted since it started"
 
     class Op(models.TextChoices):
         ABOVE = "gt", "above"
@@ -315,6 +320,11 @@ class AlertRule(models.Model):
     def flag(self) -> str | None:
         """The anomaly kind a flag rule watches, else None."""
         return self.metric.removeprefix("flag:") if self.metric.startswith("flag:") else None
+
+    @property
+    def redis(self) -> bool:
+        """Whether the rule watches the connection's Redis rather than queues."""
+        return self.metric.startswith("redis:")
 
     @property
     def condition(self) -> str:
@@ -442,3 +452,70 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.role}{', revoked' if self.revoked_at else ''})"
+
+
+class Ownership(models.Model):
+    """Who owns a queue, or the queues whose names match a pattern, of one connection and
+    namespace: its owner, who is on call, and the runbook (dashboard/owners.py). Shown on
+    the queue page, the overview's row and in every alert's message."""
+
+    connection = models.CharField(max_length=100)
+    namespace = models.CharField(max_length=200)
+    queue = models.CharField(max_length=160, blank=True)  # one queue ...
+    pattern = models.CharField(max_length=160, blank=True)  # ... or a glob ("orders-*")
+    owner = models.CharField(max_length=100)
+    oncall = models.CharField(max_length=200, blank=True)
+    runbook_url = models.URLField(max_length=500, blank=True)  # http(s) only (the form)
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.CharField(max_length=150, blank=True)
+
+    class Meta:
+        ordering = ["connection", "namespace", "queue", "pattern"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["connection", "namespace", "queue", "pattern"], name="ownership_target"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.connection}/{self.namespace}/{self.target}: {self.owner}"
+
+    @property
+    def target(self) -> str:
+        return self.queue or self.pattern
+
+    @property
+    def summary(self) -> str:
+        """One line: the owner, on-call and runbook (a row's hover, an alert's message)."""
+        parts = [f"owner {self.owner}"]
+        if self.oncall:
+            parts.append(f"on call {self.oncall}")
+        if self.runbook_url:
+            parts.append(f"runbook {self.runbook_url}")
+        return " · ".join(parts)
+
+    def as_dict(self) -> dict[str, str]:
+        return {"owner": self.owner, "oncall": self.oncall, "runbook_url": self.runbook_url,
+                "matched": self.target}  # fmt: skip
+
+
+class Annotation(models.Model):
+    """A marker on the timeline (a deploy, a config change, "incident opened"), posted
+    with ``POST /api/annotations/`` by an API token (dashboard/api/annotate.py): on a
+    queue, the queues matching a pattern, or (neither) the whole namespace."""
+
+    at = models.BigIntegerField(db_index=True)  # epoch ms
+    connection = models.CharField(max_length=100)
+    namespace = models.CharField(max_length=200)
+    queue = models.CharField(max_length=160, blank=True)
+    pattern = models.CharField(max_length=160, blank=True)
+    text = models.CharField(max_length=500)
+    created_by = models.CharField(max_length=150)  # the token's name in the audit log
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["connection", "namespace", "at"], name="annotation_place")]
+
+    def __str__(self) -> str:
+        return f"{self.connection}/{self.namespace}/{self.queue or self.pattern}: {self.text}"

@@ -139,6 +139,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "dashboard.context_processors.console",
                 "dashboard.health.snapshot_banner",
+                "dashboard.redis_health.redis_banner",
             ],
         },
     }
@@ -331,6 +332,13 @@ if RSMQ_PIPELINE_INTERVAL > 0:
         "options": {"expires": RSMQ_PIPELINE_INTERVAL},
     }
 
+# Redis at risk (dashboard/redis_health.py, queues/health.py): the banner on every page,
+# the Redis page, the rsmq_redis_* gauges and alert metrics. Without an AOF, a last RDB
+# save older than this many seconds (with changes unsaved) is a risk; so is memory used
+# over this share of maxmemory. A reading is cached this many seconds per connection.
+RSMQ_REDIS_SAVE_AGE = float(os.environ.get("RSMQ_REDIS_SAVE_AGE", "3600"))
+RSMQ_REDIS_MEMORY_SHARE = float(os.environ.get("RSMQ_REDIS_MEMORY_SHARE", "0.8"))
+RSMQ_REDIS_HEALTH_CACHE = float(os.environ.get("RSMQ_REDIS_HEALTH_CACHE", "5"))
 # Outbound requests (alert webhooks and Slack URLs, dashboard/alerting/outbound.py): host
 # names and ranges (CIDR, or one address) the console may reach although they are
 # loopback, private, link-local, multicast, reserved or unspecified, comma-separated:

@@ -211,8 +211,23 @@ def lines(payload: dict[str, Any]) -> list[str]:
     out = []
     for a in payload["alerts"]:
         value = "" if a["value"] is None else f" (value {a['value']:g})"
-        out.append(f"{a['state'].upper()}: {rule['name']} on {where}/{a['queue']}{value}")
+        what = f"{where}/{a['queue']}" if a["queue"] else f"the Redis of {rule['connection']}"
+        out.append(f"{a['state'].upper()}: {rule['name']} on {what}{value}{owned(a)}")
     return out
+
+
+def owned(alert: dict[str, Any]) -> str:
+    """Who owns the alert's queue, for a message's line ("" if nobody is recorded)."""
+    o = alert.get("owner")
+    if not o:
+        return ""
+    parts = [f"owner {o['owner']}"]
+    if o.get("oncall"):
+        parts.append(f"on call {o['oncall']}")
+    if o.get("runbook_url"):
+        parts.append(f"runbook {o['runbook_url']}")
+    # Typed by an admin: a line break in it must not start a line of its own.
+    return " — " + one_line(", ".join(parts))
 
 
 def one_line(text: str) -> str:

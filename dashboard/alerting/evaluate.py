@@ -17,8 +17,9 @@ from django.utils import timezone
 
 from queues.locks import Busy
 
-from .. import locks
+from .. import locks, redis_health
 from ..models import Alert, AlertEvent, AlertRule, Notification
+from ..owners import Owners
 from . import delivery
 from . import rules as r
 
@@ -76,6 +77,9 @@ def _evaluate() -> Evaluation:
 
 def _values(rule: AlertRule, run: r.Run) -> dict[str, float | None]:
     """The rule's value for each queue of the run it covers (None: can't be told now)."""
+    if rule.redis:
+        # One alert for the connection's Redis, not one per queue (its queue is "").
+        return {"": redis_health.metric_value(rule.connection, rule.metric)}
     queues = [q for q in run.now if r.matches(rule, q)]
     if rule.flag:
         flagged = r.open_flags(rule.connection, rule.namespace, rule.flag)
@@ -190,17 +194,22 @@ def _write(
 
 def payload(rule: AlertRule, told: list[Alert], now: int) -> dict[str, object]:
     """What every receiver is told (the generic webhook's body; Slack's and e-mail's
-    text are made from it)."""
-    alerts = [
-        {
-            "queue": a.queue,
-            "state": a.state,
-            "value": a.value,
-            "since": _iso(a.since),
-            "changed": _iso(a.changed),
-        }
-        for a in told
-    ]
+    text are made from it). Each alert names who owns its queue (dashboard/owners.py):
+    ``owner`` is {"owner", "oncall", "runbook_url", "matched"}, or None."""
+    owners = Owners(rule.connection, rule.namespace)
+    alerts = []
+    for a in told:
+        o = owners.of(a.queue) if a.queue else None
+        alerts.append(
+            {
+                "queue": a.queue,
+                "state": a.state,
+                "value": a.value,
+                "since": _iso(a.since),
+                "changed": _iso(a.changed),
+                "owner": o.as_dict() if o else None,
+            }
+        )
     return {
         "rule": {
             "id": rule.pk, "name": rule.name, "condition": rule.condition,

@@ -42,6 +42,8 @@ class Run:
 
 
 def matches(rule: AlertRule, qname: str) -> bool:
+    if rule.redis:
+        return False
     return qname == rule.queue if rule.queue else fnmatchcase(qname, rule.pattern)
 
 

@@ -14,7 +14,7 @@ from django.http import HttpRequest, QueryDict
 from ninja import NinjaAPI
 from ninja.parser import Parser
 
-from . import native, rest_rsmq
+from . import annotate, native, rest_rsmq
 from .calls import HANDLERS, BadInput, surrogate_refusal, unpaired
 
 
@@ -46,3 +46,4 @@ for exception, handler in HANDLERS:
     api.add_exception_handler(exception, handler)
 api.add_router("/", native.router)
 api.add_router("/", rest_rsmq.router)
+api.add_router("/", annotate.router)

@@ -53,6 +53,11 @@ RANGES = {
     "messages": f"a list of 1 to {v.MAX_SEND_BATCH} strings",
     "ids": f"a list of message ids ({v.ID_FORMAT})",
     "to": f"a queue name ({v.QNAME_FORMAT})",
+    # POST /api/annotations/ (annotate.py)
+    "text": "a string of 1 to 500 characters",
+    "at": "an ISO 8601 time within the last 366 days and the next 24 hours",
+    "queue": f"a queue name ({v.QNAME_FORMAT})",
+    "pattern": "a pattern of queue names of at most 160 characters",
 }
 
 

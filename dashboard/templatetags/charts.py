@@ -8,20 +8,30 @@ from typing import Any
 from django import template
 from django.utils.safestring import SafeString
 
-from dashboard import charts
+from dashboard import charts, timeline
 from dashboard.history import History, Trend, sparkline_bucket_ms
 
 register = template.Library()
 
 
 @register.simple_tag
-def backlog_chart(history: History) -> SafeString:
-    return charts.backlog_chart(history)
+def backlog_chart(history: History, markers: list[charts.Marker] | None = None) -> SafeString:
+    return charts.backlog_chart(history, markers or ())
 
 
 @register.simple_tag
-def rate_chart(history: History) -> SafeString:
-    return charts.rate_chart(history)
+def rate_chart(history: History, markers: list[charts.Marker] | None = None) -> SafeString:
+    return charts.rate_chart(history, markers or ())
+
+
+@register.simple_tag
+def chart_markers(conn: str, ns: str, qname: str, history: History) -> list[charts.Marker]:
+    """The queue's timeline over the charts' range (dashboard/timeline.py), as markers:
+    ``{% chart_markers connection.name namespace qname history as markers %}``."""
+    return [
+        charts.Marker(e.at, e.kind, f"{e.text}{f' — {e.who}' if e.who else ''}")
+        for e in timeline.markers(conn, ns, qname, history.start, history.end)
+    ]
 
 
 @register.simple_tag

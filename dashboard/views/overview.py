@@ -25,6 +25,7 @@ from ..connections import connections
 from ..forms import QueueCreateForm
 from ..history import current_rates, trends
 from ..htmx import HtmxHttpRequest
+from ..owners import Owners
 from ..place import Place, place_for
 from .actions import Posted
 from .common import UNPROCESSABLE, back, context, current, int_param, query_of, template
@@ -295,5 +296,7 @@ def render_overview(
         flagged=flagged,
         flags_now=now or clock,
         sorted_at=sorted_at,
+        # Who owns each queue of the page: its row's hover.
+        owners=Owners(place.conn.name, place.ns).summaries(s.qname for s in stats),
     )
     return render(request, template(request, "overview.html", "queue-table"), ctx, status=status)

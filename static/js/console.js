@@ -299,3 +299,41 @@ document.addEventListener("htmx:afterSettle", (event) => {
     showFeedback(action, where);
   }
 });
+
+// -- Chart markers ----------------------------------------------------------------------------
+// A timeline event on a chart (dashboard/charts.py) shows its text on hover and on focus,
+// in a tip over the chart (the marker's SVG <title> is the tooltip without JavaScript).
+const showMarker = (marker) => {
+  const figure = marker.closest("figure.chart");
+  if (!figure) return;
+  let tip = figure.querySelector(".marker-tip");
+  if (!tip) {
+    tip = document.createElement("div");
+    tip.className = "marker-tip";
+    tip.setAttribute("role", "tooltip");
+    figure.appendChild(tip);
+  }
+  tip.textContent = marker.dataset.marker;
+  tip.hidden = false;
+  const box = figure.getBoundingClientRect();
+  const at = marker.getBoundingClientRect();
+  const left = Math.max(0, Math.min(at.left - box.left - 20, box.width - tip.offsetWidth));
+  tip.style.left = `${left}px`;
+  tip.style.top = `${at.top - box.top + 14}px`;
+};
+const hideMarker = (marker) => {
+  const tip = marker.closest("figure.chart")?.querySelector(".marker-tip");
+  if (tip) tip.hidden = true;
+};
+["mouseover", "focusin"].forEach((type) =>
+  document.addEventListener(type, (event) => {
+    const marker = event.target.closest?.("[data-marker]");
+    if (marker) showMarker(marker);
+  }),
+);
+["mouseout", "focusout"].forEach((type) =>
+  document.addEventListener(type, (event) => {
+    const marker = event.target.closest?.("[data-marker]");
+    if (marker) hideMarker(marker);
+  }),
+);

@@ -63,6 +63,10 @@ def pages(console, settings, rsmq: RedisSMQ) -> dict[str, str]:
         "message": f"{console}/q/orders/m/{ids[-1]}/",
         "audit": "/audit/",
         "404": f"{console}/q/nope/",
+        # Issue 21's pages (the session's Redis has no persistence: its banner shows too).
+        "redis": "/redis/default/",
+        "incidents": "/incidents/?range=1h",
+        "owners": "/owners/",
     }
 
 

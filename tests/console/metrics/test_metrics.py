@@ -81,7 +81,10 @@ def test_a_redis_that_is_down_reports_up_0_and_the_others_still_count(
     assert samples[("rsmq_up", ("down", ns, ""))] == 0
     assert samples[("rsmq_up", ("up", ns, ""))] == 1
     assert samples[("rsmq_queue_messages", ("up", ns, "orders"))] == 6
-    assert not [k for k in samples if k[1][0] == "down" and k[0] != "rsmq_up"]
+    assert samples[("rsmq_redis_up", ("down", "", ""))] == 0  # its Redis health: none
+    assert not [
+        k for k in samples if k[1][0] == "down" and k[0] not in ("rsmq_up", "rsmq_redis_up")
+    ]
 
 
 def test_a_scrape_reads_each_namespace_in_1_round_trip(

@@ -1,0 +1,217 @@
+"""The incident page: one timeline of operator actions, alert transitions, anomaly flags
+and annotations (dashboard/timeline.py) for any time range across queues, filtered by
+place, queue or pattern and kind, paginated; exported as CSV or JSON for a postmortem
+(streamed, at most ``timeline.EXPORT_MAX`` events)."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+import time
+from collections.abc import Iterator
+from itertools import islice
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse, StreamingHttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_safe
+
+from queues import validation as v
+
+from .. import timeline
+from ..access import Role, require
+from ..connections import connections
+from ..htmx import HtmxHttpRequest
+from ..timeline import KINDS, Filter
+from .common import context
+
+PER_PAGE = 50
+MAX_PAGE = 200  # a page reads its offset's events first: bounded
+RANGES = {"1h": 3600, "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}
+DEFAULT_RANGE = "24h"
+MAX_SPAN = 366 * 86400  # s
+TIME_FORMAT = "%Y-%m-%dT%H:%M"
+CSV_COLUMNS = ("time", "kind", "connection", "namespace", "queue", "text", "who", "ref")
+
+
+class BadFilter(ValueError):
+    """A filter out of its range: a 400 naming the field."""
+
+
+def _when(field: str, value: str) -> int:
+    """``2026-11-25T18:00`` (UTC; seconds allowed) as epoch ms."""
+    for fmt in (TIME_FORMAT, TIME_FORMAT + ":%S"):
+        try:
+            at = dt.datetime.strptime(value, fmt).replace(tzinfo=dt.UTC)
+            return int(at.timestamp() * 1000)
+        except ValueError:
+            continue
+    raise BadFilter(f"{field} must be a UTC time like 2026-11-25T18:00, not {value[:40]!r}")
+
+
+def parse(params: Any, now_ms: int) -> tuple[Filter, dict[str, Any]]:
+    """The filter the query asks for, and what the form shows; BadFilter if a field is
+    out of its range."""
+    shown: dict[str, Any] = {}
+    places = [(c.name, ns) for c in connections() for ns in c.namespaces]
+    conn, ns = params.get("connection", "").strip(), params.get("namespace", "").strip()
+    if conn and conn not in {c for c, _ in places}:
+        raise BadFilter("connection must be one of the configured connections")
+    if ns and (conn, ns) not in places and not (not conn and ns in {n for _, n in places}):
+        raise BadFilter("namespace must be a configured namespace of the connection")
+    queue = params.get("queue", "").strip()
+    if queue:
+        try:
+            v.qname(queue, "queue")
+        except Exception as e:  # noqa: BLE001 - the core's words, as a 400
+            raise BadFilter(str(e)) from None
+    pattern = params.get("pattern", "").strip()
+    if len(pattern) > 160:
+        raise BadFilter("pattern must be at most 160 characters")
+    if queue and pattern:
+        raise BadFilter("queue or pattern: give one of the two")
+    kinds = [k for k in params.getlist("kind") if k]
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        raise BadFilter(f"kind must be one of {', '.join(KINDS)}, not {unknown[0][:40]!r}")
+    start_s, end_s = params.get("start", "").strip(), params.get("end", "").strip()
+    span = params.get("range", "").strip()
+    if span and span not in RANGES:
+        raise BadFilter(f"range must be one of {', '.join(RANGES)}")
+    if start_s or end_s:
+        end = _when("end", end_s) if end_s else now_ms
+        start = _when("start", start_s) if start_s else end - RANGES[DEFAULT_RANGE] * 1000
+        span = ""
+    else:
+        span = span or DEFAULT_RANGE
+        end, start = now_ms, now_ms - RANGES[span] * 1000
+    if end < start:
+        raise BadFilter("end must be after start")
+    if end - start > MAX_SPAN * 1000:
+        raise BadFilter("the range (start to end) must be at most 366 days")
+    order = params.get("order", "oldest")
+    if order not in ("oldest", "newest"):
+        raise BadFilter("order must be oldest or newest")
+    f = Filter(
+        start, end, conn, ns, queue, pattern, frozenset(kinds or KINDS), order == "newest"
+    )  # fmt: skip
+    shown.update(
+        connection=conn, namespace=ns, queue=queue, pattern=pattern, kinds=set(kinds),
+        range=span, order=order,
+        start=dt.datetime.fromtimestamp(start / 1000, tz=dt.UTC).strftime(TIME_FORMAT),
+        end=dt.datetime.fromtimestamp(end / 1000, tz=dt.UTC).strftime(TIME_FORMAT),
+    )  # fmt: skip
+    return f, shown
+
+
+def _page_number(value: str | None) -> int:
+    try:
+        page = int(value or 1)
+    except ValueError:
+        raise BadFilter(f"page must be a whole number from 1 to {MAX_PAGE}") from None
+    if not 1 <= page <= MAX_PAGE:
+        raise BadFilter(f"page must be a whole number from 1 to {MAX_PAGE}")
+    return page
+
+
+@login_required
+@require_safe
+def incidents(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
+    require(request.user, Role.VIEWER)
+    now_ms = int(time.time() * 1000)
+    try:
+        f, shown = parse(request.GET, now_ms)
+        page = _page_number(request.GET.get("page"))
+    except BadFilter as e:
+        ctx = context(None, error=str(e), shown={}, kinds=KINDS, ranges=RANGES,
+                      places=_places())  # fmt: skip
+        return render(request, "incidents.html", ctx, status=400)
+    fmt = request.GET.get("format", "")
+    if fmt == "csv":
+        return _csv(f)
+    if fmt == "json":
+        return _json(f, shown)
+    if fmt:
+        ctx = context(None, error="format must be csv or json", shown=shown, kinds=KINDS,
+                      ranges=RANGES, places=_places())  # fmt: skip
+        return render(request, "incidents.html", ctx, status=400)
+    # One more than the page: whether there is a next one.
+    rows = list(islice(timeline.events(f), (page - 1) * PER_PAGE, page * PER_PAGE + 1))
+    query = request.GET.copy()
+    query.pop("page", None)
+    ctx = context(
+        None,
+        events=rows[:PER_PAGE],
+        has_next=len(rows) > PER_PAGE and page < MAX_PAGE,
+        page=page,
+        shown=shown,
+        kinds=KINDS,
+        ranges=RANGES,
+        places=_places(),
+        query=query.urlencode(),
+        error="",
+    )
+    return render(request, "incidents.html", ctx)
+
+
+def _places() -> list[tuple[str, str]]:
+    return [(c.name, ns) for c in connections() for ns in c.namespaces]
+
+
+def _name(f: Filter, ext: str) -> str:
+    def stamp(ms: int) -> str:
+        return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y%m%dT%H%MZ")
+
+    return f"rsmq-timeline-{stamp(f.start)}-{stamp(f.end)}.{ext}"
+
+
+def _cell(value: object) -> str:
+    """A CSV cell a spreadsheet won't run as a formula."""
+    text = "" if value is None else str(value)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+class _Line:
+    """csv.writer's file: hands back each row's text."""
+
+    def write(self, text: str) -> str:
+        return text
+
+
+def _csv(f: Filter) -> StreamingHttpResponse:
+    def rows() -> Iterator[str]:
+        writer = csv.writer(_Line())
+        yield writer.writerow(CSV_COLUMNS)
+        count = 0
+        for e in timeline.events(f):
+            if count == timeline.EXPORT_MAX:
+                yield writer.writerow(["# truncated", f"more than {count} events: narrow it"])
+                return
+            d = e.as_dict()
+            yield writer.writerow([_cell(d[c]) for c in CSV_COLUMNS])
+            count += 1
+
+    response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{_name(f, "csv")}"'
+    return response
+
+
+def _json(f: Filter, shown: dict[str, Any]) -> StreamingHttpResponse:
+    def body() -> Iterator[str]:
+        head = {k: (sorted(v) if isinstance(v, set) else v) for k, v in shown.items()}
+        yield '{"filter": ' + json.dumps(head, sort_keys=True) + ', "events": ['
+        count = 0
+        truncated = False
+        for e in timeline.events(f):
+            if count == timeline.EXPORT_MAX:
+                truncated = True
+                break
+            yield ("\n" if count == 0 else ",\n") + json.dumps(e.as_dict(), ensure_ascii=False)
+            count += 1
+        yield f'\n], "count": {count}, "truncated": {json.dumps(truncated)}}}\n'
+
+    response = StreamingHttpResponse(body(), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="{_name(f, "json")}"'
+    return response

@@ -1,0 +1,103 @@
+"""Who owns what: owners, on-call contacts and runbooks per queue or name pattern.
+Everyone with a role sees them; admins add, edit and delete them, each change audited."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
+
+from .. import audit
+from ..access import Role, require
+from ..connections import connections
+from ..forms import OwnershipForm
+from ..htmx import HtmxHttpRequest
+from ..models import AuditEntry, Ownership
+from ..place import Place, resolve
+from .common import UNPROCESSABLE, context
+
+PER_PAGE = 50
+
+
+def _places() -> list[tuple[str, str]]:
+    return [(c.name, ns) for c in connections() for ns in c.namespaces]
+
+
+def _place(conn: str, ns: str) -> Place:
+    """The row's place, for the audit log (the first one if it is no longer configured)."""
+    return resolve(conn, ns) if (conn, ns) in _places() else resolve()
+
+
+def _params(o: Ownership) -> dict[str, Any]:
+    return {"pattern": o.pattern, "owner": o.owner, "oncall": o.oncall,
+            "runbook_url": o.runbook_url}  # fmt: skip
+
+
+def _page(
+    request: HtmxHttpRequest, form: OwnershipForm, editing: Ownership | None, status: int = 200,
+    **extra: Any,
+) -> HttpResponse:  # fmt: skip
+    rows = Paginator(Ownership.objects.all(), PER_PAGE).get_page(request.GET.get("page"))
+    ctx = context(None, page_obj=rows, form=form, editing=editing, params=request.GET, **extra)
+    return render(request, "owners.html", ctx, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def owners_page(request: HtmxHttpRequest) -> HttpResponse:
+    if request.method == "GET":
+        require(request.user, Role.VIEWER)
+        return _page(request, OwnershipForm(places=_places()), None)
+    return _save(request, Ownership(), "owner_create")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def owner_edit(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    row = get_object_or_404(Ownership, pk=pk)
+    if request.method == "GET":
+        require(request.user, Role.ADMIN)
+        return _page(request, OwnershipForm(instance=row, places=_places()), row)
+    return _save(request, row, "owner_edit")
+
+
+def _save(request: HtmxHttpRequest, row: Ownership, action: str) -> HttpResponse:
+    where = _place(row.connection, row.namespace) if row.pk else resolve()
+    audit.require(request, where, Role.ADMIN, action, queue=row.target)
+    form = OwnershipForm(request.POST, instance=row, places=_places())
+    if not form.is_valid():
+        errors = "; ".join(f"{k}: {' '.join(map(str, v))}" for k, v in form.errors.items())
+        audit.record(request, where, action, AuditEntry.Outcome.INVALID,
+                     queue=request.POST.get("queue", "") or request.POST.get("pattern", ""),
+                     detail=errors)  # fmt: skip
+        return _page(request, form, row if row.pk else None, status=UNPROCESSABLE)
+    row = form.save(commit=False)
+    row.updated_by = request.user.get_username()
+    row.save()
+    audit.record(request, _place(row.connection, row.namespace), action, AuditEntry.Outcome.OK,
+                 queue=row.target, params=_params(row))  # fmt: skip
+    return redirect(reverse("rsmq-owners") + "?saved=1")
+
+
+@login_required
+@require_POST
+def owner_delete(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    row = get_object_or_404(Ownership, pk=pk)
+    where = _place(row.connection, row.namespace)
+    audit.require(request, where, Role.ADMIN, "owner_delete", queue=row.target)
+    if request.POST.get("confirm", "") != row.target:
+        audit.record(request, where, "owner_delete", AuditEntry.Outcome.INVALID,
+                     queue=row.target, detail="confirm: not the queue or pattern")  # fmt: skip
+        form = OwnershipForm(instance=row, places=_places())
+        error = f"confirm: type {row.target} exactly to delete its owner"
+        return _page(request, form, row, status=UNPROCESSABLE, delete_error=error)
+    params = _params(row)
+    row.delete()
+    audit.record(request, where, "owner_delete", AuditEntry.Outcome.OK, queue=params["pattern"]
+                 or row.queue, params=params)  # fmt: skip
+    return redirect(reverse("rsmq-owners") + "?deleted=1")
