@@ -330,3 +330,12 @@ if RSMQ_PIPELINE_INTERVAL > 0:
         "schedule": RSMQ_PIPELINE_INTERVAL,
         "options": {"expires": RSMQ_PIPELINE_INTERVAL},
     }
+
+# -- The API's audit records (dashboard/audit.py): written to Redis with each data-plane
+# call, moved into the database by a web process at most this often (s), and by beat.
+RSMQ_AUDIT_DRAIN_EVERY = float(os.environ.get("RSMQ_AUDIT_DRAIN_EVERY", "1"))
+CELERY_BEAT_SCHEDULE["audit-drain"] = {
+    "task": "dashboard.tasks.drain_audit",
+    "schedule": 5.0,
+    "options": {"expires": 5.0},
+}

@@ -7,7 +7,7 @@ from typing import Any
 
 from celery import shared_task
 
-from . import pipeline_runs, snapshots
+from . import audit, pipeline_runs, snapshots
 from .alerting import delivery, evaluate
 from .celery import SWEEP_SECONDS
 from .models import AlertRule
@@ -26,6 +26,12 @@ def snapshot() -> dict[str, Any]:
         "rows": run.rows, "files": len(run.files), "skipped": run.skipped,
         "unreadable": run.unreadable, "locked": run.locked,
     }  # fmt: skip
+
+
+@shared_task(name="dashboard.tasks.drain_audit", ignore_result=True)
+def drain_audit() -> dict[str, Any]:
+    """The API's audit records, from Redis into the database (audit.drain)."""
+    return {"moved": audit.drain()}
 
 
 @shared_task(name="dashboard.tasks.prune_snapshots", ignore_result=True)

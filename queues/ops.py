@@ -19,10 +19,18 @@ import traceback
 from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
+from redis.exceptions import ResponseError
+
 from . import scripts as S
 from . import validation as v
 from .driver import Batch, Call, Command, Endpoint, Op, operation
-from .errors import InvalidArgument, MessageNotString, NoAttributeSupplied, QueueNotFound
+from .errors import (
+    InvalidArgument,
+    MessageNotString,
+    NoAttributeSupplied,
+    QueueNotFound,
+    RsmqError,
+)
 from .ids import random_suffixes, sent_ms
 from .models import (
     Browse,
@@ -98,6 +106,18 @@ FAILURE_TRACE_MAX = 8000  # ... and at most this many bytes of them
 FAILURE_SCAN_COUNT = 1000
 FAILURE_SCAN_STEPS = 30
 FAILURE_EXAMPLES = 5
+#: the console API's audit stream of a namespace ({ns}:$console:audit) and how many of
+#: its records one read takes; the scripts an audited call may run, and how each one's
+#: reply is kept in its record (scripts/_audited.lua)
+AUDIT_SUFFIX = "$console:audit"
+AUDIT_READ = 1000
+AUDITED_MODES = {
+    "send_message": "ids", "send_messages": "ids", "receive_message": "recv",
+    "receive_messages": "recv", "delete_message": "n", "delete_messages": "n",
+    "change_message_visibility": "n",
+}  # fmt: skip
+#: the console API's token counters and generation: one hash tag, one Cluster slot
+API_KEY = "{rsmq-console:api}"
 
 
 def _str(value: bytes | str) -> str:
@@ -132,6 +152,11 @@ def _sent(mid: str) -> float | None:
         return sent_ms(mid)
     except ValueError:
         return None
+
+
+def _pairs(flat: list[Any]) -> list[tuple[Any, Any]]:
+    """A stream entry's fields, as Redis sends them (name, value, name, value, …)."""
+    return list(zip(flat[::2], flat[1::2], strict=True))
 
 
 def _whole(raw: Any) -> int | None:
@@ -673,6 +698,88 @@ class Operations(Generic[R]):
         checked = [v.message_id(i) for i in ids]
         deleted: int = yield Call(S.DELETE, keys, checked, qname)
         return deleted
+
+    # -- the console's HTTP API: audited calls, token rates (keys made here too) ------
+
+    @property
+    def audit_key(self) -> str:
+        """The namespace's audit stream: the records of the API's audited calls, until the
+        console moves them into its database. ``$`` is in no RSMQ queue name, so no queue's
+        key is ever this one, and other RSMQ clients never list it."""
+        return self._prefix + AUDIT_SUFFIX
+
+    @operation
+    def audited(self, head: str, name: str, *args: Any, **kwargs: Any) -> Op[Any]:
+        """Operation ``name`` (one of AUDITED_MODES: send, receive, delete, change
+        visibility) with its audit record written by its own script, in the same round
+        trip and atomically: the record's ``head`` (the caller's JSON: who, what, where)
+        and what came of it. An error the script met is recorded too, and the exception
+        raised for it carries ``audited = True``."""
+        mode = AUDITED_MODES[name]
+        op: Op[Any] = getattr(type(self), name).__wrapped__(self, *args, **kwargs)
+        key = self.audit_key
+        try:
+            step = next(op)
+            while True:
+                if isinstance(step, Call):
+                    script = S.AUDITED[step.script.name]
+                    step = Call(script, (*step.keys, key), (*step.args, head, mode), step.names)
+                try:
+                    reply = yield step
+                except (RsmqError, ResponseError) as e:
+                    e.audited = True  # type: ignore[union-attr]  # the script ran: recorded
+                    step = op.throw(e)
+                except Exception as e:
+                    step = op.throw(e)
+                else:
+                    step = op.send(reply)
+        except StopIteration as stop:
+            return stop.value
+
+    @operation
+    def audit_records(self, count: int = AUDIT_READ) -> Op[list[tuple[str, dict[str, str]]]]:
+        """The oldest ``count`` records of the audit stream (not removed: audit_ack)."""
+        v.integer("count", count, 1, AUDIT_READ)
+        raw = yield Command(("XRANGE", self.audit_key, "-", "+", "COUNT", count))
+        return [
+            (_text(rid), {_text(k): _decode(val) for k, val in _pairs(fields)})
+            for rid, fields in raw
+        ]
+
+    @operation
+    def audit_ack(self, ids: list[str]) -> Op[int]:
+        """Remove records that are safely elsewhere (the console's database); the stream
+        too once it is empty."""
+        if not ids:
+            return 0
+        if len(ids) > AUDIT_READ:
+            raise InvalidArgument("ids", f"ids: at most {AUDIT_READ} at once")
+        removed: int = yield Call(S.AUDIT_ACK, (self.audit_key,), ids)
+        return removed
+
+    @operation
+    def audit_pending(self) -> Op[int]:
+        """Records not yet moved into the console's database."""
+        n: int = yield Command(("XLEN", self.audit_key))
+        return n
+
+    @operation
+    def api_rate(self, token: str, per_minute: int, window: int = 60) -> Op[tuple[bool, int, str]]:
+        """Count one call of API token ``token`` (its digest) in this ``window`` (s), at
+        most ``per_minute``: (admitted, calls counted, the tokens' generation). One round
+        trip, one counter for every web process; a refused call is not counted."""
+        v.integer("per_minute", per_minute, 0, 2**31)
+        v.integer("window", window, 1, 3600)
+        slot = int(time.time() // window)
+        keys = (f"{API_KEY}:rate:{token}:{slot}", f"{API_KEY}:generation")
+        used, admitted, generation = yield Call(S.API_RATE, keys, (per_minute, window + 5))
+        return bool(admitted), int(used), _text(generation)
+
+    @operation
+    def api_generation_bump(self) -> Op[str]:
+        """A token was revoked or changed: every process's cache of tokens is stale."""
+        n = yield Command(("INCR", f"{API_KEY}:generation"))
+        return str(n)
 
     # -- operations: none of them changes rc, fr, totalsent or totalrecv -------------
 

@@ -18,9 +18,29 @@ class Script:
     sha: str
 
 
+def _read(name: str) -> str:
+    return (_DIR / f"{name}.lua").read_text(encoding="utf-8")
+
+
 def _load(name: str) -> Script:
-    prelude = (_DIR / "_prelude.lua").read_text(encoding="utf-8")
-    source = (prelude + "\n" + (_DIR / f"{name}.lua").read_text(encoding="utf-8")).encode()
+    source = (_read("_prelude") + "\n" + _read(name)).encode()
+    return Script(name, source, hashlib.sha1(source).hexdigest())
+
+
+def _audited(name: str) -> Script:
+    """Script ``name`` that also writes its audit record (scripts/_audited.lua): it takes
+    one more key (the audit stream) and two more arguments (the record's head, the mode),
+    both taken off before the operation's own part runs, so that part is unchanged."""
+    source = (
+        _read("_prelude")
+        + "\nlocal __audit_key = table.remove(KEYS)\n"
+        + "local __audit_mode = table.remove(ARGV)\n"
+        + "local __audit_head = table.remove(ARGV)\n"
+        + "local function __op()\n"
+        + _read(name)
+        + "\nend\n"
+        + _read("_audited")
+    ).encode()
     return Script(name, source, hashlib.sha1(source).hexdigest())
 
 
@@ -50,3 +70,8 @@ CENSUS = _load("census")
 RECORD_FAILURE = _load("record_failure")
 FAILURE_SCAN = _load("failure_scan")
 FAILURE_HISTORY = _load("failure_history")
+API_RATE = _load("api_rate")
+AUDIT_ACK = _load("audit_ack")
+
+#: the data-plane scripts an API call runs with its audit record (ops.audited)
+AUDITED = {s.name: _audited(s.name) for s in (SEND, RECEIVE, DELETE, CHANGE_VISIBILITY)}

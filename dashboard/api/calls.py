@@ -113,9 +113,14 @@ def run(
     work: Callable[[], tuple[T, int | None]],
     ids: Iterable[str] = (),
     params: dict[str, Any] | None = None,
+    audited: bool = False,
 ) -> T:
     """Run ``work`` (its answer, and the count the audit row keeps) and audit its outcome,
-    as the console's ``Posted.act`` does; bad input: 400, nothing changed."""
+    as the console's ``Posted.act`` does; bad input: 400, nothing changed.
+
+    ``audited``: ``work`` runs a data-plane operation whose script writes its own record
+    to Redis (``head``, queues/ops.py ``audited``); it is drained into the table later,
+    and only what never reached that script (input refused before it) is written here."""
     ids, name = list(ids), actor(token_of(request))
 
     def record(outcome: str, count: int | None, detail: str) -> None:
@@ -127,23 +132,46 @@ def run(
     try:
         answer, count = work()
     except INPUT_ERRORS as e:
-        record(AuditEntry.Outcome.INVALID, None, str(e))
+        if getattr(e, "audited", False):
+            audit.maybe_drain(place)
+        else:
+            record(AuditEntry.Outcome.INVALID, None, str(e))
         raise BadInput(str(e)) from None
     except Exception as e:
-        record(AuditEntry.Outcome.ERROR, None, str(e))
+        if getattr(e, "audited", False):
+            audit.maybe_drain(place)
+        else:
+            record(AuditEntry.Outcome.ERROR, None, str(e))
         raise
-    record(AuditEntry.Outcome.OK, count, "")
+    if audited:
+        audit.maybe_drain(place)
+    else:
+        record(AuditEntry.Outcome.OK, count, "")
     return answer
+
+
+def head(
+    request: HttpRequest,
+    place: Place,
+    action: Action,
+    qname: str,
+    ids: Iterable[str] = (),
+    params: dict[str, Any] | None = None,
+) -> str:
+    """The record an audited call's script writes (audit.head), for this call's token."""
+    return audit.head(place, action.audit_name, actor(token_of(request)), qname, ids, params)
 
 
 View = Callable[..., Any]
 
 
-def placed(view: View, atomic: bool = True) -> tuple[View, View]:
+def placed(view: View, atomic: bool = False) -> tuple[View, View]:
     """``view`` (taking ``conn`` and ``ns``) as two views for ninja: one at the first
     connection's first namespace, one taking both from its path. ninja reads their
     signatures (the path's parameters can have no default; the other's has none).
-    ``atomic``: each call in one database transaction (not for the session's reads)."""
+    ``atomic``: each call in one database transaction. No route needs one now: a token's
+    count is in Redis (tokens.py), a data-plane call's record too (``run``), and a
+    control-plane call writes one row."""
     hints = typing.get_type_hints(view)
     signature = inspect.signature(view)
     params = [
@@ -167,8 +195,6 @@ def placed(view: View, atomic: bool = True) -> tuple[View, View]:
         )
         made.__name__, made.__doc__, made.__module__ = view.__name__, view.__doc__, view.__module__
         if atomic:
-            # The token's count, the action and its audit row in one transaction: one
-            # commit (one fsync on SQLite) per call, not two.
             decorate_view(transaction.atomic)(made)
     return first, at
 

@@ -15,7 +15,7 @@ from ..place import Place
 from ..views.actions import Action
 from ..views.message import MESSAGE_ACTIONS
 from ..views.queue_actions import QUEUE_ACTIONS
-from .calls import queue_in_url, run
+from .calls import head, queue_in_url, run
 
 # Two the console has no button for, at the roles theirs need: creating a queue
 # (overview.queue_create: admin) and receiving (it hides the message and counts a
@@ -71,13 +71,15 @@ def send(
     queue_in_url(qname)
     params = {"delay": delay, "bytes": sum(len(m.encode()) for m in messages)}
 
+    record = head(request, place, SEND, qname, params=params)
+
     def work() -> tuple[list[str], int]:
         if len(messages) == 1:
-            return [place.rsmq.send_message(qname, messages[0], delay=delay)], 1
-        ids = place.rsmq.send_messages(qname, messages, delay=delay)
+            return [place.rsmq.audited(record, "send_message", qname, messages[0], delay)], 1
+        ids = place.rsmq.audited(record, "send_messages", qname, messages, delay)
         return ids, len(ids)
 
-    return run(request, place, SEND, qname, work, params=params)
+    return run(request, place, SEND, qname, work, params=params, audited=True)
 
 
 def receive(
@@ -85,38 +87,45 @@ def receive(
 ) -> list[Message]:
     queue_in_url(qname)
     got: list[str] = []
+    params = {"n": n, "vt": vt}
+    record = head(request, place, RECEIVE, qname, params=params)
 
     def work() -> tuple[list[Message], int]:
         if n == 1:  # the original's receiveMessage (one message, its own script)
-            one = place.rsmq.receive_message(qname, vt=vt)
+            one = place.rsmq.audited(record, "receive_message", qname, vt)
             ms = [one] if one else []
         else:
-            ms = place.rsmq.receive_messages(qname, n, vt=vt)
+            ms = place.rsmq.audited(record, "receive_messages", qname, n, vt)
         got.extend(m.id for m in ms)
         return ms, len(ms)
 
-    return run(request, place, RECEIVE, qname, work, ids=got, params={"n": n, "vt": vt})
+    return run(request, place, RECEIVE, qname, work, ids=got, params=params, audited=True)
 
 
 def delete(request: HttpRequest, place: Place, qname: str, msg_id: str) -> bool:
     """False: it was not there."""
     queue_in_url(qname)
 
+    record = head(request, place, DELETE, qname, ids=[msg_id])
+
     def work() -> tuple[bool, int]:
-        ok = place.rsmq.delete_message(qname, msg_id)
+        ok: bool = place.rsmq.audited(record, "delete_message", qname, msg_id)
         return ok, int(ok)
 
-    return run(request, place, DELETE, qname, work, ids=[msg_id])
+    return run(request, place, DELETE, qname, work, ids=[msg_id], audited=True)
 
 
 def visibility(request: HttpRequest, place: Place, qname: str, msg_id: str, vt: int) -> bool:
     queue_in_url(qname)
 
+    record = head(request, place, VISIBILITY, qname, ids=[msg_id], params={"vt": vt})
+
     def work() -> tuple[bool, int]:
-        ok = place.rsmq.change_message_visibility(qname, msg_id, vt)
+        ok: bool = place.rsmq.audited(record, "change_message_visibility", qname, msg_id, vt)
         return ok, int(ok)
 
-    return run(request, place, VISIBILITY, qname, work, ids=[msg_id], params={"vt": vt})
+    params = {"vt": vt}
+    return run(request, place, VISIBILITY, qname, work, ids=[msg_id], params=params, audited=True)
 
 
 def _ids(ids: list[str]) -> list[str]:
