@@ -34,5 +34,9 @@ def refuse_bad_configuration() -> None:
 
 
 refuse_insecure_key()
-application = get_wsgi_application()
+_full = get_wsgi_application()
 refuse_bad_configuration()
+# API token calls take a lean path (dashboard/lean.py): no session, CSRF, messages or axes.
+from dashboard.lean import dispatch  # noqa: E402 (Django is set up above)
+
+application = dispatch(_full)

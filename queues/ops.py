@@ -17,7 +17,7 @@ import random
 import time
 import traceback
 from collections.abc import Iterable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from redis.exceptions import ResponseError
 
@@ -25,6 +25,7 @@ from . import scripts as S
 from . import validation as v
 from .driver import Batch, Call, Command, Endpoint, Op, operation
 from .errors import (
+    ApiRefused,
     InvalidArgument,
     MessageNotString,
     NoAttributeSupplied,
@@ -118,6 +119,17 @@ AUDITED_MODES = {
 }  # fmt: skip
 #: the console API's token counters and generation: one hash tag, one Cluster slot
 API_KEY = "{rsmq-console:api}"
+
+
+class ApiRate(NamedTuple):
+    """An API token's call to count in an audited call's script (``Operations.audited``):
+    its digest, its limit a window, the window (s), the tokens' generation the caller
+    read it at."""
+
+    token: str
+    per_minute: int
+    window: int
+    generation: str
 
 
 def _str(value: bytes | str) -> str:
@@ -709,25 +721,46 @@ class Operations(Generic[R]):
         return self._prefix + AUDIT_SUFFIX
 
     @operation
-    def audited(self, head: str, name: str, *args: Any, **kwargs: Any) -> Op[Any]:
+    def audited(
+        self, head: str, rate: ApiRate | None, name: str, *args: Any, **kwargs: Any
+    ) -> Op[Any]:
         """Operation ``name`` (one of AUDITED_MODES: send, receive, delete, change
         visibility) with its audit record written by its own script, in the same round
         trip and atomically: the record's ``head`` (the caller's JSON: who, what, where)
         and what came of it. An error the script met is recorded too, and the exception
-        raised for it carries ``audited = True``."""
+        raised for it carries ``audited = True``.
+
+        ``rate``: the API token's call is counted by the same script first (as
+        `api_rate`, in this client's Redis); refused (`ApiRefused`) with nothing changed
+        or recorded when its window is spent or the tokens' generation is not
+        ``rate.generation``."""
         mode = AUDITED_MODES[name]
         op: Op[Any] = getattr(type(self), name).__wrapped__(self, *args, **kwargs)
-        key = self.audit_key
+        keys: tuple[str, ...] = (self.audit_key,)
+        extra: tuple[Any, ...] = (head, mode)
+        if rate is not None:
+            v.integer("per_minute", rate.per_minute, 0, 2**31)
+            slot = int(time.time() // rate.window)
+            keys += (f"{API_KEY}:rate:{rate.token}:{slot}", f"{API_KEY}:generation")
+            extra += (rate.per_minute, rate.window + 5, rate.generation, "1")
+        else:
+            extra += ("",)
         try:
             step = next(op)
             while True:
                 if isinstance(step, Call):
                     script = S.AUDITED[step.script.name]
-                    step = Call(script, (*step.keys, key), (*step.args, head, mode), step.names)
+                    step = Call(script, (*step.keys, *keys), (*step.args, *extra), step.names)
                 try:
                     reply = yield step
-                except (RsmqError, ResponseError) as e:
-                    e.audited = True  # type: ignore[union-attr]  # the script ran: recorded
+                except ResponseError as e:
+                    text = str(e)
+                    if text.startswith("apiRefused "):
+                        raise ApiRefused(*text.split()[1:3]) from None
+                    e.audited = True  # type: ignore[attr-defined]  # the script ran: recorded
+                    step = op.throw(e)
+                except RsmqError as e:
+                    e.audited = True  # type: ignore[attr-defined]  # the script ran: recorded
                     step = op.throw(e)
                 except Exception as e:
                     step = op.throw(e)
@@ -774,6 +807,12 @@ class Operations(Generic[R]):
         keys = (f"{API_KEY}:rate:{token}:{slot}", f"{API_KEY}:generation")
         used, admitted, generation = yield Call(S.API_RATE, keys, (per_minute, window + 5))
         return bool(admitted), int(used), _text(generation)
+
+    @operation
+    def api_generation(self) -> Op[str]:
+        """The tokens' generation now (`api_rate`)."""
+        raw = yield Command(("GET", f"{API_KEY}:generation"))
+        return "0" if raw is None else _text(raw)
 
     @operation
     def api_generation_bump(self) -> Op[str]:

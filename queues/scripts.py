@@ -28,14 +28,14 @@ def _load(name: str) -> Script:
 
 
 def _audited(name: str) -> Script:
-    """Script ``name`` that also writes its audit record (scripts/_audited.lua): it takes
-    one more key (the audit stream) and two more arguments (the record's head, the mode),
-    both taken off before the operation's own part runs, so that part is unchanged."""
+    """Script ``name`` that also writes its audit record (scripts/_audited.lua), and may
+    count the API token's call first (scripts/_audited_head.lua): its own keys and
+    arguments are taken off the end of KEYS and ARGV before the operation's part runs,
+    so that part is unchanged."""
     source = (
         _read("_prelude")
-        + "\nlocal __audit_key = table.remove(KEYS)\n"
-        + "local __audit_mode = table.remove(ARGV)\n"
-        + "local __audit_head = table.remove(ARGV)\n"
+        + "\n"
+        + _read("_audited_head")
         + "local function __op()\n"
         + _read(name)
         + "\nend\n"

@@ -16,6 +16,7 @@ from ninja.decorators import decorate_view
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as SchemaError
 from ninja.security import HttpBearer
+from redis.exceptions import RedisError
 
 from queues import (
     InvalidArgument,
@@ -26,6 +27,8 @@ from queues import (
     RsmqError,
 )
 from queues import validation as v
+from queues.errors import ApiRefused
+from queues.ops import ApiRate
 
 from .. import audit
 from .. import place as places
@@ -56,6 +59,17 @@ RANGES = {
 }
 
 
+#: the actions whose token count is made by the call's own script (operations.py fills
+#: it: the audited data-plane calls), when its Redis is the counting one
+COUNTED_BY_CALL: set[Action] = set()
+
+
+def rate(request: HttpRequest) -> ApiRate | None:
+    """The token's count the call's script makes (None: counted already)."""
+    found = getattr(request, "api_rate", None)
+    return found if isinstance(found, ApiRate) else None
+
+
 class BadInput(Exception):
     """The call's input, refused before anything ran: 400."""
 
@@ -84,12 +98,19 @@ class TokenAuth(HttpBearer):
         self.action = action
 
     def authenticate(self, request: HttpRequest, token: str) -> ApiToken:
-        row = tokens.admit(token.strip())
+        kwargs = request.resolver_match.kwargs if request.resolver_match else {}
+        try:
+            if self.action not in COUNTED_BY_CALL or not tokens.foldable(kwargs.get("conn")):
+                raise LookupError
+            # Counted by the call's own script, in the same round trip (``run``).
+            row, generation = tokens.identify(token.strip())
+            request.api_rate = tokens.rate_of(row, generation)  # type: ignore[attr-defined]
+        except (LookupError, RedisError, RsmqError):
+            row = tokens.admit(token.strip())  # counted now (in the database if Redis is down)
         needed = self.action.role if self.action else Role.VIEWER
         reason = refusal(tokens.role_of(row), needed)
         if reason:
             if self.action is not None:
-                kwargs = request.resolver_match.kwargs if request.resolver_match else {}
                 place = places.resolve(kwargs.get("conn"), kwargs.get("ns"))
                 audit.record(
                     request, place, self.action.audit_name, AuditEntry.Outcome.DENIED,
@@ -129,18 +150,39 @@ def run(
             actor=name,
         )  # fmt: skip
 
+    def attempts() -> tuple[T, int | None]:
+        for attempt in range(3):
+            try:
+                return work()
+            except ApiRefused as e:
+                # Over its rate (429), or the tokens changed since this process read
+                # them: read again (revoked: 401; its role now too), then again with the
+                # generation now. Refused, the call changed nothing and is not audited.
+                row = tokens.refused(token_of(request), e)
+                reason = refusal(tokens.role_of(row), action.role)
+                if reason:
+                    raise PermissionDenied(reason) from None
+                if attempt == 2:
+                    raise
+                request.api_rate = tokens.rate_of(row, e.generation)  # type: ignore[attr-defined]
+        raise AssertionError("unreachable")
+
     try:
-        answer, count = work()
+        answer, count = attempts()
+    except (ApiRefused, tokens.RateLimited, tokens.Unauthenticated, PermissionDenied):
+        raise
     except INPUT_ERRORS as e:
         if getattr(e, "audited", False):
             audit.maybe_drain(place)
         else:
+            uncounted(request)
             record(AuditEntry.Outcome.INVALID, None, str(e))
         raise BadInput(str(e)) from None
     except Exception as e:
         if getattr(e, "audited", False):
             audit.maybe_drain(place)
         else:
+            uncounted(request)
             record(AuditEntry.Outcome.ERROR, None, str(e))
         raise
     if audited:
@@ -148,6 +190,17 @@ def run(
     else:
         record(AuditEntry.Outcome.OK, count, "")
     return answer
+
+
+def uncounted(request: HttpRequest) -> None:
+    """A call refused before its script ran is counted all the same (never fails it)."""
+    r = rate(request)
+    if r is None:
+        return
+    try:
+        tokens.counter().api_rate(r.token, r.per_minute, r.window)
+    except Exception:
+        pass
 
 
 def head(

@@ -15,7 +15,7 @@ from ..place import Place
 from ..views.actions import Action
 from ..views.message import MESSAGE_ACTIONS
 from ..views.queue_actions import QUEUE_ACTIONS
-from .calls import head, queue_in_url, run
+from .calls import COUNTED_BY_CALL, head, queue_in_url, rate, run
 
 # Two the console has no button for, at the roles theirs need: creating a queue
 # (overview.queue_create: admin) and receiving (it hides the message and counts a
@@ -25,6 +25,8 @@ RECEIVE = Action(Role.OPERATOR, lambda post: NotImplemented, "receive")
 SEND, REQUEUE, MOVE = QUEUE_ACTIONS["send"], QUEUE_ACTIONS["requeue"], QUEUE_ACTIONS["move"]
 PURGE, DELETE_QUEUE = QUEUE_ACTIONS["purge"], QUEUE_ACTIONS["delete_queue"]
 DELETE, VISIBILITY = MESSAGE_ACTIONS["delete"], MESSAGE_ACTIONS["visibility"]
+# Audited by their own scripts, and counted against the token's rate by them too.
+COUNTED_BY_CALL.update((SEND, RECEIVE, DELETE, VISIBILITY))
 
 
 def create_queue(
@@ -75,8 +77,10 @@ def send(
 
     def work() -> tuple[list[str], int]:
         if len(messages) == 1:
-            return [place.rsmq.audited(record, "send_message", qname, messages[0], delay)], 1
-        ids = place.rsmq.audited(record, "send_messages", qname, messages, delay)
+            return [
+                place.rsmq.audited(record, rate(request), "send_message", qname, messages[0], delay)
+            ], 1
+        ids = place.rsmq.audited(record, rate(request), "send_messages", qname, messages, delay)
         return ids, len(ids)
 
     return run(request, place, SEND, qname, work, params=params, audited=True)
@@ -92,10 +96,10 @@ def receive(
 
     def work() -> tuple[list[Message], int]:
         if n == 1:  # the original's receiveMessage (one message, its own script)
-            one = place.rsmq.audited(record, "receive_message", qname, vt)
+            one = place.rsmq.audited(record, rate(request), "receive_message", qname, vt)
             ms = [one] if one else []
         else:
-            ms = place.rsmq.audited(record, "receive_messages", qname, n, vt)
+            ms = place.rsmq.audited(record, rate(request), "receive_messages", qname, n, vt)
         got.extend(m.id for m in ms)
         return ms, len(ms)
 
@@ -109,7 +113,7 @@ def delete(request: HttpRequest, place: Place, qname: str, msg_id: str) -> bool:
     record = head(request, place, DELETE, qname, ids=[msg_id])
 
     def work() -> tuple[bool, int]:
-        ok: bool = place.rsmq.audited(record, "delete_message", qname, msg_id)
+        ok: bool = place.rsmq.audited(record, rate(request), "delete_message", qname, msg_id)
         return ok, int(ok)
 
     return run(request, place, DELETE, qname, work, ids=[msg_id], audited=True)
@@ -121,7 +125,9 @@ def visibility(request: HttpRequest, place: Place, qname: str, msg_id: str, vt: 
     record = head(request, place, VISIBILITY, qname, ids=[msg_id], params={"vt": vt})
 
     def work() -> tuple[bool, int]:
-        ok: bool = place.rsmq.audited(record, "change_message_visibility", qname, msg_id, vt)
+        ok: bool = place.rsmq.audited(
+            record, rate(request), "change_message_visibility", qname, msg_id, vt
+        )
         return ok, int(ok)
 
     params = {"vt": vt}

@@ -25,6 +25,9 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from queues import RedisSMQ, RsmqError
+from queues.errors import ApiRefused
+from queues.ops import ApiRate
+from queues.urls import CLUSTER
 
 from ..access import GROUPS, Role
 from ..connections import get_connection, get_rsmq
@@ -172,6 +175,44 @@ def _read_for_update(wanted: str) -> ApiToken:
     if row is None or not hmac.compare_digest(row.digest, wanted):
         raise Unauthenticated("Unknown API token.")
     return row
+
+
+def identify(token: str) -> tuple[ApiToken, str]:
+    """The live token ``token`` is and the tokens' generation it was read at, not counted:
+    the call's own script counts it (rate_of, queues/ops.py ``audited``)."""
+    wanted = digest(token)
+    seen = _seen.rows.get(wanted)
+    if seen is not None and time.monotonic() - seen[0] <= CACHE_TTL:
+        return _live(seen[2]), seen[1]
+    return reread(wanted)
+
+
+def reread(wanted: str) -> tuple[ApiToken, str]:
+    """Read a token again (its generation first: a change after it is seen next time)."""
+    generation = counter().api_generation()
+    row = _live(_read(wanted))
+    ApiToken.objects.filter(pk=row.pk).update(last_used_at=timezone.now())
+    _seen.put(wanted, generation, row)
+    return row, generation
+
+
+def rate_of(row: ApiToken, generation: str) -> ApiRate:
+    return ApiRate(row.digest, row.per_minute, WINDOW, generation)
+
+
+def foldable(conn: str | None) -> bool:
+    """Whether a call on connection ``conn`` can be counted by its own script: it runs on
+    the counting Redis (the first connection), and not on a Cluster (another slot)."""
+    first = get_connection(None)
+    return (conn is None or conn == first.name) and not first.url.startswith(CLUSTER)
+
+
+def refused(row: ApiToken, e: ApiRefused) -> ApiToken:
+    """A call's script refused it (``e``): RateLimited, or the token read again (revoked:
+    Unauthenticated); the row to call again with."""
+    if e.why == "rateLimited":
+        raise RateLimited(row.name, row.per_minute, _retry(time.time()))
+    return reread(row.digest)[0]
 
 
 @receiver(post_save, sender=ApiToken)
