@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
+from django.db import connections as connections_db
+from django.db import transaction
+from django.db.models.constants import OnConflict
 from django.http import HttpRequest
 from redis.exceptions import RedisError, ResponseError
 
@@ -183,8 +186,7 @@ def drain(places: Iterable[Place] | None = None) -> int:
                 records = place.rsmq.audit_records(AUDIT_READ)
                 if not records:
                     break
-                rows = [_row(place, rid, fields) for rid, fields in records]
-                AuditEntry.objects.bulk_create(rows, ignore_conflicts=True)
+                _insert([_row(place, rid, fields) for rid, fields in records])
                 place.rsmq.audit_ack([rid for rid, _ in records])
                 moved += len(records)
                 if len(records) < AUDIT_READ:
@@ -193,6 +195,28 @@ def drain(places: Iterable[Place] | None = None) -> int:
             log.warning("Audit records of %s/%s not drained", place.conn.name, place.ns,
                         exc_info=True)  # fmt: skip
     return moved
+
+
+#: the columns a drained row fills (its id is the database's)
+_COLUMNS = [f for f in AuditEntry._meta.concrete_fields if not f.primary_key]
+
+
+def _insert(rows: list[AuditEntry]) -> None:
+    """``bulk_create(rows, ignore_conflicts=True)`` in one executemany: the same SQL
+    (a row whose ``record`` is in already is skipped) without the ORM's per-row compiling,
+    which cost a web process ~90 µs a record (a third of an API call)."""
+    db = connections_db[AuditEntry.objects.db]
+    ignore = OnConflict.IGNORE
+    table = db.ops.quote_name(AuditEntry._meta.db_table)
+    names = ", ".join(db.ops.quote_name(f.column) for f in _COLUMNS)
+    marks = ", ".join(["%s"] * len(_COLUMNS))
+    suffix = db.ops.on_conflict_suffix_sql(_COLUMNS, ignore, None, None)
+    sql = (
+        f"{db.ops.insert_statement(on_conflict=ignore)} {table} ({names}) VALUES ({marks}) {suffix}"
+    )
+    values = [[f.get_db_prep_save(f.pre_save(r, True), db) for f in _COLUMNS] for r in rows]
+    with transaction.atomic(using=db.alias), db.cursor() as cursor:
+        cursor.executemany(sql, values)
 
 
 def maybe_drain(place: Place) -> None:

@@ -14,9 +14,10 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import Any, TypeVar
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 from django.views.decorators.http import require_safe
 
 from queues.models import QueueStats
@@ -36,12 +37,15 @@ COUNTS = ("msgs", "visible", "hidden", "inflight", "delayed", "exact", "totalsen
 ATTRIBUTES = ("vt", "delay", "maxsize", "created", "modified")
 
 
-def readers(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+R = TypeVar("R", bound=HttpResponseBase)
+
+
+def readers(view: Callable[..., R]) -> Callable[..., R | JsonResponse]:
     """An API token of any role (counted against its rate), else access.token_or_viewer."""
     checked = token_or_viewer(view)
 
     @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
         scheme, _, given = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not given.strip().startswith(tokens.PREFIX):
             return checked(request, *args, **kwargs)
