@@ -18,7 +18,9 @@ Each client, on its own queue and its own keep-alive connection, loops send one 
 receive it → delete it; ops/s counts the three calls. Contenders: the console's native
 routes (``POST /api/queues/<q>/messages/``, ``POST …/receive/``, ``DELETE
 …/messages/<id>/``), the console's rest-rsmq routes (``/api/rest-rsmq/…``), rest-rsmq
-itself (the same paths on Node), and the Python client (RedisSMQ) for scale. The batch
+itself (the same paths on Node), the Python client (RedisSMQ), and — what the web server
+alone costs — the native paths as a bare WSGI function (bench/bare_wsgi.py) under the
+same gunicorn. The batch
 cells: the native routes sending BATCH messages in one call and receiving them in
 another (no route deletes a batch: the queue is purged after the cell); messages/s is
 messages sent and received, against rest-rsmq's messages sent, received and deleted per
@@ -60,6 +62,7 @@ NATIVE, REST, NODE, DIRECT = (
     "Python client (RedisSMQ)",
 )
 BATCHED = f"console, /api/ batch of {BATCH}"
+BARE = "bare WSGI function, same gunicorn (reference)"
 
 #: loads rest-rsmq's app.js unchanged, its `new RSMQ()` pointed at our Redis
 NODE_LAUNCHER = """
@@ -215,9 +218,16 @@ def main() -> None:
         admin.create_queue(f"bench-api-{i}")
     subprocess.run(["taskset", "-acp", "0", str(redis.process.pid)], check=True,  # type: ignore[union-attr]
                    capture_output=True)  # fmt: skip
-    port, node_port = free_port(), free_port()
+    port, node_port, bare_port = free_port(), free_port(), free_port()
     server = subprocess.Popen(
         ["taskset", "-c", "0", *web_argv(port, env)], cwd=ROOT, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    bare_argv = [a.replace("dashboard.wsgi:application", "bench.bare_wsgi:application")
+                 .replace(f"127.0.0.1:{port}", f"127.0.0.1:{bare_port}")
+                 for a in web_argv(port, env)]  # fmt: skip
+    bare = subprocess.Popen(
+        ["taskset", "-c", "0", *bare_argv], cwd=ROOT, env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     node = subprocess.Popen(
@@ -232,12 +242,14 @@ def main() -> None:
         NODE: lambda q: Http(node_port, "", "node", q),
         DIRECT: lambda q: Direct(redis.url, q),
         BATCHED: lambda q: Batched(port, token, "native", q),
+        BARE: lambda q: Http(bare_port, "", "native", q),
     }
     cells: dict[tuple[str, int], list[dict[str, float]]] = {}
     load_start = os.getloadavg()[0]
     try:
         wait_up(port, server)
         _wait_node(node_port, node)
+        _wait_port(bare_port, bare)
         for make in contenders.values():
             load(make, 8, 1)  # warm up every process and thread
         _purge(admin)
@@ -254,6 +266,8 @@ def main() -> None:
     finally:
         os.killpg(server.pid, 15)
         os.killpg(node.pid, 15)
+        os.killpg(bare.pid, 15)
+        bare.wait(30)
         server.wait(30)
         node.wait(30)
         redis.stop()
@@ -263,6 +277,17 @@ def main() -> None:
 def _purge(admin: RedisSMQ) -> None:
     for i in range(max(CLIENTS)):
         admin.purge_queue(f"bench-api-{i}")
+
+
+def _wait_port(port: int, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            http.client.HTTPConnection("127.0.0.1", port, timeout=2).connect()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError("the bare WSGI server did not start")
 
 
 def _wait_node(port: int, process: subprocess.Popen[bytes]) -> None:
