@@ -7,6 +7,7 @@ import json
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -101,7 +102,8 @@ def record_lockout(
 # the operation and its record are one atomic step. drain() moves the records into this
 # table in batches — each row keyed by its stream id (``record``, unique), inserted before
 # the records are removed from Redis — so a drain that dies half-way loses nothing and a
-# second one duplicates nothing. It runs in the web process (after an API call, at most
+# second one duplicates nothing (the key is a uuid the call made: a stream id can come
+# again once an emptied stream is deleted). It runs in the web process (after an API call, at most
 # every RSMQ_AUDIT_DRAIN_EVERY s), in Celery beat, and before the audit log is shown.
 
 DRAIN_STEPS = 20  # reads of AUDIT_READ records per namespace per drain, at most
@@ -113,7 +115,8 @@ def head(place: Place, action: str, actor: str, queue: str, ids: Iterable[str] =
          params: dict[str, Any] | None = None) -> str:  # fmt: skip
     """The part of an API call's record its caller knows before it runs (JSON)."""
     return json.dumps(
-        {"c": place.conn.name, "u": actor, "a": action, "q": queue, "i": list(ids)[:MAX_IDS],
+        {"k": uuid.uuid4().hex, "c": place.conn.name, "u": actor, "a": action, "q": queue,
+         "i": list(ids)[:MAX_IDS],
          "p": params or {}},
         default=str, separators=(",", ":"),
     )  # fmt: skip
@@ -164,7 +167,9 @@ def _row(place: Place, rid: str, fields: dict[str, str]) -> AuditEntry:
         params=params,
         outcome=outcome,
         detail=detail[:MAX_DETAIL],
-        record=f"{conn}/{place.ns}/{rid}"[:400],
+        # The call's own key: a stream id may come again once a drained stream is gone
+        # (Redis numbers a new stream from its clock), a uuid never does.
+        record=f"{conn}/{place.ns}/{h.get('k') or rid + '/' + str(hash(str(fields)))}"[:400],
     )
 
 

@@ -177,6 +177,15 @@ def _read_for_update(wanted: str) -> ApiToken:
     return row
 
 
+def cached(token: str) -> tuple[ApiToken, str] | None:
+    """The live token ``token`` is and its generation, if this process read it within
+    CACHE_TTL (no query, no round trip); else None."""
+    seen = _seen.rows.get(digest(token))
+    if seen is None or time.monotonic() - seen[0] > CACHE_TTL or seen[2].revoked_at:
+        return None
+    return seen[2], seen[1]
+
+
 def identify(token: str) -> tuple[ApiToken, str]:
     """The live token ``token`` is and the tokens' generation it was read at, not counted:
     the call's own script counts it (rate_of, queues/ops.py ``audited``)."""
