@@ -127,7 +127,8 @@ def fast(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes] | Non
     from django.http.request import split_domain_port, validate_host
 
     from . import place as places
-    from .api import calls, native, tokens
+    from . import tokens
+    from .api import calls, native
     from .api import operations as ops
 
     method, path = environ.get("REQUEST_METHOD"), environ.get("PATH_INFO", "")

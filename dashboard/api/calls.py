@@ -30,15 +30,14 @@ from queues import validation as v
 from queues.errors import ApiRefused
 from queues.ops import ApiRate
 
-from .. import audit
+from .. import audit, audit_drain, tokens
 from .. import place as places
 from ..access import Role, read_only
+from ..actions import Action
 from ..connections import get_connection
 from ..models import ApiToken, AuditEntry
 from ..place import Place
-from ..views.actions import Action
 from ..web_errors import web_error
-from . import tokens
 
 T = TypeVar("T")
 
@@ -173,20 +172,20 @@ def run(
         raise
     except INPUT_ERRORS as e:
         if getattr(e, "audited", False):
-            audit.maybe_drain(place)
+            audit_drain.maybe_drain(place)
         else:
             uncounted(request)
             record(AuditEntry.Outcome.INVALID, None, str(e))
         raise BadInput(str(e)) from None
     except Exception as e:
         if getattr(e, "audited", False):
-            audit.maybe_drain(place)
+            audit_drain.maybe_drain(place)
         else:
             uncounted(request)
             record(AuditEntry.Outcome.ERROR, None, str(e))
         raise
     if audited:
-        audit.maybe_drain(place)
+        audit_drain.maybe_drain(place)
     else:
         record(AuditEntry.Outcome.OK, count, "")
     return answer
@@ -211,8 +210,8 @@ def head(
     ids: Iterable[str] = (),
     params: dict[str, Any] | None = None,
 ) -> str:
-    """The record an audited call's script writes (audit.head), for this call's token."""
-    return audit.head(place, action.audit_name, actor(token_of(request)), qname, ids, params)
+    """The record an audited call's script writes (audit_drain.head), for this call's token."""
+    return audit_drain.head(place, action.audit_name, actor(token_of(request)), qname, ids, params)
 
 
 View = Callable[..., Any]

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import Served, processes_in, start
-from test_api_served import call, make_token
+from served import Served, call, make_token, processes_in, start
 
 pytestmark = pytest.mark.slow
 QUEUE = "kill-audit"

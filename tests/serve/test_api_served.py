@@ -4,17 +4,13 @@ HTTP, on the native routes and rest-rsmq's; no token: 401, and /api/schema/ is t
 
 from __future__ import annotations
 
-import html
 import json
-import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlencode
 
 import pytest
-from conftest import Response, Served, cookies, request, start
+from served import Served, call, make_token, request, start
 
 pytestmark = pytest.mark.slow
 
@@ -28,34 +24,6 @@ def served(clone: Path) -> Iterator[Served]:
         yield console
     finally:
         console.stop()
-
-
-def make_token(served: Served, name: str, role: str, per_minute: int = 1000) -> str:
-    page = served.get("/tokens/")
-    served.cookies.update(cookies(page))
-    csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
-    assert csrf, page.text[:500]
-    form = {"csrfmiddlewaretoken": html.unescape(csrf[1]), "name": name, "role": role,
-            "per_minute": str(per_minute)}  # fmt: skip
-    answer = request(
-        served.port, "/tokens/", "POST", body=urlencode(form).encode(),
-        headers={"Cookie": "; ".join(f"{k}={v}" for k, v in served.cookies.items()),
-                 "Content-Type": "application/x-www-form-urlencoded",
-                 "Referer": f"http://127.0.0.1:{served.port}/tokens/"},
-    )  # fmt: skip
-    assert answer.status == 200, answer.text[:500]
-    found = re.search(r'<code id="new-token">([^<]+)</code>', answer.text)
-    assert found, answer.text[:1000]
-    return found[1]
-
-
-def call(served: Served, method: str, path: str, token: str, body: Any = None) -> Response:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    data = None
-    if body is not None:
-        headers["Content-Type"] = "application/json"
-        data = json.dumps(body).encode()
-    return request(served.port, path, method, headers=headers, body=data)
 
 
 def test_a_token_sends_receives_and_deletes_over_http(served: Served) -> None:
