@@ -17,6 +17,7 @@ from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.core.handlers.wsgi import WSGIHandler
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import ResolverMatch
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +106,7 @@ class _Request(HttpRequest):
         self.user = AnonymousUser()
         self.auth: Any = None
         self.api_rate: Any = None
+        self.rsmq_action: Any = None
 
 
 def _headers(content_type: str = "application/json") -> list[tuple[str, str]]:
@@ -218,6 +220,9 @@ def fast(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes] | Non
     request = _Request(environ)
     request.auth = row
     request.api_rate = tokens.rate_of(row, generation)
+    request.rsmq_action = action  # what a refusal is audited as (calls.audit_refusal)
+    ids = {"msg_id": parts[5]} if kind == "delete" else {}
+    request.resolver_match = ResolverMatch(fast, (), {"qname": qname, **ids})
     answer: dict[str, Any]
     try:
         place = places.resolve(None, None)

@@ -39,9 +39,9 @@ from queues.models import QueueStats
 from queues.urls import redacted
 
 from . import latest
+from .api.reads import readers  # an API token of any role, RSMQ_METRICS_TOKEN or a viewer
 from .connections import Connection, connections, stats_of_all
 from .exposition import Family, escape, labels, render
-from .tokens import readers  # an API token of any role, RSMQ_METRICS_TOKEN or a viewer
 
 log = logging.getLogger(__name__)
 

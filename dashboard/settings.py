@@ -331,7 +331,15 @@ if RSMQ_PIPELINE_INTERVAL > 0:
         "options": {"expires": RSMQ_PIPELINE_INTERVAL},
     }
 
-# -- The API's audit records (dashboard/audit.py): written to Redis with each data-plane
+# Outbound requests (alert webhooks and Slack URLs, dashboard/alerting/outbound.py): host
+# names and ranges (CIDR, or one address) the console may reach although they are
+# loopback, private, link-local, multicast, reserved or unspecified, comma-separated:
+# "hooks.internal,10.20.0.0/16". Everything else of that kind is refused.
+RSMQ_OUTBOUND_ALLOW = env_list("RSMQ_OUTBOUND_ALLOW")
+# Failures of a transient kind (down, timed out, 5xx, 429) before a notification is given up.
+RSMQ_ALERT_MAX_ATTEMPTS = int(os.environ.get("RSMQ_ALERT_MAX_ATTEMPTS", "12"))
+
+# -- The API's audit records (dashboard/audit_drain.py): written to Redis with each data-plane
 # call, moved into the database by a web process at most this often (s), and by beat.
 RSMQ_AUDIT_DRAIN_EVERY = float(os.environ.get("RSMQ_AUDIT_DRAIN_EVERY", "1"))
 CELERY_BEAT_SCHEDULE["audit-drain"] = {

@@ -16,15 +16,11 @@ import math
 import secrets
 import threading
 import time
-from collections.abc import Callable
-from functools import wraps
-from typing import Any, TypeVar
+from typing import Any
 
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
-from django.http import HttpRequest, JsonResponse
-from django.http.response import HttpResponseBase
 from django.utils import timezone
 from redis.exceptions import RedisError
 
@@ -33,7 +29,7 @@ from queues.errors import ApiRefused
 from queues.ops import ApiRate
 from queues.urls import CLUSTER
 
-from .access import GROUPS, Role, token_or_viewer
+from .access import GROUPS, Role
 from .connections import get_connection, get_rsmq
 from .models import ApiToken
 
@@ -57,6 +53,7 @@ class RateLimited(Exception):
             f"try again in {retry_after} s."
         )
         self.retry_after = retry_after
+        self.name = name
 
 
 def digest(token: str) -> str:
@@ -238,30 +235,3 @@ def _changed(sender: type[ApiToken], **kwargs: Any) -> None:
         counter().api_generation_bump()
     except Exception:  # Redis down: the others see it within CACHE_TTL all the same
         log.warning("Could not tell the other processes that an API token changed", exc_info=True)
-
-
-R = TypeVar("R", bound=HttpResponseBase)
-
-
-def readers(view: Callable[..., R]) -> Callable[..., R | JsonResponse]:
-    """An API token of any role (counted against its rate), else access.token_or_viewer."""
-    checked = token_or_viewer(view)
-
-    @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
-        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not given.strip().startswith(PREFIX):
-            return checked(request, *args, **kwargs)
-        try:
-            admit(given.strip())
-        except Unauthenticated as e:
-            response = JsonResponse({"error": str(e)}, status=401)
-            response["WWW-Authenticate"] = 'Bearer realm="rsmq-console"'
-            return response
-        except RateLimited as e:
-            response = JsonResponse({"error": str(e)}, status=429)
-            response["Retry-After"] = str(e.retry_after)
-            return response
-        return view(request, *args, **kwargs)
-
-    return wrapped

@@ -13,11 +13,13 @@ Auth: an API token (any role), RSMQ_METRICS_TOKEN as a bearer token, or a logged
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import Any, TypeVar
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 from django.views.decorators.http import require_safe
 from ninja import Schema
 from pydantic import ConfigDict, Field
@@ -28,12 +30,14 @@ from queues.models import FailureState, QueueStats
 
 from .. import place as places
 from .. import tokens
+from ..access import token_or_viewer
 from ..connections import get_connection
 from ..formatting import iso
 from ..history import RANGES, Backlog, current_rates, queue_history
 from ..place import Place
 from ..rates import Interval
 from ..web_errors import web_error
+from .calls import audit_refusal
 
 COUNTS = ("msgs", "visible", "hidden", "inflight", "delayed", "exact", "totalsent",
           "totalrecv", "oldest_age")  # fmt: skip
@@ -151,8 +155,45 @@ class FailureHistoryOut(Out):
     failures: list[FailureOut]
 
 
-# An API token of any role, RSMQ_METRICS_TOKEN or a viewer (/metrics takes the same).
-readers = tokens.readers
+R = TypeVar("R", bound=HttpResponseBase)
+
+
+def readers(view: Callable[..., R]) -> Callable[..., R | JsonResponse]:
+    """An API token of any role (counted against its rate), else access.token_or_viewer;
+    a refusal (401, 403, 429) is audited (calls.audit_refusal: folded, one row a minute)."""
+    checked = token_or_viewer(view)
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not given.strip().startswith(tokens.PREFIX):
+            answer = checked(request, *args, **kwargs)
+            if answer.status_code in (401, 403) and isinstance(answer, HttpResponse):
+                audit_refusal(request, answer.status_code, _text(answer))
+            return answer
+        try:
+            tokens.admit(given.strip())
+        except tokens.Unauthenticated as e:
+            refused = JsonResponse({"error": str(e)}, status=401)
+            refused["WWW-Authenticate"] = 'Bearer realm="rsmq-console"'
+            audit_refusal(request, 401, str(e))
+            return refused
+        except tokens.RateLimited as e:
+            refused = JsonResponse({"error": str(e)}, status=429)
+            refused["Retry-After"] = str(e.retry_after)
+            request.rsmq_actor = f"token:{e.name}"  # type: ignore[attr-defined]
+            audit_refusal(request, 429, str(e))
+            return refused
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+def _text(response: HttpResponse) -> str:
+    try:
+        return str(json.loads(response.content)["error"])
+    except (ValueError, KeyError, TypeError):
+        return ""
 
 
 def api_view(view: Callable[..., JsonResponse]) -> Callable[..., HttpResponse]:
