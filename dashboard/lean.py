@@ -182,9 +182,9 @@ def fast(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes] | Non
         environ["wsgi.input"] = io.BytesIO(raw)  # the Django path reads the same bytes
         try:
             body = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # the Django path says why
             return None
-        if not isinstance(body, dict):
+        if not isinstance(body, dict) or calls.unpaired(body) is not None:
             return None
     elif length not in ("", "0"):
         return None

@@ -141,6 +141,9 @@ def test_the_fast_path_answers_and_audits_as_the_django_path(console, rsmq, monk
     assert len(rows("token:fast-operator")) == len(SCRIPT)  # every call, refused ones too
 
 
+DEEP = b'{"message": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+
+
 def test_it_leaves_other_shapes_to_the_django_path(console, rsmq, monkeypatch) -> None:
     fast, _ = both_ways(rsmq, monkeypatch)
     rsmq.create_queue("q1")
@@ -150,12 +153,19 @@ def test_it_leaves_other_shapes_to_the_django_path(console, rsmq, monkeypatch) -
         ("POST", "/api/queues/q1/messages/", {"message": 5}, None),  # the wrong type
         ("POST", "/api/queues/q1/messages/", {"message": "a", "extra": 1}, None),
         ("POST", "/api/queues/q1/messages/", None, b"{not json"),
+        ("POST", "/api/queues/q1/messages/", None, b'{"message": "\\ud800"}'),  # a surrogate
+        (
+            "POST",
+            "/api/queues/q1/messages/",
+            None,
+            b'{"message": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+        ),
         ("POST", "/api/queues/q1/receive/", {"n": "2"}, None),
         ("POST", "/api/c/default/x/queues/q1/receive/", {"n": 1}, None),  # no such place
     ]
     answers = [fast(m, p, b, raw)[0] for m, p, b, raw in cases]
     assert fast.fast == before
-    assert answers == [201, 400, 201, 400, 200, 404]
+    assert answers == [201, 400, 201, 400, 400, 400, 200, 404]
 
 
 def test_a_rate_limit_on_the_fast_path_is_a_429_with_retry_after(console, rsmq, monkeypatch):
