@@ -170,3 +170,17 @@ def test_a_token_call_takes_the_lean_path_no_session_no_cookie(q1) -> None:
     names = {k.lower() for k, _ in headers}
     assert "set-cookie" not in names and "content-security-policy" not in names
     assert q1.get_queue_attributes("q1").msgs == 1
+
+
+def test_beats_task_drains_the_records(settings, q1: RedisSMQ) -> None:
+    from dashboard import tasks
+
+    settings.RSMQ_AUDIT_DRAIN_EVERY = 3600
+    assert "dashboard.tasks.drain_audit" in {
+        e["task"] for e in settings.CELERY_BEAT_SCHEDULE.values()
+    }
+    _, _, api = client_of("operator")
+    assert post(api, "/api/queues/q1/messages/", {"message": "x"}).status_code == 201
+    assert not AuditEntry.objects.exists()
+    assert tasks.drain_audit() == {"moved": 1}
+    assert AuditEntry.objects.get().action == "send"
