@@ -144,10 +144,21 @@ def admit(token: str) -> ApiToken:
     if not admitted:
         raise RateLimited(row.name, row.per_minute, _retry(now))
     if fresh:
-        # "Last used" to the second: written when the row is read again, not every call.
-        ApiToken.objects.filter(pk=row.pk).update(last_used_at=timezone.now())
+        _used(row)
         _seen.put(wanted, generation, row)
     return row
+
+
+LAST_USED_EVERY = 30  # s: how stale "last used" (the tokens page: "… ago") may be
+
+
+def _used(row: ApiToken) -> None:
+    """ "Last used", written when the row is read again and it is more than
+    LAST_USED_EVERY old: not a database write a call, nor one a second per process."""
+    now = timezone.now()
+    if row.last_used_at is None or (now - row.last_used_at).total_seconds() > LAST_USED_EVERY:
+        ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
+        row.last_used_at = now
 
 
 def _retry(now: float) -> int:
@@ -201,7 +212,7 @@ def reread(wanted: str) -> tuple[ApiToken, str]:
     """Read a token again (its generation first: a change after it is seen next time)."""
     generation = counter().api_generation()
     row = _live(_read(wanted))
-    ApiToken.objects.filter(pk=row.pk).update(last_used_at=timezone.now())
+    _used(row)
     _seen.put(wanted, generation, row)
     return row, generation
 

@@ -184,3 +184,12 @@ def test_beats_task_drains_the_records(settings, q1: RedisSMQ) -> None:
     assert not AuditEntry.objects.exists()
     assert tasks.drain_audit() == {"moved": 1}
     assert AuditEntry.objects.get().action == "send"
+
+
+def test_a_tokens_first_call_sets_last_used(q1: RedisSMQ) -> None:
+    row, _, api = client_of("operator")
+    assert row.last_used_at is None
+    assert post(api, "/api/queues/q1/messages/", {"message": "x"}).status_code == 201
+    row.refresh_from_db()
+    assert row.last_used_at is not None
+    assert (timezone.now() - row.last_used_at).total_seconds() < 60
