@@ -47,7 +47,7 @@ from queues.models import QueueStats
 from queues.urls import redacted
 
 from . import latest, redis_health
-from .access import token_or_viewer
+from .api.reads import readers  # an API token of any role, RSMQ_METRICS_TOKEN or a viewer
 from .connections import Connection, connections, stats_of_all
 from .exposition import Family, escape, labels, render
 
@@ -254,7 +254,7 @@ def places() -> Iterable[tuple[Connection, str]]:
 
 
 @require_safe
-@token_or_viewer
+@readers
 def metrics(request: HttpRequest) -> StreamingHttpResponse:
     # Streamed (and gzipped by GZipMiddleware as it streams): 100,000 queues are ~90 MB of
     # text, never held whole.

@@ -5,6 +5,7 @@ import json
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class AuditEntry(models.Model):
@@ -17,7 +18,8 @@ class AuditEntry(models.Model):
         INVALID = "invalid", "refused: invalid input"
         THROTTLED = "throttled", "refused: too many failed logins"
 
-    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # A default, not auto_now_add: a record drained from Redis keeps the time it was made.
+    at = models.DateTimeField(default=timezone.now, db_index=True)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -31,6 +33,9 @@ class AuditEntry(models.Model):
     params = models.JSONField(default=dict, blank=True)
     outcome = models.CharField(max_length=10, choices=Outcome.choices, db_index=True)
     detail = models.TextField(blank=True)
+    # An API call's record drained from its namespace's audit stream (audit_drain.drain):
+    # "<connection>/<namespace>/<stream id>", so a drain run twice writes it once.
+    record = models.CharField(max_length=400, null=True, blank=True, unique=True)
 
     class Meta:
         ordering = ["-at", "-id"]

@@ -346,3 +346,12 @@ RSMQ_REDIS_HEALTH_CACHE = float(os.environ.get("RSMQ_REDIS_HEALTH_CACHE", "5"))
 RSMQ_OUTBOUND_ALLOW = env_list("RSMQ_OUTBOUND_ALLOW")
 # Failures of a transient kind (down, timed out, 5xx, 429) before a notification is given up.
 RSMQ_ALERT_MAX_ATTEMPTS = int(os.environ.get("RSMQ_ALERT_MAX_ATTEMPTS", "12"))
+
+# -- The API's audit records (dashboard/audit_drain.py): written to Redis with each data-plane
+# call, moved into the database by a web process at most this often (s), and by beat.
+RSMQ_AUDIT_DRAIN_EVERY = float(os.environ.get("RSMQ_AUDIT_DRAIN_EVERY", "1"))
+CELERY_BEAT_SCHEDULE["audit-drain"] = {
+    "task": "dashboard.tasks.drain_audit",
+    "schedule": 5.0,
+    "options": {"expires": 5.0},
+}

@@ -7,7 +7,7 @@ from typing import Any
 
 from celery import shared_task
 
-from . import pipeline_runs, snapshots
+from . import audit_drain, pipeline_runs, snapshots
 from .alerting import evaluate
 
 # The outbox's task is delivery's own (evaluation starts it): imported here, the worker
@@ -29,6 +29,12 @@ def snapshot() -> dict[str, Any]:
         "rows": run.rows, "files": len(run.files), "skipped": run.skipped,
         "unreadable": run.unreadable, "locked": run.locked,
     }  # fmt: skip
+
+
+@shared_task(name="dashboard.tasks.drain_audit", ignore_result=True)
+def drain_audit() -> dict[str, Any]:
+    """The API's audit records, from Redis into the database (audit_drain.drain)."""
+    return {"moved": audit_drain.drain()}
 
 
 @shared_task(name="dashboard.tasks.prune_snapshots", ignore_result=True)

@@ -36,6 +36,11 @@ def refuse_bad_configuration() -> None:
 
 
 refuse_insecure_key()
-# Bodies sent chunked (no Content-Length) read too, within the size limit (chunked.py).
-application = ChunkedBodies(get_wsgi_application())
+_full = get_wsgi_application()
 refuse_bad_configuration()
+# API token calls take a lean path (dashboard/lean.py): no session, CSRF, messages or axes.
+from dashboard.lean import dispatch  # noqa: E402 (Django is set up above)
+
+# Bodies sent chunked (no Content-Length) read first, within the size limit (chunked.py),
+# so both paths see them.
+application = ChunkedBodies(dispatch(_full))

@@ -78,3 +78,16 @@ class NotReplicated(RsmqError):
             f"notReplicated: {acked} of {wanted} replicas confirmed the send within "
             f"{timeout} ms; it is on the master only and may be lost in a failover"
         )
+
+
+class ApiRefused(RsmqError):
+    """An audited API call refused by its own script before the operation ran (nothing
+    changed, nothing recorded): ``why`` is "rateLimited" (the token's calls of this
+    window are spent) or "tokensChanged" (a token changed since the caller read it:
+    ``generation`` is the new one)."""
+
+    name = "apiRefused"
+
+    def __init__(self, why: str, generation: str = "") -> None:
+        super().__init__(f"{why} {generation}".strip())
+        self.why, self.generation = why, generation

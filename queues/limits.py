@@ -60,3 +60,5 @@ FAILURE_TRACE_MAX = 8000  # ... and at most this many bytes of them
 FAILURE_SCAN_COUNT = 1000
 FAILURE_SCAN_STEPS = 30
 FAILURE_EXAMPLES = 5
+#: records of a namespace's audit stream one read takes (ops/console_api.py)
+AUDIT_READ = 1000

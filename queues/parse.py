@@ -62,6 +62,11 @@ def _sent(mid: str) -> float | None:
         return None
 
 
+def _pairs(flat: list[Any]) -> list[tuple[Any, Any]]:
+    """A stream entry's fields, as Redis sends them (name, value, name, value, …)."""
+    return list(zip(flat[::2], flat[1::2], strict=True))
+
+
 def _whole(raw: Any) -> int | None:
     """A stored integer (rc, fr), or None when it is not one."""
     if isinstance(raw, int):

@@ -18,9 +18,29 @@ class Script:
     sha: str
 
 
+def _read(name: str) -> str:
+    return (_DIR / f"{name}.lua").read_text(encoding="utf-8")
+
+
 def _load(name: str) -> Script:
-    prelude = (_DIR / "_prelude.lua").read_text(encoding="utf-8")
-    source = (prelude + "\n" + (_DIR / f"{name}.lua").read_text(encoding="utf-8")).encode()
+    source = (_read("_prelude") + "\n" + _read(name)).encode()
+    return Script(name, source, hashlib.sha1(source).hexdigest())
+
+
+def _audited(name: str) -> Script:
+    """Script ``name`` that also writes its audit record (scripts/_audited.lua), and may
+    count the API token's call first (scripts/_audited_head.lua): its own keys and
+    arguments are taken off the end of KEYS and ARGV before the operation's part runs,
+    so that part is unchanged."""
+    source = (
+        _read("_prelude")
+        + "\n"
+        + _read("_audited_head")
+        + "local function __op()\n"
+        + _read(name)
+        + "\nend\n"
+        + _read("_audited")
+    ).encode()
     return Script(name, source, hashlib.sha1(source).hexdigest())
 
 
@@ -48,3 +68,8 @@ CENSUS = _load("census")
 RECORD_FAILURE = _load("record_failure")
 FAILURE_SCAN = _load("failure_scan")
 FAILURE_HISTORY = _load("failure_history")
+API_RATE = _load("api_rate")
+AUDIT_ACK = _load("audit_ack")
+
+#: the data-plane scripts an API call runs with its audit record (ops.audited)
+AUDITED = {s.name: _audited(s.name) for s in (SEND, RECEIVE, DELETE, CHANGE_VISIBILITY)}

@@ -17,6 +17,7 @@ from ninja.decorators import decorate_view
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as SchemaError
 from ninja.security import HttpBearer
+from redis.exceptions import RedisError
 
 from queues import (
     InvalidArgument,
@@ -27,8 +28,10 @@ from queues import (
     RsmqError,
 )
 from queues import validation as v
+from queues.errors import ApiRefused
+from queues.ops import ApiRate
 
-from .. import audit, tokens
+from .. import audit, audit_drain, tokens
 from .. import place as places
 from ..access import Role, read_only
 from ..actions import Action
@@ -59,6 +62,17 @@ RANGES = {
     "queue": f"a queue name ({v.QNAME_FORMAT})",
     "pattern": "a pattern of queue names of at most 160 characters",
 }
+
+
+#: the actions whose token count is made by the call's own script (operations.py fills
+#: it: the audited data-plane calls), when its Redis is the counting one
+COUNTED_BY_CALL: set[Action] = set()
+
+
+def rate(request: HttpRequest) -> ApiRate | None:
+    """The token's count the call's script makes (None: counted already)."""
+    found = getattr(request, "api_rate", None)
+    return found if isinstance(found, ApiRate) else None
 
 
 class BadInput(Exception):
@@ -137,8 +151,16 @@ class TokenAuth(HttpBearer):
         return super().__call__(request)
 
     def authenticate(self, request: HttpRequest, token: str) -> ApiToken:
+        kwargs = request.resolver_match.kwargs if request.resolver_match else {}
         try:
-            row = tokens.admit(token.strip())
+            try:
+                if self.action not in COUNTED_BY_CALL or not tokens.foldable(kwargs.get("conn")):
+                    raise LookupError
+                # Counted by the call's own script, in the same round trip (``run``).
+                row, generation = tokens.identify(token.strip())
+                request.api_rate = tokens.rate_of(row, generation)  # type: ignore[attr-defined]
+            except (LookupError, RedisError, RsmqError):
+                row = tokens.admit(token.strip())  # counted now (in the database if Redis is down)
         except tokens.RateLimited as e:
             request.rsmq_actor = f"token:{e.name}"  # type: ignore[attr-defined]
             raise
@@ -146,7 +168,6 @@ class TokenAuth(HttpBearer):
         reason = refusal(tokens.role_of(row), needed)
         if reason:
             if self.action is not None:
-                kwargs = request.resolver_match.kwargs if request.resolver_match else {}
                 place = places.resolve(kwargs.get("conn"), kwargs.get("ns"))
                 audit.record(
                     request, place, self.action.audit_name, AuditEntry.Outcome.DENIED,
@@ -171,9 +192,14 @@ def run(
     work: Callable[[], tuple[T, int | None]],
     ids: Iterable[str] = (),
     params: dict[str, Any] | None = None,
+    audited: bool = False,
 ) -> T:
     """Run ``work`` (its answer, and the count the audit row keeps) and audit its outcome,
-    as the console's ``Posted.act`` does; bad input: 400, nothing changed."""
+    as the console's ``Posted.act`` does; bad input: 400, nothing changed.
+
+    ``audited``: ``work`` runs a data-plane operation whose script writes its own record
+    to Redis (``head``, queues/ops.py ``audited``); it is drained into the table later,
+    and only what never reached that script (input refused before it) is written here."""
     ids, name = list(ids), actor(token_of(request))
 
     def record(outcome: str, count: int | None, detail: str) -> None:
@@ -183,26 +209,83 @@ def run(
         )  # fmt: skip
         request.rsmq_audited = True  # type: ignore[attr-defined]
 
+    def attempts() -> tuple[T, int | None]:
+        for attempt in range(3):
+            try:
+                return work()
+            except ApiRefused as e:
+                # Over its rate (429), or the tokens changed since this process read
+                # them: read again (revoked: 401; its role now too), then again with the
+                # generation now. Refused, the call changed nothing and is not audited.
+                row = tokens.refused(token_of(request), e)
+                reason = refusal(tokens.role_of(row), action.role)
+                if reason:
+                    raise PermissionDenied(reason) from None
+                if attempt == 2:
+                    raise
+                request.api_rate = tokens.rate_of(row, e.generation)  # type: ignore[attr-defined]
+        raise AssertionError("unreachable")
+
     try:
-        answer, count = work()
+        answer, count = attempts()
+    except (ApiRefused, tokens.RateLimited, tokens.Unauthenticated, PermissionDenied):
+        raise
     except INPUT_ERRORS as e:
-        record(AuditEntry.Outcome.INVALID, None, str(e))
+        if getattr(e, "audited", False):  # its script recorded it: no row for the refusal
+            request.rsmq_audited = True  # type: ignore[attr-defined]
+            audit_drain.maybe_drain(place)
+        else:
+            uncounted(request)
+            record(AuditEntry.Outcome.INVALID, None, str(e))
         raise BadInput(str(e)) from None
     except Exception as e:
-        record(AuditEntry.Outcome.ERROR, None, str(e))
+        if getattr(e, "audited", False):
+            request.rsmq_audited = True  # type: ignore[attr-defined]
+            audit_drain.maybe_drain(place)
+        else:
+            uncounted(request)
+            record(AuditEntry.Outcome.ERROR, None, str(e))
         raise
-    record(AuditEntry.Outcome.OK, count, "")
+    if audited:
+        audit_drain.maybe_drain(place)
+    else:
+        record(AuditEntry.Outcome.OK, count, "")
     return answer
+
+
+def uncounted(request: HttpRequest) -> None:
+    """A call refused before its script ran is counted all the same (never fails it)."""
+    r = rate(request)
+    if r is None:
+        return
+    try:
+        tokens.counter().api_rate(r.token, r.per_minute, r.window)
+    except Exception:
+        pass
+
+
+def head(
+    request: HttpRequest,
+    place: Place,
+    action: Action,
+    qname: str,
+    ids: Iterable[str] = (),
+    params: dict[str, Any] | None = None,
+) -> str:
+    """The record an audited call's script writes (audit_drain.head), for this call's token."""
+    return audit_drain.head(place, action.audit_name, actor(token_of(request)), qname, ids, params)
 
 
 View = Callable[..., Any]
 
 
-def placed(view: View, atomic: bool = True) -> tuple[View, View]:
+def placed(view: View, atomic: bool = False) -> tuple[View, View]:
     """``view`` (taking ``conn`` and ``ns``) as two views for ninja: one at the first
     connection's first namespace, one taking both from its path. ninja reads their
     signatures (the path's parameters can have no default; the other's has none).
-    ``atomic``: each call in one database transaction (not for the session's reads)."""
+    ``atomic``: each call in one database transaction. No route needs one now: a token's
+    count is in Redis (tokens.py), a data-plane call's record too (``run``), and a
+    control-plane call writes one row."""
     hints = typing.get_type_hints(view)
     signature = inspect.signature(view)
     params = [
@@ -226,8 +309,6 @@ def placed(view: View, atomic: bool = True) -> tuple[View, View]:
         )
         made.__name__, made.__doc__, made.__module__ = view.__name__, view.__doc__, view.__module__
         if atomic:
-            # The token's count, the action and its audit row in one transaction: one
-            # commit (one fsync on SQLite) per call, not two.
             decorate_view(transaction.atomic)(made)
     return first, at
 

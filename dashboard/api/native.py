@@ -37,7 +37,7 @@ def both(
 
     def register(view: View) -> View:
         auth = TokenAuth(action) if action else None
-        first, at = placed(view, atomic=action is not None)
+        first, at = placed(view)
         methods = [method] if isinstance(method, str) else method
         router.api_operation(methods, path, auth=auth, operation_id=name, **kwargs)(first)
         router.api_operation(

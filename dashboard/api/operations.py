@@ -13,12 +13,14 @@ from queues.models import Message
 from ..actions import CREATE_QUEUE, MESSAGE_ACTIONS, QUEUE_ACTIONS
 from ..actions import RECEIVE as RECEIVE
 from ..place import Place
-from .calls import queue_in_url, run
+from .calls import COUNTED_BY_CALL, head, queue_in_url, rate, run
 
 CREATE = CREATE_QUEUE
 SEND, REQUEUE, MOVE = QUEUE_ACTIONS["send"], QUEUE_ACTIONS["requeue"], QUEUE_ACTIONS["move"]
 PURGE, DELETE_QUEUE = QUEUE_ACTIONS["purge"], QUEUE_ACTIONS["delete_queue"]
 DELETE, VISIBILITY = MESSAGE_ACTIONS["delete"], MESSAGE_ACTIONS["visibility"]
+# Audited by their own scripts, and counted against the token's rate by them too.
+COUNTED_BY_CALL.update((SEND, RECEIVE, DELETE, VISIBILITY))
 
 
 def create_queue(
@@ -65,13 +67,17 @@ def send(
     queue_in_url(qname)
     params = {"delay": delay, "bytes": sum(len(m.encode()) for m in messages)}
 
+    record = head(request, place, SEND, qname, params=params)
+
     def work() -> tuple[list[str], int]:
         if len(messages) == 1:
-            return [place.rsmq.send_message(qname, messages[0], delay=delay)], 1
-        ids = place.rsmq.send_messages(qname, messages, delay=delay)
+            return [
+                place.rsmq.audited(record, rate(request), "send_message", qname, messages[0], delay)
+            ], 1
+        ids = place.rsmq.audited(record, rate(request), "send_messages", qname, messages, delay)
         return ids, len(ids)
 
-    return run(request, place, SEND, qname, work, params=params)
+    return run(request, place, SEND, qname, work, params=params, audited=True)
 
 
 def receive(
@@ -79,38 +85,47 @@ def receive(
 ) -> list[Message]:
     queue_in_url(qname)
     got: list[str] = []
+    params = {"n": n, "vt": vt}
+    record = head(request, place, RECEIVE, qname, params=params)
 
     def work() -> tuple[list[Message], int]:
         if n == 1:  # the original's receiveMessage (one message, its own script)
-            one = place.rsmq.receive_message(qname, vt=vt)
+            one = place.rsmq.audited(record, rate(request), "receive_message", qname, vt)
             ms = [one] if one else []
         else:
-            ms = place.rsmq.receive_messages(qname, n, vt=vt)
+            ms = place.rsmq.audited(record, rate(request), "receive_messages", qname, n, vt)
         got.extend(m.id for m in ms)
         return ms, len(ms)
 
-    return run(request, place, RECEIVE, qname, work, ids=got, params={"n": n, "vt": vt})
+    return run(request, place, RECEIVE, qname, work, ids=got, params=params, audited=True)
 
 
 def delete(request: HttpRequest, place: Place, qname: str, msg_id: str) -> bool:
     """False: it was not there."""
     queue_in_url(qname)
 
+    record = head(request, place, DELETE, qname, ids=[msg_id])
+
     def work() -> tuple[bool, int]:
-        ok = place.rsmq.delete_message(qname, msg_id)
+        ok: bool = place.rsmq.audited(record, rate(request), "delete_message", qname, msg_id)
         return ok, int(ok)
 
-    return run(request, place, DELETE, qname, work, ids=[msg_id])
+    return run(request, place, DELETE, qname, work, ids=[msg_id], audited=True)
 
 
 def visibility(request: HttpRequest, place: Place, qname: str, msg_id: str, vt: int) -> bool:
     queue_in_url(qname)
 
+    record = head(request, place, VISIBILITY, qname, ids=[msg_id], params={"vt": vt})
+
     def work() -> tuple[bool, int]:
-        ok = place.rsmq.change_message_visibility(qname, msg_id, vt)
+        ok: bool = place.rsmq.audited(
+            record, rate(request), "change_message_visibility", qname, msg_id, vt
+        )
         return ok, int(ok)
 
-    return run(request, place, VISIBILITY, qname, work, ids=[msg_id], params={"vt": vt})
+    params = {"vt": vt}
+    return run(request, place, VISIBILITY, qname, work, ids=[msg_id], params=params, audited=True)
 
 
 def _ids(ids: list[str]) -> list[str]:

@@ -16,9 +16,10 @@ import datetime as dt
 import json
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import Any, TypeVar
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 from django.views.decorators.http import require_safe
 from ninja import Schema
 from pydantic import ConfigDict, Field
@@ -154,32 +155,35 @@ class FailureHistoryOut(Out):
     failures: list[FailureOut]
 
 
-def readers(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+R = TypeVar("R", bound=HttpResponseBase)
+
+
+def readers(view: Callable[..., R]) -> Callable[..., R | JsonResponse]:
     """An API token of any role (counted against its rate), else access.token_or_viewer;
     a refusal (401, 403, 429) is audited (calls.audit_refusal: folded, one row a minute)."""
     checked = token_or_viewer(view)
 
     @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
         scheme, _, given = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not given.strip().startswith(tokens.PREFIX):
-            response = checked(request, *args, **kwargs)
-            if response.status_code in (401, 403):
-                audit_refusal(request, response.status_code, _text(response))
-            return response
+            answer = checked(request, *args, **kwargs)
+            if answer.status_code in (401, 403) and isinstance(answer, HttpResponse):
+                audit_refusal(request, answer.status_code, _text(answer))
+            return answer
         try:
             tokens.admit(given.strip())
         except tokens.Unauthenticated as e:
-            response = JsonResponse({"error": str(e)}, status=401)
-            response["WWW-Authenticate"] = 'Bearer realm="rsmq-console"'
+            refused = JsonResponse({"error": str(e)}, status=401)
+            refused["WWW-Authenticate"] = 'Bearer realm="rsmq-console"'
             audit_refusal(request, 401, str(e))
-            return response
+            return refused
         except tokens.RateLimited as e:
-            response = JsonResponse({"error": str(e)}, status=429)
-            response["Retry-After"] = str(e.retry_after)
+            refused = JsonResponse({"error": str(e)}, status=429)
+            refused["Retry-After"] = str(e.retry_after)
             request.rsmq_actor = f"token:{e.name}"  # type: ignore[attr-defined]
             audit_refusal(request, 429, str(e))
-            return response
+            return refused
         return view(request, *args, **kwargs)
 
     return wrapped

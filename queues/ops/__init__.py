@@ -14,7 +14,8 @@ carry that work to Redis: `RedisSMQ` runs it on a thread's own redis-py connecti
 * `dead_letters.py` — dead-letter policy, sources, redrive;
 * `messages.py` — send, receive, pop, visibility, delete, requeue, purge, move;
 * `read.py` — reading without changing: `browse` (the one read path), census ranges;
-* `failures.py` — failure histories and their groups.
+* `failures.py` — failure histories and their groups;
+* `console_api.py` — the console API's audited calls, audit stream and token counters.
 
 Bounds live in `queues/limits.py`, reply parsing in `queues/parse.py`.
 """
@@ -22,15 +23,26 @@ Bounds live in `queues/limits.py`, reply parsing in `queues/parse.py`.
 from __future__ import annotations
 
 # the bounds and a text callers outside queues/ read from here
-from ..limits import CHUNK, DEFAULT_SAMPLE, FAILURES_SUFFIX, MAX_CENSUS_COUNT, MAX_MAXRC
+from ..limits import (
+    AUDIT_READ,
+    CHUNK,
+    DEFAULT_SAMPLE,
+    FAILURES_SUFFIX,
+    MAX_CENSUS_COUNT,
+    MAX_MAXRC,
+)
 from ..parse import NOT_A_QUEUE
 from .base import R
+from .console_api import AUDITED_MODES, ApiRate, ConsoleApi
 from .dead_letters import DeadLetters
 from .failures import Failures
 from .messages import Messages
 from .read import Read
 
 __all__ = [
+    "AUDITED_MODES",
+    "AUDIT_READ",
+    "ApiRate",
     "CHUNK",
     "DEFAULT_SAMPLE",
     "FAILURES_SUFFIX",
@@ -41,6 +53,6 @@ __all__ = [
 ]
 
 
-class Operations(DeadLetters[R], Messages[R], Failures[R], Read[R]):
+class Operations(DeadLetters[R], ConsoleApi[R], Messages[R], Failures[R], Read[R]):
     """The RSMQ API. A subclass is a driver (queues/driver.py): it supplies ``_drive``,
     and ``_open`` to set up the redis-py client ``R`` it runs on."""

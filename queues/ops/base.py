@@ -14,6 +14,11 @@ from ..urls import MAX_WAIT_REPLICAS, MAX_WAIT_TIMEOUT
 
 #: the redis-py client a driver runs on (redis.Redis or redis.asyncio.Redis)
 R = TypeVar("R")
+#: the console API's audit stream of a namespace ({ns}:$console:audit)
+AUDIT_SUFFIX = "$console:audit"
+#: the console API's token counters and generation: one hash tag, one Cluster slot,
+#: outside every namespace
+API_KEY = "{rsmq-console:api}"
 
 
 class Base(Generic[R]):
@@ -100,6 +105,23 @@ class Base(Generic[R]):
     def _purge_key(self, qname: str) -> str:
         """Where a purge parks a queue's messages while their bodies are deleted."""
         return self._queue_keys(qname)[0] + ":purge"
+
+    @property
+    def audit_key(self) -> str:
+        """The namespace's audit stream: the records of the console API's audited calls
+        until the console moves them into its database. ``$`` is in no RSMQ queue name,
+        so no queue's key is ever this one, and other RSMQ clients never list it."""
+        return self._prefix + AUDIT_SUFFIX
+
+    @staticmethod
+    def _api_rate_key(token: str, slot: int) -> str:
+        """An API token's (digest's) call count in window ``slot``."""
+        return f"{API_KEY}:rate:{token}:{slot}"
+
+    @staticmethod
+    def _api_generation_key() -> str:
+        """The API tokens' generation: bumped at every change of a token."""
+        return f"{API_KEY}:generation"
 
     def _channel(self, qname: str) -> str:
         return f"{self._prefix}rt:{qname}" if self.realtime else ""

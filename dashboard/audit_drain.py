@@ -1,0 +1,182 @@
+"""The API's data-plane audit records: written to Redis with each call, moved into the
+audit table here (audit.py writes the table's other rows)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from django.conf import settings
+from django.db import connections as connections_db
+from django.db import transaction
+from django.db.models.constants import OnConflict
+from redis.exceptions import RedisError, ResponseError
+
+from queues import InvalidArgument, MessageTooLong, RsmqError
+from queues.driver import error_for
+from queues.ops import AUDIT_READ
+
+from .audit import MAX_DETAIL, MAX_IDS, _fit
+from .connections import connections
+from .models import AuditEntry
+from .place import Place, resolve
+
+log = logging.getLogger(__name__)
+
+# -- The API's data-plane records: written to Redis with the operation, drained here ----
+#
+# A send, receive, delete or visibility change over the API runs one script that also
+# appends the call's record to its namespace's audit stream (queues/ops.py `audited`):
+# the operation and its record are one atomic step. drain() moves the records into this
+# table in batches — each row keyed by its stream id (``record``, unique), inserted before
+# the records are removed from Redis — so a drain that dies half-way loses nothing and a
+# second one duplicates nothing (the key is a uuid the call made: a stream id can come
+# again once an emptied stream is deleted). It runs in the web process (after an API call, at most
+# every RSMQ_AUDIT_DRAIN_EVERY s), in Celery beat, and before the audit log is shown.
+
+DRAIN_STEPS = 20  # reads of AUDIT_READ records per namespace per drain, at most
+_drained_at = 0.0
+_draining = threading.Lock()
+
+
+def head(place: Place, action: str, actor: str, queue: str, ids: Iterable[str] = (),
+         params: dict[str, Any] | None = None) -> str:  # fmt: skip
+    """The part of an API call's record its caller knows before it runs (JSON)."""
+    return json.dumps(
+        {"k": uuid.uuid4().hex, "c": place.conn.name, "u": actor, "a": action, "q": queue,
+         "i": list(ids)[:MAX_IDS],
+         "p": params or {}},
+        default=str, separators=(",", ":"),
+    )  # fmt: skip
+
+
+def _row(place: Place, rid: str, fields: dict[str, str]) -> AuditEntry:
+    """One stream record as a row; one that can't be read (the data is hostile) is still
+    a row, saying so, never a failed drain."""
+    try:
+        h = json.loads(fields.get("h", ""))
+        if not isinstance(h, dict):
+            raise ValueError("not an object")
+    except ValueError:
+        h = {}
+    conn = str(h.get("c") or place.conn.name)
+    queue = str(h.get("q") or "")
+    ids = [str(i) for i in h.get("i") or [] if isinstance(i, str)]
+    outcome, result = fields.get("o", ""), fields.get("r", "")
+    count: int | None = None
+    detail = ""
+    if not h:
+        outcome, detail = AuditEntry.Outcome.ERROR, f"Unreadable audit record: {fields!r}"
+    elif outcome == "ok":
+        if result.lstrip("-").isdigit():
+            count = int(result)
+        else:
+            ids += result.split()
+            count = len(result.split())
+    else:
+        error = error_for(ResponseError(result), queue)
+        refused = isinstance(error, (InvalidArgument, MessageTooLong))  # input: a 400
+        outcome = AuditEntry.Outcome.INVALID if refused else AuditEntry.Outcome.ERROR
+        detail = str(error)
+    try:
+        at = dt.datetime.fromtimestamp(int(rid.split("-")[0]) / 1000, dt.UTC)
+    except ValueError:
+        at = dt.datetime.now(dt.UTC)
+    params = h.get("p") if isinstance(h.get("p"), dict) else {}
+    return AuditEntry(
+        at=at,
+        username=_fit("username", str(h.get("u") or "")),
+        connection=_fit("connection", conn),
+        namespace=_fit("namespace", place.ns),
+        queue=_fit("queue", queue),
+        action=_fit("action", str(h.get("a") or "")),
+        ids=ids[:MAX_IDS],
+        count=count,
+        params=params,
+        outcome=outcome,
+        detail=detail[:MAX_DETAIL],
+        # The call's own key: a stream id may come again once a drained stream is gone
+        # (Redis numbers a new stream from its clock), a uuid never does.
+        record=f"{conn}/{place.ns}/{h.get('k') or rid + '/' + str(hash(str(fields)))}"[:400],
+    )
+
+
+def _places() -> list[Place]:
+    return [resolve(c.name, ns) for c in connections() for ns in c.namespaces]
+
+
+def drain(places: Iterable[Place] | None = None) -> int:
+    """Move the API's records from Redis into the table: how many were moved. A place
+    whose Redis can't be reached is left for the next drain."""
+    global _drained_at
+    _drained_at = time.monotonic()
+    moved = 0
+    for place in _places() if places is None else places:
+        try:
+            for _ in range(DRAIN_STEPS):
+                records = place.rsmq.audit_records(AUDIT_READ)
+                if not records:
+                    break
+                _insert([_row(place, rid, fields) for rid, fields in records])
+                place.rsmq.audit_ack([rid for rid, _ in records])
+                moved += len(records)
+                if len(records) < AUDIT_READ:
+                    break
+        except (RedisError, RsmqError):
+            log.warning("Audit records of %s/%s not drained", place.conn.name, place.ns,
+                        exc_info=True)  # fmt: skip
+    return moved
+
+
+#: the columns a drained row fills (its id is the database's)
+_COLUMNS = [f for f in AuditEntry._meta.concrete_fields if not f.primary_key]
+
+
+def _insert(rows: list[AuditEntry]) -> None:
+    """``bulk_create(rows, ignore_conflicts=True)`` in one executemany: the same SQL
+    (a row whose ``record`` is in already is skipped) without the ORM's per-row compiling,
+    which cost a web process ~90 µs a record (a third of an API call)."""
+    db = connections_db[AuditEntry.objects.db]
+    ignore = OnConflict.IGNORE
+    table = db.ops.quote_name(AuditEntry._meta.db_table)
+    names = ", ".join(db.ops.quote_name(f.column) for f in _COLUMNS)
+    marks = ", ".join(["%s"] * len(_COLUMNS))
+    suffix = db.ops.on_conflict_suffix_sql(_COLUMNS, ignore, None, None)
+    sql = (
+        f"{db.ops.insert_statement(on_conflict=ignore)} {table} ({names}) VALUES ({marks}) {suffix}"
+    )
+    values = [[f.get_db_prep_save(f.pre_save(r, True), db) for f in _COLUMNS] for r in rows]
+    with transaction.atomic(using=db.alias), db.cursor() as cursor:
+        cursor.executemany(sql, values)
+
+
+def maybe_drain(place: Place) -> None:
+    """After an API call: drain its namespace if the last drain of this process was more
+    than RSMQ_AUDIT_DRAIN_EVERY s ago (one thread at a time; never fails the call)."""
+    if time.monotonic() - _drained_at < settings.RSMQ_AUDIT_DRAIN_EVERY:
+        return
+    if not _draining.acquire(blocking=False):
+        return
+    try:
+        drain([place])
+    except Exception:
+        log.warning("Audit drain failed", exc_info=True)
+    finally:
+        _draining.release()
+
+
+def pending() -> int:
+    """Records not yet drained, over every namespace that can be reached."""
+    n = 0
+    for place in _places():
+        try:
+            n += place.rsmq.audit_pending()
+        except (RedisError, RsmqError):
+            continue
+    return n

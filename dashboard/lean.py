@@ -1,0 +1,266 @@
+"""The lean request path of the HTTP API: a call that carries an API token
+(``Authorization: Bearer rsmq_…``) to ``/api/`` goes through a Django handler of its own,
+without what only a browser's requests need — the session, CSRF, the user, messages,
+django-axes, CSP, htmx, static files. A token call has no session and no cookie to trust,
+acts only by its token (dashboard/api/calls.py), and answers JSON; every other request
+takes the full stack (settings.MIDDLEWARE). The same views, the same URLs."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AnonymousUser
+from django.core.handlers.wsgi import WSGIHandler
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import ResolverMatch
+
+log = logging.getLogger(__name__)
+
+LEAN_MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.middleware.common.CommonMiddleware",  # ALLOWED_HOSTS, the missing slash
+    "dashboard.lean.NoUser",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "dashboard.middleware.RedisUnavailableMiddleware",
+]
+PREFIX = "bearer rsmq_"
+
+StartResponse = Callable[..., Any]
+Wsgi = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
+
+
+class NoUser:
+    """A token call is nobody's session: ``request.user`` is anonymous, never looked up."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        request.user = AnonymousUser()
+        return self.get_response(request)
+
+
+class LeanHandler(WSGIHandler):
+    """Django's WSGI handler with LEAN_MIDDLEWARE instead of settings.MIDDLEWARE."""
+
+    def load_middleware(self, is_async: bool = False) -> None:
+        full = settings.MIDDLEWARE
+        settings.MIDDLEWARE = LEAN_MIDDLEWARE
+        try:
+            super().load_middleware(is_async)
+        finally:
+            settings.MIDDLEWARE = full
+
+
+def token_call(environ: dict[str, Any]) -> bool:
+    path = environ.get("PATH_INFO", "")
+    given = environ.get("HTTP_AUTHORIZATION", "")
+    return path.startswith("/api/") and given[: len(PREFIX)].lower() == PREFIX
+
+
+def dispatch(full: Wsgi) -> Wsgi:
+    """The application: token calls to the lean handler, the rest to ``full``."""
+    lean = LeanHandler()
+
+    def application(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        if token_call(environ):
+            answer = fast(environ, start_response)
+            return lean(environ, start_response) if answer is None else answer
+        return full(environ, start_response)
+
+    return application
+
+
+# -- The data plane's fast path ---------------------------------------------------------
+#
+# Django's request cycle and ninja's parsing cost a token call ~6× what the operation and
+# gunicorn do (bench/api.py: a bare WSGI function under the same gunicorn, 2.5× rest-rsmq
+# at 16 clients; the console's Django path, 0.4×). The three calls a queue's consumers
+# make all day — send one, receive, delete one; native routes and rest-rsmq's, on the
+# first connection's first namespace — are answered here when the request has exactly the
+# plain shape (a JSON body of the right types, a token this process has read): the same
+# functions as the Django views run (dashboard/api/operations.py: role, rate, audit, the
+# same scripts), the same answers, the same errors (dashboard/api/calls.py's handlers).
+# Anything else — another route or shape, a chunked body, an unknown token, a bad field —
+# goes to the Django path untouched, before anything has run, which answers it in full.
+
+FAST_MAX_BODY = 64 * 1024 + 1024
+
+
+class _Request(HttpRequest):
+    """What operations.py and calls.py read of a request (its token, the rate the call's
+    script counts, no user), and what calls.py's error handlers take. HttpRequest's own
+    __init__ (query dicts, files, cookies: a third of this path's time) is skipped: none
+    of them is read here."""
+
+    def __init__(self, environ: dict[str, Any]) -> None:
+        self.META = environ
+        self.path = self.path_info = environ.get("PATH_INFO", "")
+        self.method = environ.get("REQUEST_METHOD")
+        self.resolver_match = None
+        self.user = AnonymousUser()
+        self.auth: Any = None
+        self.api_rate: Any = None
+        self.rsmq_action: Any = None
+
+
+def _headers(content_type: str = "application/json") -> list[tuple[str, str]]:
+    out = [("Content-Type", content_type), ("X-Frame-Options", settings.X_FRAME_OPTIONS)]
+    if settings.SECURE_CONTENT_TYPE_NOSNIFF:
+        out.append(("X-Content-Type-Options", "nosniff"))
+    if settings.SECURE_REFERRER_POLICY:
+        out.append(("Referrer-Policy", str(settings.SECURE_REFERRER_POLICY)))
+    if settings.SECURE_CROSS_ORIGIN_OPENER_POLICY:
+        out.append(("Cross-Origin-Opener-Policy", settings.SECURE_CROSS_ORIGIN_OPENER_POLICY))
+    return out
+
+
+_STATUS = {200: "200 OK", 201: "201 Created"}
+
+
+def _int(value: Any) -> bool:
+    return type(value) is int
+
+
+def fast(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes] | None:
+    """The answer to a plain data-plane token call, or None: the Django path answers."""
+    from django.db import close_old_connections
+    from django.http.request import split_domain_port, validate_host
+
+    from . import place as places
+    from . import tokens
+    from .api import calls, native
+    from .api import operations as ops
+
+    method, path = environ.get("REQUEST_METHOD"), environ.get("PATH_INFO", "")
+    if settings.SECURE_SSL_REDIRECT or environ.get("wsgi.url_scheme") != "http":
+        return None
+    host, _ = split_domain_port(environ.get("HTTP_HOST", ""))
+    if not host or not validate_host(host, settings.ALLOWED_HOSTS):
+        return None
+    parts = path.split("/")  # "", "api", …
+    query = environ.get("QUERY_STRING", "")
+    body: Any = None
+    # Which call, and its arguments, or None.
+    if parts[2:3] == ["queues"] and len(parts) >= 6 and parts[-1] == "" and not query:
+        qname, native_route = parts[3], True
+        if method == "POST" and len(parts) == 6 and parts[4] == "messages":
+            kind = "send"
+        elif method == "POST" and len(parts) == 6 and parts[4] == "receive":
+            kind = "receive"
+        elif method == "DELETE" and len(parts) == 7 and parts[4] == "messages":
+            kind = "delete"
+        else:
+            return None
+    elif parts[2:4] == ["rest-rsmq", "messages"] and len(parts) in (5, 6) and all(parts[3:]):
+        qname, native_route = parts[4], False
+        if method == "POST" and len(parts) == 5 and not query:
+            kind = "send"
+        elif method == "GET" and len(parts) == 5:
+            kind = "receive"
+        elif method == "DELETE" and len(parts) == 6 and not query:
+            kind = "delete"
+        else:
+            return None
+    else:
+        return None
+    # The body: JSON of exactly the plain shape, read whole (a Content-Length; no chunks).
+    length = environ.get("CONTENT_LENGTH") or ""
+    if environ.get("HTTP_TRANSFER_ENCODING"):
+        return None
+    if kind == "send" or (kind == "receive" and native_route and length not in ("", "0")):
+        if not length.isdigit() or int(length) > FAST_MAX_BODY:
+            return None
+        if environ.get("CONTENT_TYPE", "").split(";")[0].strip() != "application/json":
+            return None
+        raw = environ["wsgi.input"].read(int(length))
+        environ["wsgi.input"] = io.BytesIO(raw)  # the Django path reads the same bytes
+        try:
+            body = json.loads(raw)
+        except (ValueError, RecursionError):  # the Django path says why
+            return None
+        if not isinstance(body, dict) or calls.unpaired(body) is not None:
+            return None
+    elif length not in ("", "0"):
+        return None
+    vt: int | None = None
+    n, delay, message = 1, None, None
+    if kind == "send":
+        allowed = {"message", "delay"}
+        if set(body) - allowed or not isinstance(body.get("message"), str):
+            return None
+        message, delay = body["message"], body.get("delay")
+        if delay is not None and not _int(delay):
+            return None
+    elif kind == "receive" and native_route and body is not None:
+        if set(body) - {"n", "vt"}:
+            return None
+        n, vt = body.get("n", 1), body.get("vt")
+        if not _int(n) or (vt is not None and not _int(vt)):
+            return None
+    elif kind == "receive" and query:
+        key, eq, value = query.partition("=")
+        if key != "vt" or not eq or not value.isdigit() or len(value) > 9:
+            return None
+        vt = int(value)
+    # The token: one this process holds (else the Django path reads it).
+    scheme, _, given = environ.get("HTTP_AUTHORIZATION", "").partition(" ")
+    seen = tokens.cached(given.strip())
+    if seen is None:
+        return None
+    row, generation = seen
+    action = {"send": ops.SEND, "receive": ops.RECEIVE, "delete": ops.DELETE}[kind]
+    if not tokens.foldable(None) or calls.refusal(tokens.role_of(row), action.role):
+        return None
+    request = _Request(environ)
+    request.auth = row
+    request.api_rate = tokens.rate_of(row, generation)
+    request.rsmq_action = action  # what a refusal is audited as (calls.audit_refusal)
+    ids = {"msg_id": parts[5]} if kind == "delete" else {}
+    request.resolver_match = ResolverMatch(fast, (), {"qname": qname, **ids})
+    answer: dict[str, Any]
+    try:
+        place = places.resolve(None, None)
+        if kind == "send":
+            sent = ops.send(request, place, qname, [str(message)], delay)
+            status, answer = 201 if native_route else 200, {"id": sent[0]}
+        elif kind == "receive":
+            got = ops.receive(request, place, qname, n, vt)
+            if native_route:
+                answer = {"messages": [native.message_json(m) for m in got]}
+            else:
+                answer = native.message_json(got[0]) if got else {}
+            status = 200
+        else:
+            done = ops.delete(request, place, qname, parts[5])
+            status, answer = 200, {"result": done if native_route else int(done)}
+    except Exception as e:
+        response = _error(request, e, calls)
+        data = response.content
+        headers = [(k, v) for k, v in response.items() if k.lower() != "content-type"]
+        start(f"{response.status_code} {response.reason_phrase}",
+              [*_headers(), *headers, ("Content-Length", str(len(data)))])  # fmt: skip
+        return [data]
+    finally:
+        close_old_connections()
+    data = json.dumps(answer).encode()
+    start(_STATUS[status], [*_headers(), ("Content-Length", str(len(data)))])
+    return [data]
+
+
+def _error(request: HttpRequest, e: Exception, calls: Any) -> HttpResponse:
+    """calls.py's answer to ``e``, as the Django path gives it (ninja's handlers)."""
+    for exception, handler in calls.HANDLERS:
+        if isinstance(e, exception):
+            try:
+                response: HttpResponse = handler(request, e)
+                return response
+            except Exception:
+                break
+    log.exception("API call failed")
+    return JsonResponse({"error": "Internal error."}, status=500)
