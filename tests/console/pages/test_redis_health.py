@@ -260,7 +260,9 @@ def test_the_banner_reads_info_once_per_connection_for_a_few_seconds(
     assert sends >= 1
     for _ in range(3):
         viewer.get("/owners/")
-    assert wire.sends == sends  # the owners page itself reads no Redis (the audit page drains the API's records)
+    assert (
+        wire.sends == sends
+    )  # the owners page itself reads no Redis (the audit page drains the API's records)
     settings.RSMQ_REDIS_HEALTH_CACHE = 0
     viewer.get("/owners/")
     assert wire.sends == sends + 1
