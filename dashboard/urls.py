@@ -15,6 +15,7 @@ from .views import (
     queue_actions,
     tokens,
 )
+from .views.common import favicon
 
 place_patterns = [
     path("", overview.overview, name="rsmq-overview"),
@@ -46,6 +47,7 @@ urlpatterns = [
     path("c/<slug:conn>/<str:ns>/", include(place_patterns)),
     path("metrics", metrics.metrics, name="rsmq-metrics"),
     path("healthz", health.healthz, name="rsmq-healthz"),
+    path("favicon.ico", favicon, name="rsmq-favicon"),
     path("readyz", health.readyz, name="rsmq-readyz"),
     # The HTTP API (dashboard/api/): /api/… reads the first connection's first
     # namespace, /api/c/<conn>/<ns>/… the named one.
