@@ -18,6 +18,7 @@ from .views import (
     redis_page,
     tokens,
 )
+from .views.common import favicon
 
 place_patterns = [
     path("", overview.overview, name="rsmq-overview"),
@@ -54,6 +55,7 @@ urlpatterns = [
     path("owners/<int:pk>/delete/", owners.owner_delete, name="rsmq-owner-delete"),
     path("metrics", metrics.metrics, name="rsmq-metrics"),
     path("healthz", health.healthz, name="rsmq-healthz"),
+    path("favicon.ico", favicon, name="rsmq-favicon"),
     path("readyz", health.readyz, name="rsmq-readyz"),
     # The HTTP API (dashboard/api/): /api/… reads the first connection's first
     # namespace, /api/c/<conn>/<ns>/… the named one.

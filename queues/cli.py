@@ -2,7 +2,7 @@
 REDIS_URL, its JSON keys: more keys are ours). JSON on stdout; errors on one line.
 
 rsmq queue list|create|describe|set|delete|purge
-rsmq message send|receive|pop|get|list|delete|visibility|requeue|move
+rsmq message send|receive|pop|get|list|delete|visibility|requeue|move|redrive|export|import
 rsmq failures QUEUE [ID]
 """
 
@@ -13,13 +13,16 @@ import dataclasses
 import datetime as dt
 import json
 import os
+import shutil
 import sys
+import tempfile
 import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import redis
 
+from . import transfer
 from . import validation as v
 from .client import RedisSMQ
 from .errors import InvalidArgument, QueueNotFound, QueueUnreadable, RsmqError
@@ -172,6 +175,47 @@ def _message_redrive(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
     return {"redriven": rsmq.redrive(a.name, to=a.to, limit=a.limit)}
 
 
+#: what a handler returns when it wrote its output itself (an export to stdout)
+PRINTED = object()
+
+
+def _message_export(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    """JSON Lines of a state (or a filter's matches) to a file, or stdout with ``-o -``
+    (the count then goes to stderr)."""
+    lines = transfer.export_lines(rsmq, a.name, a.state, a.contains or "", a.min_rc)
+    n = 0
+    out = sys.stdout if a.output == "-" else open(a.output, "w", encoding="utf-8")  # noqa: SIM115
+    try:
+        for n, line in enumerate(lines, 1):  # noqa: B007
+            out.write(line)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    if a.output == "-":
+        print(json.dumps({"exported": n}), file=sys.stderr)
+        return PRINTED
+    return {"exported": n, "file": a.output}
+
+
+def _message_import(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    """Check every line first (a bad one and nothing is written), then write in atomic
+    batches; stdin (``-i -``) is kept in a temporary file for the two readings."""
+    maxsize = rsmq.get_queue_attributes(a.name).maxsize
+    src = open(a.input, "rb") if a.input != "-" else tempfile.TemporaryFile()  # noqa: SIM115
+    try:
+        if a.input == "-":
+            shutil.copyfileobj(sys.stdin.buffer, src)
+        src.seek(0)
+        count = transfer.check(src, a.keep_ids, maxsize)
+        src.seek(0)
+        report = transfer.import_records(
+            rsmq, a.name, transfer.read_records(src, a.keep_ids, maxsize), a.keep_ids
+        )
+    finally:
+        src.close()
+    return {"lines": count, **report.as_dict()}
+
+
 def _failures(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
     """A message's failure history (newest first), or the queue's failing messages
     grouped by error type (retrying in the queue, dead in its dead-letter queue)."""
@@ -259,6 +303,14 @@ def build_parser() -> argparse.ArgumentParser:
     c = cmd(ms, "redrive", _message_redrive, "move dead-lettered messages back to their queues")
     c.add_argument("--to", help="send them all to this queue instead")
     c.add_argument("--limit", type=int, help="at most this many")
+    c = cmd(ms, "export", _message_export, "write messages as JSON Lines, unchanged")
+    c.add_argument("-o", "--output", required=True, help="a file, or - for stdout")
+    c.add_argument("-s", "--state", choices=LIST_STATES, default="all")
+    c.add_argument("--contains", help="only messages whose body contains this text")
+    c.add_argument("--min-rc", type=int, default=0, help="only messages received this often")
+    c = cmd(ms, "import", _message_import, "send the messages of an export (new ids)")
+    c.add_argument("-i", "--input", required=True, help="a file, or - for stdin")
+    c.add_argument("--keep-ids", action="store_true", help="keep ids, rc and fr (skip ids taken)")
 
     f = groups.add_parser(
         "failures", help="why messages failed: rsmq failures QUEUE [ID]",
@@ -325,6 +377,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_DATA
     finally:
         rsmq.close()
+    if result is PRINTED:
+        return 0
     json.dump(result, sys.stdout, ensure_ascii=False, default=_raw)
     sys.stdout.write("\n")
     return 0

@@ -254,3 +254,17 @@ class FailureGroups:
 
     def of_state(self, state: FailureState) -> list[FailureGroup]:
         return [g for g in self.groups if g.state == state]
+
+
+@dataclass(frozen=True, slots=True)
+class ImportRecord:
+    """One message to import (a line of an export, ``queues.transfer``): its body, when it
+    becomes visible (ms from the import), and — kept only with ``keep_ids`` — its id, rc
+    and fr. ``line``: where it was read, for reports."""
+
+    body: str
+    delay_ms: int = 0
+    id: str | None = None
+    rc: int = 0
+    fr: int | None = None
+    line: int = 0

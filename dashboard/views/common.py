@@ -8,7 +8,9 @@ from urllib.parse import urlsplit
 
 from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect
+from django.templatetags.static import static
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_safe
 from django_htmx.http import HttpResponseClientRedirect
 
 from ..htmx import HtmxHttpRequest
@@ -70,3 +72,10 @@ def int_param(value: str | None, default: int, low: int = 1, high: int = 2**31) 
         return min(max(int(value), low), high)
     except ValueError:
         return default
+
+
+@require_safe
+def favicon(request: HtmxHttpRequest) -> HttpResponse:
+    """``/favicon.ico``, which browsers ask for whatever the page links: the icon under
+    its static (hashed, cached for good) name."""
+    return redirect(static("favicon.svg"))

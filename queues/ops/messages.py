@@ -16,6 +16,7 @@ from ..limits import (
     FAILURES_SUFFIX,
 )
 from ..models import (
+    ImportRecord,
     Message,
 )
 from ..parse import (
@@ -71,6 +72,35 @@ class Messages(Stats[R]):
         args = (d, self._channel(qname), random_suffixes(len(bodies)), *bodies)
         ids = yield Call(S.SEND, keys, args, qname)
         return [_str(i) for i in ids]
+
+    @operation
+    def import_messages(
+        self, qname: str, records: Iterable[ImportRecord], keep_ids: bool = False
+    ) -> Op[list[str | None]]:
+        """Write exported messages back, in one atomic round trip: each visible after its
+        ``delay_ms``; under a new id (a new message: rc 0), or with ``keep_ids`` under its
+        own id with its rc and fr — skipped (None) when that id is already in the queue.
+        One body over the queue's maxsize and nothing is written. Returns each record's
+        id, or None where it was skipped. ``queues.transfer`` reads and writes files."""
+        keys = self._queue_keys(qname)
+        batch = list(records)
+        if len(batch) > v.MAX_SEND_BATCH:
+            raise InvalidArgument(
+                "records", f"records: at most {v.MAX_SEND_BATCH} per batch, not {len(batch)}"
+            )
+        args: list[str | bytes | int] = ["1" if keep_ids else "", self._channel(qname)]
+        args.append(random_suffixes(len(batch)))
+        for r in batch:
+            if keep_ids and not r.id:
+                raise InvalidArgument("id", "keeping ids needs every record's id")
+            delay = v.integer("delay_ms", r.delay_ms, 0, v.MAX_SECONDS * 1000)
+            if keep_ids:
+                fr = "" if r.fr is None else r.fr
+                args += [r.id or "", v.body(r.body), delay, r.rc, fr]
+            else:
+                args += ["", v.body(r.body), delay, 0, ""]
+        ids = yield Call(S.IMPORT, keys, tuple(args), qname)
+        return [_str(i) or None for i in ids]
 
     def _receive(self, qname: str, n: int, vt: int | None, pop: bool = False) -> Op[list[Any]]:
         keys = self._with_failures(qname)

@@ -67,6 +67,19 @@ def test_it_serves_hashed_compressed_css_with_debug_off(served: Served) -> None:
     assert served.get("/static/css/console.css").status == 200  # the plain name too
 
 
+def test_favicon_ico_leads_to_the_icon(served: Served) -> None:
+    """Browsers ask for /favicon.ico whatever a page links: no 404 in their console."""
+    answer = served.get("/favicon.ico")
+    assert answer.status == 302
+    icon = re.fullmatch(r"/static/favicon\.[0-9a-f]{12}\.svg", answer.headers["location"])
+    assert icon, answer.headers["location"]
+    got = served.get(icon[0])
+    assert got.status == 200 and got.headers["content-type"].startswith("image/svg+xml")
+    assert got.body.startswith(b"<svg")
+    page = served.get(PAGE).text
+    assert f'<link rel="icon" href="{icon[0]}"' in page
+
+
 def test_health_endpoints_answer_without_a_login(served: Served) -> None:
     assert request(served.port, "/healthz").status == 200
     ready = request(served.port, "/readyz")
