@@ -264,3 +264,19 @@ class FailureGroups:
 
     def of_state(self, state: FailureState) -> list[FailureGroup]:
         return [g for g in self.groups if g.state == state]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """A live ``rsmq worker`` process, as its own heartbeat registered it."""
+
+    id: str
+    host: str
+    pid: int
+    queues: dict[str, int]  # queue -> concurrency (handler threads)
+    started: int  # epoch ms (the Redis server's clock)
+    beat: int  # epoch ms of its last heartbeat
+
+    @property
+    def concurrency(self) -> int:
+        return sum(self.queues.values())
