@@ -12,7 +12,8 @@ too) and, for a crash loop, from the receive counts of a few hidden messages:
   2 or more among at most ``SAMPLE`` in-flight and ``SAMPLE`` visible messages);
 * **falling behind**: receives go on, but the backlog rose over the window and its oldest
   message is older than at its start, and older than half the window;
-* **idle**: nothing visible and nothing in flight (delayed messages only: scheduled);
+* **idle**: nothing visible, nothing in flight, nothing sent or received over the window
+  (delayed messages only: scheduled);
 * **healthy**: otherwise.
 
 The score is how bad (the state, a growing backlog, the oldest over its SLO, dead letters
@@ -215,7 +216,7 @@ def judge(
                 f"falling behind: {per_second(received / span)} received,"
                 f" {per_second(sent / span)} sent"
             )
-        elif s.visible == 0 and s.inflight == 0:
+        elif s.visible == 0 and s.inflight == 0 and not (received or sent):
             j.state = State.IDLE
         if b is not None and thresholds.backlog_growing(backlog, b.msgs - b.delayed, span):
             j.points += POINTS["growing"]
@@ -243,7 +244,7 @@ def judge(
             j.parts.insert(
                 0,
                 f"crash-looping: {exact(received)} receives, {exact(deleted)} deletes in"
-                f" {duration(span)}; messages received up to {got} times",
+                f" {duration(span)}, messages received up to {got} times",
             )
             j.kinds[Kind.REDELIVERY_STORM] = {
                 "received": float(received), "sent": float(received - deleted),

@@ -32,7 +32,7 @@ from ..place import Place, place_for
 from .actions import Posted
 from .common import UNPROCESSABLE, back, context, current, int_param, query_of, template
 
-#: the default order: what needs the operator's eye first (thresholds.attention)
+#: the default order: what needs the operator's eye first (dashboard/conditions.py: the score)
 ATTENTION = "attention"
 SORTS: dict[str, Callable[[QueueStats], Any]] = {
     ATTENTION: lambda s: s.qname,  # the order itself is attention_order's
