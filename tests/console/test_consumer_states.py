@@ -127,7 +127,7 @@ def test_the_console_names_each_consumer_state_within_two_snapshots(
 ) -> None:
     # The worker of "stopped" is listed on its page while it lives.
     page = viewer.get(console.queue("stopped")).content.decode()
-    assert f'data-worker="' in page and str(scenario["stopping"].pid) in page
+    assert 'data-worker="' in page and str(scenario["stopping"].pid) in page
     snapshot()  # the baseline
     scenario["stopping"].stop()  # it stops: and messages come
     rsmq.send_messages("stopped", ["x"] * 20)
