@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 import redis
-import test_cli
-from node_rsmq import NodeRsmq
+from support.node_rsmq import NodeRsmq
 
 from queues import (
     DeadLetterPolicy,
@@ -18,9 +17,6 @@ from queues import (
     RedisSMQ,
 )
 from queues.cli import EXIT_ERROR
-
-# ``cli(*argv)``: queues.cli.main run in-process -> (exit code, JSON out, stderr)
-cli = test_cli.run
 
 QUEUE_FIELDS = {"vt", "delay", "maxsize", "created", "modified", "totalsent", "totalrecv"}
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 import redis
-from node_rsmq import NodeRsmq
+from support.node_rsmq import NodeRsmq
 
 from queues import AsyncRedisSMQ, Failure, FailureGroup, InvalidArgument, RedisSMQ, limits
 from queues.ops import failures as failure_ops

@@ -33,8 +33,8 @@ from typing import Any
 import psycopg
 import pytest
 import yaml
-from conftest import Served
-from postgres_fixtures import EmbeddedPostgres, postgres_bindir
+from served import Served
+from support.postgres_fixtures import EmbeddedPostgres, postgres_bindir
 
 from queues import RedisSMQ
 from queues.server import EmbeddedRedis, free_port
