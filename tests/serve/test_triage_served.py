@@ -24,6 +24,7 @@ pytestmark = pytest.mark.slow
 SMALL_OLD = 170  # small queues whose 2 messages pass the SLO: nothing consumes them
 QUIET = 120  # empty queues
 HEALTHY = 5
+NS = "triage"
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +37,7 @@ def served(clone: Path) -> Iterator[Served]:
         RSMQ_OLDEST_AGE_SLO="3",
         RSMQ_BACKLOG_GROWTH_MIN="50",
         RSMQ_REFRESH_SECONDS="0",
+        RSMQ_NAMESPACE=f"rsmq,{NS}",  # the demo queues stay in rsmq
     )
     try:
         console.wait_ready()
@@ -55,7 +57,7 @@ class Traffic:
 
     def send(self, queue: str, per_second: float, body: str = "x", delay: int = 0) -> None:
         def run() -> None:
-            rsmq = RedisSMQ(url=self.url, ns="rsmq")
+            rsmq = RedisSMQ(url=self.url, ns=NS)
             while not self.stop.wait(1 / per_second):
                 rsmq.send_message(queue, body, delay=delay)
 
@@ -86,7 +88,7 @@ def test_the_incidents_lead_the_default_order_with_their_reasons(
     served: Served, tmp_path: Path
 ) -> None:
     url = f"redis://127.0.0.1:{served.redis_port}/0"
-    rsmq = RedisSMQ(url=url, ns="rsmq")
+    rsmq = RedisSMQ(url=url, ns=NS)
     names = [
         "payments",
         "mail",
@@ -105,7 +107,7 @@ def test_the_incidents_lead_the_default_order_with_their_reasons(
         rsmq.send_messages("payments", ["order"] * 1000)
     rsmq.send_messages("mail", [json.dumps({"to": "x"})] * 30)
     rsmq.send_messages("scheduled", ["later"] * 50, delay=3600)
-    worker = WorkerProcess(tmp_path / "worker.log", "workers.triage:worker", url, "rsmq",
+    worker = WorkerProcess(tmp_path / "worker.log", "workers.triage:worker", url, NS,
                            env={"TRIAGE_HEALTHY": str(HEALTHY)})  # fmt: skip
     traffic = Traffic(url)
     try:
@@ -120,7 +122,7 @@ def test_the_incidents_lead_the_default_order_with_their_reasons(
         incidents = {"payments", "mail", "reports"}
 
         def led() -> list[tuple[str, str, str]] | None:
-            top = rows(served.get("/c/default/rsmq/").text)
+            top = rows(served.get(f"/c/default/{NS}/").text)
             return top if {r[0] for r in top[:3]} == incidents else None
 
         top = wait_for(led, 120, "the incidents to lead the overview", every=1)
