@@ -22,7 +22,7 @@ from queues import RedisSMQ
 pytestmark = pytest.mark.slow
 
 SMALL_OLD = 170  # small queues whose 2 messages pass the SLO: nothing consumes them
-QUIET = 120  # empty queues
+QUIET = 130  # empty queues
 HEALTHY = 5
 NS = "triage"
 
