@@ -165,7 +165,10 @@ def judge(
 ) -> list[Judged]:
     """Every readable queue's condition. ``prev``: each queue's last condition
     (taken_at, created, msgs, totalsent, totalrecv, recv_since)."""
-    quiet_after = settings.RSMQ_NO_CONSUMER_AFTER
+    quiet_after = float(settings.RSMQ_NO_CONSUMER_AFTER)
+    crash_receives = int(settings.RSMQ_CRASH_LOOP_RECEIVES)
+    growth = thresholds.Growth.from_settings()
+    slo_of = thresholds.oldest_age_slos(conn, ns)
     out: list[Judged] = []
     candidates: dict[str, Judged] = {}
     for s in stats:
@@ -193,16 +196,13 @@ def judge(
         deleted = max(0, sent - (s.msgs - b.msgs)) if b else 0
         oldest = s.oldest_age
         quiet = (s.now - j.recv_since) / 1000
-        j.figures = {"span": span, "rise": rise, "received": received, "deleted": deleted}
+        if b is not None:
+            j.figures = {"span": span, "rise": rise, "received": received, "deleted": deleted}
         if s.visible > 0 and quiet >= quiet_after and (oldest or 0) >= quiet_after:
             j.state = State.NO_CONSUMERS
             j.parts.append(f"no consumer for {duration(quiet)}")
             j.kinds[Kind.CONSUMERS_STALLED] = {"visible_max": float(s.visible)}
-        elif (
-            received is not None
-            and received >= settings.RSMQ_CRASH_LOOP_RECEIVES
-            and deleted * 2 < received
-        ):
+        elif received is not None and received >= crash_receives and deleted * 2 < received:
             candidates[s.qname] = j  # crash-looping if messages came back: read below
         elif (
             received
@@ -218,13 +218,13 @@ def judge(
             )
         elif s.visible == 0 and s.inflight == 0 and not (received or sent):
             j.state = State.IDLE
-        if b is not None and thresholds.backlog_growing(backlog, b.msgs - b.delayed, span):
+        if b is not None and growth.growing(backlog, b.msgs - b.delayed, span):
             j.points += POINTS["growing"]
             j.parts.append(f"backlog +{exact(rise)} in {duration(span)} ({exact(backlog)})")
             j.kinds[Kind.BACKLOG_GROWING] = {
                 "backlog_from": float(b.msgs - b.delayed), "backlog_to": float(backlog)
             }  # fmt: skip
-        slo = thresholds.oldest_age_slo(conn, ns, s.qname)
+        slo = slo_of(s.qname)
         if oldest is not None and slo > 0 and oldest > slo:
             j.points += POINTS["over_slo"]
             j.parts.append(f"oldest {duration(oldest)} (SLO {duration(slo)})")
@@ -294,7 +294,7 @@ def update(conn: str, ns: str, stats: list[QueueStats], rsmq: RedisSMQ | None) -
         rows.append(
             (conn, ns, j.qname, s.now, s.created, s.msgs, s.totalsent, s.totalrecv, j.recv_since,
              j.state, "; ".join(j.parts)[:500], j.points, j.size, alerts, score, j.send_rate,
-             j.receive_rate, _json(j.figures))
+             j.receive_rate, _json(j.figures) if j.points or j.parts else "{}")
         )  # fmt: skip
     with transaction.atomic():
         QueueCondition.objects.filter(**where).delete()

@@ -20,6 +20,8 @@ templates; the ``warn`` template tag asks here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from django.conf import settings
@@ -36,6 +38,28 @@ def oldest_age_slo(conn: str, ns: str, qname: str) -> float:
         if any(c in pattern for c in "*?[") and fnmatchcase(qname, pattern):
             return float(slo)
     return float(settings.RSMQ_OLDEST_AGE_SLO)
+
+
+def oldest_age_slos(conn: str, ns: str) -> Callable[[str], float]:
+    """``oldest_age_slo`` for many queues of a namespace: the settings read once (reading
+    a Django setting costs a microsecond or more each time, 100,000 queues a snapshot)."""
+    slos = {str(k): float(v) for k, v in settings.RSMQ_OLDEST_AGE_SLOS.items()}
+    default = float(settings.RSMQ_OLDEST_AGE_SLO)
+    patterns = [(p, v) for p, v in slos.items() if any(c in p for c in "*?[")]
+    place = f"{conn}/{ns}/"
+
+    def slo(qname: str) -> float:
+        found = slos.get(place + qname)
+        if found is None:
+            found = slos.get(qname)
+        if found is not None:
+            return found
+        for pattern, value in patterns:
+            if fnmatchcase(qname, pattern):
+                return value
+        return default
+
+    return slo
 
 
 def smallest_oldest_age_slo() -> float:
@@ -61,15 +85,37 @@ def poison(msg: MessageInfo, stats: QueueStats | None) -> bool:
     return msg.rc >= poison_rc(stats)
 
 
+@dataclass(frozen=True, slots=True)
+class Growth:
+    """The settings of "backlog growing", read once (see ``backlog_growing``)."""
+
+    floor: int
+    share: float
+    rate: float
+    window: float
+
+    @classmethod
+    def from_settings(cls) -> Growth:
+        return cls(
+            max(1, int(settings.RSMQ_BACKLOG_GROWTH_MIN)),
+            float(settings.RSMQ_BACKLOG_GROWTH),
+            float(settings.RSMQ_BACKLOG_GROWTH_RATE),
+            float(settings.RSMQ_BACKLOG_WINDOW),
+        )
+
+    def growing(self, now: int, before: int | None, seconds: float | None = None) -> bool:
+        if before is None:
+            return False
+        rise = now - before
+        if rise < self.floor:
+            return False
+        if rise >= self.share * before:
+            return True
+        span = seconds if seconds is not None else self.window
+        return span > 0 and rise / span >= self.rate
+
+
 def backlog_growing(now: int, before: int | None, seconds: float | None = None) -> bool:
     """Whether a backlog of ``now`` messages, ``before`` ``seconds`` ago (a window when
     not given), is growing: by enough messages, and by enough of itself or fast enough."""
-    if before is None:
-        return False
-    rise = now - before
-    if rise < max(1, settings.RSMQ_BACKLOG_GROWTH_MIN):
-        return False
-    if rise >= settings.RSMQ_BACKLOG_GROWTH * before:
-        return True
-    span = seconds if seconds is not None else settings.RSMQ_BACKLOG_WINDOW
-    return span > 0 and rise / span >= settings.RSMQ_BACKLOG_GROWTH_RATE
+    return Growth.from_settings().growing(now, before, seconds)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from django import forms
 from django.conf import settings
@@ -185,6 +185,21 @@ class Why:
 
 
 State = QueueCondition.State
+LABELS = dict(State.choices)
+JUDGED = ("state", "reason", "alerts", "score", "send_rate", "receive_rate")
+
+
+class Judged(NamedTuple):
+    """What the overview reads of a queue's condition (dashboard/conditions.py)."""
+
+    state: str
+    reason: str
+    alerts: int
+    score: float
+    send_rate: float | None
+    receive_rate: float | None
+
+
 INCIDENTS = {State.NO_CONSUMERS, State.CRASH_LOOPING, State.FALLING_BEHIND}
 
 
@@ -196,7 +211,7 @@ class Triage:
     def __init__(self, place: Place, now_ms: int) -> None:
         self.place = place
         self.now_ms = now_ms
-        self.conditions: dict[str, QueueCondition] = {}
+        self.conditions: dict[str, Judged] = {}
         self.sources: dict[str, list[str]] = {}  # dead-letter queue -> the queues sending
         self.totals: dict[str, int] = {}
         self.exact = True
@@ -216,15 +231,17 @@ class Triage:
         rows = QueueCondition.objects.filter(
             connection=self.place.conn.name, namespace=self.place.ns
         )
-        self.conditions = {c.queue: c for c in rows}
+        self.conditions = {r[0]: Judged(*r[1:]) for r in rows.values_list("queue", *JUDGED)}
 
     def of_page(self, stats: list[QueueStats]) -> None:
         """The conditions of a page's queues (a big namespace: not every one is read)."""
         missing = [s.qname for s in stats if s.qname not in self.conditions]
         if missing:
-            self.conditions.update(
-                conditions.of_queues(self.place.conn.name, self.place.ns, missing)
+            rows = QueueCondition.objects.filter(
+                connection=self.place.conn.name, namespace=self.place.ns, queue__in=missing
             )
+            for r in rows.values_list("queue", *JUDGED):
+                self.conditions[r[0]] = Judged(*r[1:])
 
     def why(self, s: QueueStats) -> Why:
         c = self.conditions.get(s.qname)
@@ -236,7 +253,7 @@ class Triage:
                 score = conditions.POINTS["over_slo"] * conditions.size_of(s.visible, None)
                 return Why(reason=f"oldest {duration(age)} (SLO {duration(slo)})", score=score)
             return Why()
-        return Why(c.state, c.get_state_display(), c.reason, c.alerts, c.score)
+        return Why(c.state, LABELS.get(c.state, c.state), c.reason, c.alerts, c.score)
 
     def key(self, sort: str) -> Callable[[QueueStats], tuple[Any, ...]]:
         """The live sort key of a condition order (ascending: reverse for the default)."""
