@@ -332,12 +332,18 @@ def _flags(conn: str, ns: str, judged: list[Judged], now: int) -> None:
     mine = AnomalyFlag.objects.filter(
         connection=conn, namespace=ns, source=AnomalyFlag.Source.CONSOLE, end__isnull=True
     )
-    have = {(f.queue, f.kind): f for f in mine.only("pk", "queue", "kind", "start")}
+    have = {(f.queue, f.kind): f for f in mine.only("pk", "queue", "kind", "start", "figures")}
+    going_on = []
     for key, flag in have.items():
+        flag.intervals = max(1, round((now - flag.start) / 60_000))
         if key not in want:
             flag.end = now
-            flag.intervals = max(1, round((now - flag.start) / 60_000))
             flag.save(update_fields=["end", "intervals"])
+        else:
+            # Still open: its figures and length as of now (its summary on the pages).
+            flag.figures = _widest(flag.kind, flag.figures, want[key])
+            going_on.append(flag)
+    AnomalyFlag.objects.bulk_update(going_on, ["figures", "intervals"], batch_size=1000)
     new = [
         AnomalyFlag(
             connection=conn,
@@ -354,6 +360,17 @@ def _flags(conn: str, ns: str, judged: list[Judged], now: int) -> None:
         if (q, kind) not in have
     ]
     AnomalyFlag.objects.bulk_create(new, batch_size=2000)
+
+
+def _widest(kind: str, before: dict[str, float], now: dict[str, float]) -> dict[str, float]:
+    """A flag's figures over its whole span: the largest so far, the first backlog."""
+    out = dict(now)
+    for key in ("visible_max", "oldest_age_max", "received", "receive_rate_max"):
+        if key in before and key in now:
+            out[key] = max(before[key], now[key])
+    if kind == Kind.BACKLOG_GROWING and "backlog_from" in before:
+        out["backlog_from"] = before["backlog_from"]
+    return out
 
 
 def firing_counts(conn: str, ns: str, queues: Iterable[str] | None = None) -> dict[str, int]:

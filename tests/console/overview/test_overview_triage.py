@@ -153,3 +153,18 @@ def test_the_sorted_column_header_carries_aria_sort(console, mixed, viewer: Clie
     page = viewer.get(console.overview("?sort=-msgs")).content.decode()
     assert re.search(r'<th class="num sorted" scope="col" aria-sort="descending">', page)
     assert "<a" not in re.findall(r"<a [^>]*aria-sort", page)  # never on the link
+
+
+def test_the_consoles_flag_stays_one_and_tells_its_figures_as_of_now(
+    console, mixed, rsmq: RedisSMQ
+) -> None:
+    """A console flag opened at one snapshot is the same flag at the next while its
+    condition holds (not a duplicate), with its figures brought up to date."""
+    from dashboard import snapshots
+
+    rsmq.send_messages("growing", ["x"] * 20)
+    snapshots.take()
+    [flag] = AnomalyFlag.objects.filter(queue="growing", source="console")
+    assert flag.open and flag.kind == "backlog_growing"
+    assert (flag.figures["backlog_from"], flag.figures["backlog_to"]) == (5, 80)
+    assert "5 → 80 messages" in flag.summary
