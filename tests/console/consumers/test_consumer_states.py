@@ -52,8 +52,10 @@ def snapshot() -> int:
     last = QueueCondition.objects.aggregate(t=Max("taken_at"))["t"] or 0
     tasks.snapshot.delay()
     return wait_for(
-        lambda: (QueueCondition.objects.aggregate(t=Max("taken_at"))["t"] or 0) > last
-        and QueueCondition.objects.aggregate(t=Max("taken_at"))["t"],
+        lambda: (
+            (QueueCondition.objects.aggregate(t=Max("taken_at"))["t"] or 0) > last
+            and QueueCondition.objects.aggregate(t=Max("taken_at"))["t"]
+        ),
         30,
         "a snapshot's conditions",
         every=0.05,
@@ -181,5 +183,5 @@ def test_the_console_names_each_consumer_state_within_two_snapshots(
     assert set(names[:4]) == {"stopped", "crashing", "slow", "results"}, names
     assert set(names[4:]) == {"healthy", "quiet", "scheduled"}
     body = overview.content.decode()
-    assert re.search(r'data-alerts-firing[^>]*>\d+ firing<', body)
+    assert re.search(r"data-alerts-firing[^>]*>\d+ firing<", body)
     assert body.count("data-firing") == 4

@@ -170,7 +170,7 @@ def test_the_attention_order_pages_a_big_namespace_by_score_in_the_database(
     mine = [q for q in many if search in q]
     assert names == sorted(mine, key=lambda q: (-scores[q], -sizes[q], q))
     top = viewer.get(console.overview(f"?q={search}")).content.decode()
-    assert "no consumer for 20 min" in top and 'data-consumer-state' in top
+    assert "no consumer for 20 min" in top and "data-consumer-state" in top
 
 
 @pytest.mark.parametrize("sort", ["send_rate", "-send_rate", "receive_rate", "-receive_rate"])
