@@ -119,8 +119,6 @@ def test_the_incidents_lead_the_default_order_with_their_reasons(
             traffic.send(f"healthy-{i}", 5)
         traffic.send("scheduled", 2, delay=3600)
 
-        incidents = {"payments", "mail", "reports"}
-
         named = {("payments", "no_consumers"), ("mail", "crash_looping"),
                  ("reports", "falling_behind")}  # fmt: skip
 
