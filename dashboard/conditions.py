@@ -31,14 +31,14 @@ from __future__ import annotations
 import logging
 import math
 from collections import defaultdict
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 from django.db import connection as db
 from django.db import transaction
-from django.db.models import F, Max, Min
+from django.db.models import Max, Min
 
 from queues import RedisSMQ
 from queues.errors import RsmqError
@@ -333,16 +333,17 @@ def _flags(conn: str, ns: str, judged: list[Judged], now: int) -> None:
         connection=conn, namespace=ns, source=AnomalyFlag.Source.CONSOLE, end__isnull=True
     )
     have = {(f.queue, f.kind): f for f in mine.only("pk", "queue", "kind", "start", "figures")}
-    going_on = []
+    going_on, ended = [], []
     for key, flag in have.items():
         flag.intervals = max(1, round((now - flag.start) / 60_000))
         if key not in want:
             flag.end = now
-            flag.save(update_fields=["end", "intervals"])
+            ended.append(flag)
         else:
             # Still open: its figures and length as of now (its summary on the pages).
             flag.figures = _widest(flag.kind, flag.figures, want[key])
             going_on.append(flag)
+    AnomalyFlag.objects.bulk_update(ended, ["end", "intervals"], batch_size=1000)
     AnomalyFlag.objects.bulk_update(going_on, ["figures", "intervals"], batch_size=1000)
     new = [
         AnomalyFlag(
@@ -373,32 +374,33 @@ def _widest(kind: str, before: dict[str, float], now: dict[str, float]) -> dict[
     return out
 
 
-def firing_counts(conn: str, ns: str, queues: Iterable[str] | None = None) -> dict[str, int]:
-    """Firing alerts per queue of a namespace (only ``queues`` when given)."""
+def firing_counts(conn: str, ns: str) -> dict[str, int]:
+    """Firing alerts per queue of a namespace."""
     alerts = Alert.objects.filter(connection=conn, namespace=ns, state=Alert.State.FIRING)
-    if queues is not None:
-        alerts = alerts.filter(queue__in=list(queues))
     counts: dict[str, int] = defaultdict(int)
     for q in alerts.values_list("queue", flat=True):
         counts[q] += 1
     return dict(counts)
 
 
-def refresh_alerts(conn: str, ns: str) -> None:
-    """After an alert evaluation: each queue's firing alerts into its score."""
+def refresh_alerts(conn: str, ns: str) -> int:
+    """After an alert evaluation: each queue's firing alerts into its score. One read of
+    the namespace's conditions, one executemany of the rows that change (a pattern rule
+    may fire on 100,000 queues at once: no list of them in a query). Returns the rows."""
     firing = firing_counts(conn, ns)
     rows = QueueCondition.objects.filter(connection=conn, namespace=ns)
-    stale = rows.exclude(queue__in=list(firing)).exclude(alerts=0)
-    stale.update(alerts=0, score=F("points") * F("size"))
-    by_count: dict[int, list[str]] = defaultdict(list)
-    for q, n in firing.items():
-        by_count[n].append(q)
-    for n, queues in by_count.items():
-        rows.filter(queue__in=queues).exclude(alerts=n).update(
-            alerts=n, score=(F("points") + POINTS["alert"] * min(n, ALERTS_COUNTED)) * F("size")
-        )
-
-
-def of_queues(conn: str, ns: str, queues: Iterable[str]) -> dict[str, QueueCondition]:
-    rows = QueueCondition.objects.filter(connection=conn, namespace=ns, queue__in=list(queues))
-    return {c.queue: c for c in rows}
+    changes = []
+    for pk, queue, alerts, points, size in rows.values_list(
+        "pk", "queue", "alerts", "points", "size"
+    ).iterator(chunk_size=10_000):
+        n = firing.get(queue, 0)
+        if n != alerts:
+            score = (points + POINTS["alert"] * min(n, ALERTS_COUNTED)) * size
+            changes.append((n, score, pk))
+    if changes:
+        q = db.ops.quote_name
+        table = q(QueueCondition._meta.db_table)
+        sql = f"UPDATE {table} SET {q('alerts')} = %s, {q('score')} = %s WHERE {q('id')} = %s"
+        with db.cursor() as cursor:
+            cursor.executemany(sql, changes)
+    return len(changes)

@@ -168,3 +168,28 @@ def test_the_consoles_flag_stays_one_and_tells_its_figures_as_of_now(
     assert flag.open and flag.kind == "backlog_growing"
     assert (flag.figures["backlog_from"], flag.figures["backlog_to"]) == (5, 80)
     assert "5 → 80 messages" in flag.summary
+
+
+def test_a_firing_alert_marks_its_queue_raises_it_and_counts_in_the_header(
+    console, mixed, viewer: Client
+) -> None:
+    """An alert that fires on "big" (nothing else wrong with it): after the evaluation, its
+    score counts the alert (25 points x its size), it leads, its row says so, and every
+    page's header counts it."""
+    from dashboard import conditions
+    from dashboard.models import Alert, AlertRule
+
+    rule = AlertRule.objects.create(name="deep", connection="default", namespace=console.ns,
+                                    queue="big", metric="visible", threshold=100)  # fmt: skip
+    Alert.objects.create(rule=rule, connection="default", namespace=console.ns, queue="big",
+                         state="firing", value=500, since=1, changed=1)  # fmt: skip
+    assert conditions.refresh_alerts("default", console.ns) == 1
+    response = viewer.get(console.overview())
+    assert _names(response)[0] == "big"
+    page = response.content.decode()
+    assert re.search(r'>big</a>[^<]*<span class="badge firing"[^>]*data-firing>1 firing<', page)
+    header = viewer.get(console.queue("jobs")).content.decode()
+    assert re.search(r"data-alerts-firing[^>]*>1 firing<", header)
+    Alert.objects.update(state="resolved")
+    assert conditions.refresh_alerts("default", console.ns) == 1
+    assert _names(viewer.get(console.overview()))[0] == "growing"
