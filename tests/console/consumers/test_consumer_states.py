@@ -88,7 +88,7 @@ def scenario(console, celery_worker, redis_url: str, rsmq: RedisSMQ, tmp_path: P
     every message (vt 1 s, backoff 50 ms); slow: 0.5 s a message, one at a time, 10 sent
     a second; healthy: a handler that keeps up with 5 a second; quiet: nothing at all;
     scheduled: only delayed messages."""
-    for q in ("stopped", "crashing", "slow", "healthy", "quiet", "scheduled", "results"):
+    for q in ("stopped", "crashing", "dying", "slow", "healthy", "quiet", "scheduled", "results"):
         rsmq.create_queue(q)
     rsmq.send_message("scheduled", "later", delay=3600)
     for state in ("no_consumers", "crash_looping", "falling_behind"):
@@ -107,6 +107,7 @@ def scenario(console, celery_worker, redis_url: str, rsmq: RedisSMQ, tmp_path: P
                                      "slow:concurrency=1,healthy:noop=1:concurrency=2"},
     )  # fmt: skip
     senders: list[Sender] = []
+    stop_dying = threading.Event()
     try:
         stopping.wait_started()
         others.wait_started()
@@ -115,8 +116,19 @@ def scenario(console, celery_worker, redis_url: str, rsmq: RedisSMQ, tmp_path: P
             Sender(redis_url, console.ns, "healthy", {}, 5),
         ]
         rsmq.send_messages("crashing", [json.dumps({"fail": True})] * 5)
+        # dying: a consumer (any client) that dies mid-message every time: it receives
+        # with a vt of 1 s and never deletes; the messages come back as their vt expires.
+        rsmq.send_messages("dying", ["x"] * 5)
+
+        def die_mid_message() -> None:
+            with RedisSMQ(url=redis_url, ns=console.ns) as consumer:
+                while not stop_dying.wait(0.2):
+                    consumer.receive_messages("dying", 5, vt=1)
+
+        threading.Thread(target=die_mid_message, daemon=True).start()
         yield {"stopping": stopping, "others": others}
     finally:
+        stop_dying.set()
         for s in senders:
             s.close()
         stopping.stop()
@@ -135,7 +147,8 @@ def test_the_console_names_each_consumer_state_within_two_snapshots(
     assert "data-no-workers" in viewer.get(console.queue("stopped")).content.decode()
 
     want = {
-        "stopped": "no_consumers", "crashing": "crash_looping", "slow": "falling_behind",
+        "stopped": "no_consumers", "crashing": "crash_looping", "dying": "crash_looping",
+        "slow": "falling_behind",
         "healthy": "healthy", "quiet": "idle", "scheduled": "idle",
     }  # fmt: skip
     for _ in range(2):  # within two snapshot intervals
@@ -169,7 +182,7 @@ def test_the_console_names_each_consumer_state_within_two_snapshots(
 
     wait_for(
         lambda: {("stopped", "state:no_consumers"), ("crashing", "state:crash_looping"),
-                 ("slow", "state:falling_behind")} <= firing(),
+                 ("dying", "state:crash_looping"), ("slow", "state:falling_behind")} <= firing(),
         15, "the state alerts to fire",
     )  # fmt: skip
     assert not {q for q, _ in firing()} & {"healthy", "quiet", "scheduled"}
@@ -180,8 +193,8 @@ def test_the_console_names_each_consumer_state_within_two_snapshots(
     overview = viewer.get(console.overview())
     names = [s.qname for s in overview.context["stats"]]
     # "results" (the handlers' records: nothing consumes them) is an incident too.
-    assert set(names[:4]) == {"stopped", "crashing", "slow", "results"}, names
-    assert set(names[4:]) == {"healthy", "quiet", "scheduled"}
+    assert set(names[:5]) == {"stopped", "crashing", "dying", "slow", "results"}, names
+    assert set(names[5:]) == {"healthy", "quiet", "scheduled"}
     body = overview.content.decode()
     assert re.search(r"data-alerts-firing[^>]*>\d+ firing<", body)
-    assert body.count("data-firing") == 4
+    assert body.count("data-firing") == 5
