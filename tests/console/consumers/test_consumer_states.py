@@ -1,5 +1,6 @@
 """Consumers, named (issue 21): real `rsmq worker` processes on the test Redis put a queue
-in each state (stopped, failing every message, too slow for its traffic, keeping up) and
+in each state (stopped, failing every message, dying mid-message, too slow for its
+traffic, keeping up; quiet and scheduled queues idle) and
 the console names it within two snapshot intervals, the snapshots taken by the real
 Celery task in an in-process worker, the clock the Redis server's TIME: on the queue page,
 on the overview (its reasons leading the order), in /metrics and in an alert rule that
