@@ -18,6 +18,11 @@ def open_flags(conn: str, ns: str) -> list[AnomalyFlag]:
     return list(flags.order_by("-start", "queue")[:OPEN_FLAGS_SHOWN])
 
 
+def open_flag_count(conn: str, ns: str) -> int:
+    """Every flag still open in a namespace, counted (the list shows OPEN_FLAGS_SHOWN)."""
+    return AnomalyFlag.objects.filter(connection=conn, namespace=ns, end__isnull=True).count()
+
+
 @dataclass(frozen=True, slots=True)
 class Bar:
     label: str

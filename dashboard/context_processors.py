@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -10,7 +11,7 @@ from django.http import HttpRequest
 from .access import Role, can, role_of
 from .connections import connections
 from .forms import RefreshForm
-from .models import Preference
+from .models import Alert, Preference
 
 
 def refresh_seconds(request: HttpRequest) -> int:
@@ -38,4 +39,19 @@ def console(request: HttpRequest) -> dict[str, Any]:
         "read_only": settings.RSMQ_READ_ONLY,
         "refresh": refresh,
         "refresh_form": RefreshForm(initial={"refresh_seconds": refresh}),
+        # The header's count of firing alerts: one indexed count, only if a page shows it.
+        "alerts_firing": firing_alerts(),
     }
+
+
+def firing_alerts() -> Callable[[], int]:
+    """The count of firing alerts, as a callable a template calls: counted at its first
+    use, once per request (a page without a header never counts)."""
+    counted: list[int] = []
+
+    def count() -> int:
+        if not counted:
+            counted.append(Alert.objects.filter(state=Alert.State.FIRING).count())
+        return counted[0]
+
+    return count

@@ -290,17 +290,13 @@ class AlertRuleForm(forms.ModelForm):
         elif bool(data.get("queue")) == bool(data.get("pattern")):
             raise forms.ValidationError("Give either a queue or a pattern of queue names (one).")
         if data.get("threshold") is None:
-            if not metric.startswith("flag:"):
+            if not metric.startswith(("flag:", "state:")):
                 self.add_error(
                     "threshold",
                     f"threshold is required: a number between {-MAX_THRESHOLD:g}"
                     f" and {MAX_THRESHOLD:g}",
                 )
             data["threshold"] = 0.0
-        if not (data.get("webhook_url") or data.get("slack_url") or data.get("emails")):
-            raise forms.ValidationError(
-                "Give at least one receiver: a webhook, a Slack URL or an e-mail address."
-            )
         conn, _, ns = data.get("place", "").partition("/")
         self.instance.connection, self.instance.namespace = conn, ns
         return data

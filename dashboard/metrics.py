@@ -6,6 +6,10 @@
     rsmq_queue_sent_total / rsmq_queue_received_total     counters (totalsent / totalrecv)
     rsmq_queue_unreadable{connection,namespace,queue}     1 for a queue whose data can't be
                                                           read (no other series of it)
+    rsmq_queue_consumer_state{connection,namespace,queue,state}
+                                                          1 for the queue's consumers' state
+                                                          as of the last snapshot, 0 for the
+                                                          other states (dashboard/conditions.py)
     rsmq_up{connection,namespace}                         1: its queues are here, 0: its
                                                           Redis failed
     rsmq_stats_age_seconds{connection,namespace}          0: read live at this scrape; else
@@ -50,6 +54,7 @@ from . import latest, redis_health
 from .api.reads import readers  # an API token of any role, RSMQ_METRICS_TOKEN or a viewer
 from .connections import Connection, connections, stats_of_all
 from .exposition import Family, escape, labels, render
+from .models import QueueCondition
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +134,8 @@ def place_labels(conn: str, ns: str) -> str:
 SNAPSHOT = ("queue", "msgs", "hiddenmsgs", "inflight", "delayed", "oldest_age", "totalsent",
             "totalrecv", "created")  # fmt: skip
 PLACE = ["connection", "namespace"]
+STATE_FAMILY = "rsmq_queue_consumer_state"
+STATES = tuple(QueueCondition.State.values)
 
 
 class Scrape:
@@ -240,9 +247,29 @@ class Scrape:
             save_age.add_metric([name], h.last_save_age)
         yield from (up, at_risk, risk, used, most, evicted, persistence, save_age)
 
+    def states(self) -> Iterator[str]:
+        """``rsmq_queue_consumer_state``: a series per queue and state (a state set, as
+        prometheus conventions have an enum), from each queue's last judged condition."""
+        yield (
+            f"# HELP {STATE_FAMILY} 1: the queue's consumers are in this state (as of the "
+            "last snapshot: no_consumers, crash_looping, falling_behind, healthy, idle)\n"
+            f"# TYPE {STATE_FAMILY} gauge\n"
+        )
+        for c, ns in self.places:
+            conn = c.name
+            place = place_labels(conn, ns)
+            rows = QueueCondition.objects.filter(connection=conn, namespace=ns)
+            lines = []
+            for queue, state in rows.values_list("queue", "state").iterator(chunk_size=10_000):
+                head = f'{STATE_FAMILY}{{{place}{escape(queue)}",state="'
+                lines += [f'{head}{s}"}} {1.0 if s == state else 0.0}\n' for s in STATES]
+            yield "".join(lines)
+
     def body(self) -> Iterator[bytes]:
         """The scrape's text, a family at a time."""
         for text in render(FAMILIES, self.rows):
+            yield text.encode()
+        for text in self.states():
             yield text.encode()
         registry = CollectorRegistry(auto_describe=False)
         registry.register(self)

@@ -184,8 +184,14 @@ class Rollup(models.Model):
 
 
 class AnomalyFlag(models.Model):
-    """An anomaly the pipeline found (pipeline/anomalies.py): from ``start`` until ``end``,
-    or still going on (``end`` None), with the figures that triggered it."""
+    """An anomaly found by the pipeline (pipeline/anomalies.py, hourly) or by the console
+    at each snapshot (dashboard/conditions.py): from ``start`` until ``end``, or still
+    going on (``end`` None), with the figures that triggered it. ``source`` says which:
+    a pipeline run replaces its own flags only."""
+
+    class Source(models.TextChoices):
+        PIPELINE = "pipeline"
+        CONSOLE = "console"
 
     class Kind(models.TextChoices):
         BACKLOG_GROWING = "backlog_growing", "backlog growing"
@@ -201,6 +207,7 @@ class AnomalyFlag(models.Model):
     end = models.BigIntegerField(null=True, blank=True)  # epoch ms; None: still open
     intervals = models.IntegerField()  # minutes
     figures = models.JSONField(default=dict)
+    source = models.CharField(max_length=10, choices=Source.choices, default=Source.PIPELINE)
 
     class Meta:
         ordering = ["-start", "queue"]
@@ -287,6 +294,9 @@ class AlertRule(models.Model):
         REDIS_AT_RISK = "redis:at_risk", "Redis: data can be lost silently (1/0)"
         REDIS_MEMORY_SHARE = "redis:memory_share", "Redis: memory used / maxmemory (0–1)"
         REDIS_EVICTED_KEYS = "redis:evicted_keys", "Redis: keys evicted since it started"
+        NO_CONSUMERS = "state:no_consumers", "consumers: none"
+        CRASH_LOOPING = "state:crash_looping", "consumers: crash-looping"
+        FALLING_BEHIND = "state:falling_behind", "consumers: falling behind"
 
     class Op(models.TextChoices):
         ABOVE = "gt", "above"
@@ -332,8 +342,13 @@ class AlertRule(models.Model):
         return self.metric.startswith("redis:")
 
     @property
+    def consumer_state(self) -> str | None:
+        """The consumer state a state rule watches, else None."""
+        return self.metric.removeprefix("state:") if self.metric.startswith("state:") else None
+
+    @property
     def condition(self) -> str:
-        if self.flag:
+        if self.flag or self.consumer_state:
             return self.get_metric_display()
         return f"{self.get_metric_display()} {self.get_op_display()} {self.threshold:g}"
 
@@ -524,3 +539,54 @@ class Annotation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.connection}/{self.namespace}/{self.queue or self.pattern}: {self.text}"
+
+
+class QueueCondition(models.Model):
+    """One queue's state as of the last snapshot (dashboard/conditions.py): what its
+    consumers are doing, why in words, and how urgent it is (``score``: the overview's
+    default order, highest first). One row per queue, replaced at each snapshot."""
+
+    class State(models.TextChoices):
+        NO_CONSUMERS = "no_consumers", "no consumers"
+        CRASH_LOOPING = "crash_looping", "crash-looping"
+        FALLING_BEHIND = "falling_behind", "falling behind"
+        HEALTHY = "healthy", "healthy"
+        IDLE = "idle", "idle"
+
+    connection = models.CharField(max_length=100)
+    namespace = models.CharField(max_length=200)
+    queue = models.CharField(max_length=160)
+    taken_at = models.BigIntegerField()  # epoch ms (Redis clock) of the reading
+    created = models.BigIntegerField()  # the queue's creation time, epoch s
+    msgs = models.BigIntegerField()
+    totalsent = models.BigIntegerField()
+    totalrecv = models.BigIntegerField()
+    recv_since = models.BigIntegerField()  # epoch ms: totalrecv has held its value since
+    state = models.CharField(max_length=20, choices=State.choices)
+    reason = models.CharField(max_length=500, blank=True)  # in words, "; "-separated
+    points = models.FloatField(default=0)  # how bad (state, growth, SLO, flags)
+    size = models.FloatField(default=1)  # how big (backlog and rate, log scale)
+    alerts = models.IntegerField(default=0)  # firing alerts
+    score = models.FloatField(default=0)  # (points + alerts' points) * size
+    send_rate = models.FloatField(null=True)  # /s over the last snapshot interval
+    receive_rate = models.FloatField(null=True)
+    figures = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["connection", "namespace", "queue"], name="condition_queue"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["connection", "namespace", "score"], name="condition_score"),
+            models.Index(
+                fields=["connection", "namespace", "send_rate"], name="condition_send_rate"
+            ),
+            models.Index(
+                fields=["connection", "namespace", "receive_rate"], name="condition_recv_rate"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.connection}/{self.namespace}/{self.queue}: {self.state}"

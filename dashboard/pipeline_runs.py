@@ -115,7 +115,7 @@ def load_flags(out: Path) -> int:
     """Every flag the job wrote, in place of the ones before."""
     flags = [AnomalyFlag(**dataclasses.asdict(f)) for f in results.flags(out)]
     with transaction.atomic():
-        AnomalyFlag.objects.all().delete()
+        AnomalyFlag.objects.filter(source=AnomalyFlag.Source.PIPELINE).delete()
         AnomalyFlag.objects.bulk_create(flags, batch_size=2000)
     return len(flags)
 

@@ -322,6 +322,14 @@ RSMQ_FLAG_INTERVALS = int(os.environ.get("RSMQ_FLAG_INTERVALS", "5"))
 RSMQ_BACKLOG_GROWTH = float(os.environ.get("RSMQ_BACKLOG_GROWTH", "0.1"))
 RSMQ_BACKLOG_GROWTH_MIN = int(os.environ.get("RSMQ_BACKLOG_GROWTH_MIN", "100"))
 RSMQ_BACKLOG_WINDOW = float(os.environ.get("RSMQ_BACKLOG_WINDOW", "600"))
+# ... or rose by at least this many messages a second over the window (a big backlog:
+# +12,000 on 195,000 in 10 min is 6%, and 20/s).
+RSMQ_BACKLOG_GROWTH_RATE = float(os.environ.get("RSMQ_BACKLOG_GROWTH_RATE", "5"))
+# Consumers (dashboard/conditions.py, at each snapshot): "no consumers" once visible
+# messages waited this many seconds with no receive; "crash-looping" once at least this
+# many receives in the window were not followed by deletes and messages came back.
+RSMQ_NO_CONSUMER_AFTER = float(os.environ.get("RSMQ_NO_CONSUMER_AFTER", "300"))
+RSMQ_CRASH_LOOP_RECEIVES = int(os.environ.get("RSMQ_CRASH_LOOP_RECEIVES", "3"))
 # The census's poison candidates: messages received at least this many times.
 RSMQ_POISON_RC = int(os.environ.get("RSMQ_POISON_RC", "5"))
 

@@ -21,8 +21,8 @@ from queues.locks import Busy
 from queues.models import QueueStats
 from queues.urls import redacted
 
-from . import lake, locks
-from .connections import Connection, connections, stats_of_all
+from . import conditions, lake, locks
+from .connections import Connection, connections, get_rsmq, stats_of_all
 from .models import Snapshot
 
 log = logging.getLogger(__name__)
@@ -63,6 +63,7 @@ def take() -> Run:
 def _take() -> Run:
     run = Run()
     rows: list[Row] = []
+    read: list[tuple[Connection, str, list[QueueStats]]] = []
     places = [(conn, ns) for conn in connections() for ns in conn.namespaces]
     for (conn, ns), stats in zip(places, stats_of_all(places), strict=True):
         if isinstance(stats, Exception):
@@ -75,9 +76,17 @@ def _take() -> Run:
             run.skipped.append(f"{conn.name}/{ns}")
             continue
         rows += _rows(conn, ns, stats, run)
+        read.append((conn, ns, stats))
     if rows:
         run.files = store(rows)
         run.rows = len(rows)
+    for conn, ns, stats in read:
+        # Each queue's condition and the console's flags, from this run: stored apart
+        # from it, so that a failure here never loses the snapshot.
+        try:
+            conditions.update(conn.name, ns, stats, get_rsmq(conn, ns))
+        except Exception:  # noqa: BLE001 - the snapshot is stored; the next run judges again
+            log.exception("conditions of %s/%s not judged", conn.name, ns)
     return run
 
 

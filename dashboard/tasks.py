@@ -7,7 +7,7 @@ from typing import Any
 
 from celery import shared_task
 
-from . import audit_drain, pipeline_runs, snapshots
+from . import audit_drain, conditions, pipeline_runs, snapshots
 from .alerting import evaluate
 
 # The outbox's task is delivery's own (evaluation starts it): imported here, the worker
@@ -65,6 +65,13 @@ def evaluate_alerts_soon() -> None:
 def evaluate_alerts() -> dict[str, Any]:
     """Every enabled alert rule against its namespace's last snapshot run."""
     ev = evaluate.evaluate()
+    # Firing alerts weigh in the overview's order: each namespace's queues' scores.
+    places = AlertRule.objects.order_by().values_list("connection", "namespace").distinct()
+    for conn, ns in places:
+        try:
+            conditions.refresh_alerts(conn, ns)
+        except Exception:  # noqa: BLE001 - the alerts are stored: the order can wait
+            log.exception("alert counts of %s/%s not refreshed", conn, ns)
     return {
         "rules": ev.rules, "changes": ev.changes, "notifications": ev.notifications,
         "skipped": ev.skipped, "failed": ev.failed, "locked": ev.locked,

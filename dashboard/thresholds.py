@@ -5,11 +5,13 @@ templates; the ``warn`` template tag asks here.
   for ``connection/namespace/queue`` in ``RSMQ_OLDEST_AGE_SLOS``, else one for the queue
   name, else the first shell-style pattern (``emails-*``) that matches the name, else
   ``RSMQ_OLDEST_AGE_SLO``.
-* A backlog is growing when it rose by ``RSMQ_BACKLOG_GROWTH`` of itself (and at least
-  ``RSMQ_BACKLOG_GROWTH_MIN`` messages) over ``RSMQ_BACKLOG_WINDOW`` seconds.
-* The overview's "needs attention" order: open anomaly flags, then the oldest message
-  over its SLO, then a growing backlog, then dead letters arriving; within each, the
-  furthest over its SLO first.
+* A backlog is growing when it rose by at least ``RSMQ_BACKLOG_GROWTH_MIN`` messages
+  over ``RSMQ_BACKLOG_WINDOW`` seconds, and that rise is ``RSMQ_BACKLOG_GROWTH`` of the
+  backlog or more, or came at ``RSMQ_BACKLOG_GROWTH_RATE`` messages a second or more
+  (a big backlog grows by a small fraction of itself).
+* The overview's "needs attention" order is dashboard/conditions.py's score: how bad
+  (the consumers' state, growth, the oldest over its SLO, dead letters arriving, open
+  flags, firing alerts) times how big (backlog and rate).
 * A message is a poison candidate when its receive count reaches ``RSMQ_POISON_RC`` (the
   census's bar), or, on a queue with a dead-letter policy, the policy's ``maxrc`` if that
   is lower: such a message is dead-lettered at its next receive, so it already failed as
@@ -18,7 +20,7 @@ templates; the ``warn`` template tag asks here.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
@@ -36,6 +38,28 @@ def oldest_age_slo(conn: str, ns: str, qname: str) -> float:
         if any(c in pattern for c in "*?[") and fnmatchcase(qname, pattern):
             return float(slo)
     return float(settings.RSMQ_OLDEST_AGE_SLO)
+
+
+def oldest_age_slos(conn: str, ns: str) -> Callable[[str], float]:
+    """``oldest_age_slo`` for many queues of a namespace: the settings read once (reading
+    a Django setting costs a microsecond or more each time, 100,000 queues a snapshot)."""
+    slos = {str(k): float(v) for k, v in settings.RSMQ_OLDEST_AGE_SLOS.items()}
+    default = float(settings.RSMQ_OLDEST_AGE_SLO)
+    patterns = [(p, v) for p, v in slos.items() if any(c in p for c in "*?[")]
+    place = f"{conn}/{ns}/"
+
+    def slo(qname: str) -> float:
+        found = slos.get(place + qname)
+        if found is None:
+            found = slos.get(qname)
+        if found is not None:
+            return found
+        for pattern, value in patterns:
+            if fnmatchcase(qname, pattern):
+                return value
+        return default
+
+    return slo
 
 
 def smallest_oldest_age_slo() -> float:
@@ -61,63 +85,37 @@ def poison(msg: MessageInfo, stats: QueueStats | None) -> bool:
     return msg.rc >= poison_rc(stats)
 
 
-def backlog_growing(now: int, before: int | None) -> bool:
-    """Whether a backlog of ``now`` messages, ``before`` a window ago, is growing."""
-    if before is None:
-        return False
-    rise = now - before
-    return rise >= max(settings.RSMQ_BACKLOG_GROWTH_MIN, settings.RSMQ_BACKLOG_GROWTH * before)
-
-
 @dataclass(frozen=True, slots=True)
-class Attention:
-    """Why a queue needs the operator's eye, for the overview's default order."""
+class Growth:
+    """The settings of "backlog growing", read once (see ``backlog_growing``)."""
 
-    flagged: bool = False
-    over_slo: float = 0.0  # the oldest message's age / its SLO when over it, else 0
-    slo: float = 0.0  # s
-    growing: int = 0  # messages more than a window ago, when growing
-    dead_letters: int = 0  # messages more than a window ago, on a dead-letter queue
+    floor: int
+    share: float
+    rate: float
+    window: float
 
-    @property
-    def any(self) -> bool:
-        return bool(self.flagged or self.over_slo or self.growing or self.dead_letters)
-
-    def key(self, stats: QueueStats) -> tuple[int, int, int, int, float, int, str]:
-        """Most urgent first: sort ascending by this."""
-        return (
-            not self.flagged,
-            not self.over_slo,
-            not self.growing,
-            not self.dead_letters,
-            -self.over_slo,
-            -stats.msgs,
-            stats.qname,
+    @classmethod
+    def from_settings(cls) -> Growth:
+        return cls(
+            max(1, int(settings.RSMQ_BACKLOG_GROWTH_MIN)),
+            float(settings.RSMQ_BACKLOG_GROWTH),
+            float(settings.RSMQ_BACKLOG_GROWTH_RATE),
+            float(settings.RSMQ_BACKLOG_WINDOW),
         )
 
+    def growing(self, now: int, before: int | None, seconds: float | None = None) -> bool:
+        if before is None:
+            return False
+        rise = now - before
+        if rise < self.floor:
+            return False
+        if rise >= self.share * before:
+            return True
+        span = seconds if seconds is not None else self.window
+        return span > 0 and rise / span >= self.rate
 
-def attention(
-    stats: QueueStats,
-    conn: str,
-    ns: str,
-    flagged: Collection[str],
-    dead_letter_queues: Collection[str],
-    before: Mapping[str, int],
-) -> Attention:
-    """How ``stats``'s queue ranks: ``flagged``, the queues with an open anomaly flag;
-    ``dead_letter_queues``, those some policy sends to; ``before``, each queue's messages
-    a window ago (RSMQ_BACKLOG_WINDOW; missing: no snapshot then)."""
-    slo = oldest_age_slo(conn, ns, stats.qname)
-    age = stats.oldest_age
-    then = before.get(stats.qname)
-    grew = stats.msgs - (then or 0)
-    dead = stats.qname in dead_letter_queues
-    return Attention(
-        flagged=stats.qname in flagged,
-        over_slo=age / slo if age is not None and slo > 0 and age > slo else 0.0,
-        slo=slo,
-        # A dead-letter queue's arrivals are dead letters, not a backlog.
-        growing=grew if not dead and backlog_growing(stats.msgs, then) else 0,
-        # Without a snapshot a window ago, what waits in it is what arrived.
-        dead_letters=grew if dead and stats.visible and grew > 0 else 0,
-    )
+
+def backlog_growing(now: int, before: int | None, seconds: float | None = None) -> bool:
+    """Whether a backlog of ``now`` messages, ``before`` ``seconds`` ago (a window when
+    not given), is growing: by enough messages, and by enough of itself or fast enough."""
+    return Growth.from_settings().growing(now, before, seconds)

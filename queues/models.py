@@ -268,3 +268,19 @@ class ImportRecord:
     rc: int = 0
     fr: int | None = None
     line: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """A live ``rsmq worker`` process, as its own heartbeat registered it."""
+
+    id: str
+    host: str
+    pid: int
+    queues: dict[str, int]  # queue -> concurrency (handler threads)
+    started: int  # epoch ms (the Redis server's clock)
+    beat: int  # epoch ms of its last heartbeat
+
+    @property
+    def concurrency(self) -> int:
+        return sum(self.queues.values())

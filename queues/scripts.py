@@ -74,3 +74,6 @@ AUDIT_ACK = _load("audit_ack")
 
 #: the data-plane scripts an API call runs with its audit record (ops.audited)
 AUDITED = {s.name: _audited(s.name) for s in (SEND, RECEIVE, DELETE, CHANGE_VISIBILITY)}
+WORKER_BEAT = _load("worker_beat")
+WORKERS = _load("workers")
+WORKER_RECORDS = _load("worker_records")

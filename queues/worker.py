@@ -40,6 +40,10 @@ How it behaves, per queue:
   until it returns.)
 * New messages wake the receiver at once through the queue's realtime channel (senders
   with ``realtime=True``); polling every ``poll_interval`` s is the fallback.
+* It registers itself in Redis (host, pid, queues and their concurrency, when it
+  started: ``RedisSMQ.live_workers``), renewed every ``REGISTRY_BEAT`` s and kept for
+  ``registry_ttl`` s after the last renewal, so a worker that dies disappears from the
+  console's list of live workers; one that stops removes itself.
 * SIGTERM / SIGINT / ``stop()``: stop receiving, let running handlers finish for up to
   ``grace`` s, delete what finished, then release what is still running (visible again
   at once) and return.
@@ -54,6 +58,7 @@ import logging
 import math
 import os
 import signal
+import socket
 import threading
 import time
 from collections import deque
@@ -78,6 +83,8 @@ SLOT_WAIT = 0.002
 #: s received jobs wait for the one handler thread woken for them before more are woken
 #: (fast handlers: one thread runs the batch, without a wake-up per job)
 HELP_AFTER = 0.001
+#: s between renewals of the worker's registration (registry_ttl is its lifetime)
+REGISTRY_BEAT = 5.0
 
 
 class HandlerTimeout(Exception):
@@ -174,9 +181,13 @@ class Worker:
         grace: float = 30.0,
         ack_batch: int = 100,
         ack_linger: float = 0.005,
+        registry_ttl: float = 30.0,
     ) -> None:
         v.integer("ack_batch", ack_batch, 1, v.MAX_BATCH)
         _seconds("ack_linger", ack_linger)
+        _seconds("registry_ttl", registry_ttl)
+        self.registry_ttl = registry_ttl
+        self._registered: tuple[str, int] | None = None  # (id, started ms)
         self._rsmq = rsmq
         self._url, self._ns = url, ns
         self.poll_interval = poll_interval
@@ -270,6 +281,7 @@ class Worker:
                     "vt", f"queue {h.queue} has vt 0: give its handler a vt of 1 s or more"
                 )
             self._runners[h.queue] = _Runner(h, vt)
+        self._register()
         self._start(self._heartbeat, "rsmq-heartbeat")
         if self.realtime:
             self._start(self._listen, "rsmq-realtime")
@@ -546,9 +558,33 @@ class Worker:
 
     # -- heartbeat -------------------------------------------------------------------
 
+    def _register(self, ttl: float | None = None) -> None:
+        """Register (or renew, or with ttl 0 remove) this worker in the live-worker
+        registry; a failure is logged, never fatal: the work goes on without it."""
+        if self._registered is None:
+            started = round(time.time() * 1000)
+            self._registered = (f"{socket.gethostname()}:{os.getpid()}:{started}", started)
+        wid, started = self._registered
+        try:
+            self.rsmq.register_worker(
+                wid,
+                socket.gethostname(),
+                os.getpid(),
+                {q: r.handler.concurrency for q, r in self._runners.items()},
+                started,
+                self.registry_ttl if ttl is None else ttl,
+            )
+        except (redis.RedisError, RsmqError) as e:
+            log.warning("worker registry not renewed: %s", e, extra={"event": "registry_error"})
+
     def _heartbeat(self) -> None:
-        """Extend running messages' vt before it runs out; give up on timed-out ones."""
+        """Extend running messages' vt before it runs out; give up on timed-out ones;
+        renew the worker's registration."""
+        renewed = time.monotonic()
         while not self._stopping.wait(0.2):
+            if time.monotonic() - renewed >= min(REGISTRY_BEAT, self.registry_ttl / 3):
+                renewed = time.monotonic()
+                self._register()
             try:
                 self._beat()
             except Exception:
@@ -648,6 +684,7 @@ class Worker:
             with runner.lock:
                 runner.work.extend([None] * runner.handler.concurrency)
                 runner.ready.notify_all()
+        self._register(ttl=0)
         log.info("worker stopped", extra={"event": "stop", "pid": os.getpid()})
 
 

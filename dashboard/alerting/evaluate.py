@@ -84,6 +84,9 @@ def _values(rule: AlertRule, run: r.Run) -> dict[str, float | None]:
     if rule.flag:
         flagged = r.open_flags(rule.connection, rule.namespace, rule.flag)
         return {q: 1.0 if q in flagged else 0.0 for q in queues}
+    if rule.consumer_state:
+        in_state = r.in_state(rule.connection, rule.namespace, rule.consumer_state)
+        return {q: 1.0 if q in in_state else 0.0 for q in queues}
     if rule.metric == AlertRule.Metric.DEAD_LETTERS:
         added = r.dead_letters(rule, queues)
         rule.save(update_fields=["counters"])
@@ -92,7 +95,7 @@ def _values(rule: AlertRule, run: r.Run) -> dict[str, float | None]:
 
 
 def holds(rule: AlertRule, value: float) -> bool:
-    if rule.flag:
+    if rule.flag or rule.consumer_state:
         return value > 0
     return value > rule.threshold if rule.op == AlertRule.Op.ABOVE else value < rule.threshold
 

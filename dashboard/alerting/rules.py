@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 
 from .. import latest
 from ..connections import connections, get_rsmq
-from ..models import AlertRule, AnomalyFlag, Snapshot
+from ..models import AlertRule, AnomalyFlag, QueueCondition, Snapshot
 
 FIELDS = ("queue", "taken_at", "msgs", "hiddenmsgs", "inflight", "oldest_age", "totalsent",
           "totalrecv", "created")  # fmt: skip
@@ -107,6 +107,13 @@ def open_flags(conn: str, ns: str, kind: str) -> set[str]:
     """The queues of the namespace with an open anomaly flag of ``kind``."""
     flags = AnomalyFlag.objects.filter(connection=conn, namespace=ns, kind=kind, end__isnull=True)
     return set(flags.values_list("queue", flat=True))
+
+
+def in_state(conn: str, ns: str, state: str) -> set[str]:
+    """The queues of the namespace whose consumers are in ``state`` (dashboard/conditions.py,
+    as of the last snapshot)."""
+    rows = QueueCondition.objects.filter(connection=conn, namespace=ns, state=state)
+    return set(rows.values_list("queue", flat=True))
 
 
 def dead_letters(rule: AlertRule, queues: list[str]) -> dict[str, float]:

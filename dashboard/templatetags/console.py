@@ -42,6 +42,12 @@ def state_label(state: str, use: str = "") -> str:
 
 
 @register.filter
+def split_reasons(reason: str) -> list[str]:
+    """A condition's reasons (dashboard/conditions.py joins them with "; "), one each."""
+    return [r for r in (reason or "").split("; ") if r]
+
+
+@register.filter
 def seconds_to_ms(seconds: int | None) -> int | None:
     return None if seconds is None else int(seconds) * 1000
 

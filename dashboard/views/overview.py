@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, overload
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from django import forms
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Page, Paginator
-from django.db.models import Q
+from django.db.models import F
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
@@ -18,19 +19,21 @@ from django.views.decorators.http import require_POST, require_safe
 from queues import RedisSMQ
 from queues.models import QueueStats
 
-from .. import latest, thresholds
+from .. import conditions, latest, thresholds
 from ..actions import CREATE_QUEUE
-from ..analytics import open_flags
+from ..analytics import open_flag_count, open_flags
 from ..connections import connections
+from ..formatting import duration
 from ..forms import QueueCreateForm
 from ..history import current_rates, trends
 from ..htmx import HtmxHttpRequest
+from ..models import QueueCondition
 from ..owners import Owners
 from ..place import Place, place_for
 from .actions import Posted
 from .common import UNPROCESSABLE, back, context, current, int_param, query_of, template
 
-#: the default order: what needs the operator's eye first (thresholds.attention)
+#: the default order: what needs the operator's eye first (dashboard/conditions.py: the score)
 ATTENTION = "attention"
 SORTS: dict[str, Callable[[QueueStats], Any]] = {
     ATTENTION: lambda s: s.qname,  # the order itself is attention_order's
@@ -46,19 +49,25 @@ SORTS: dict[str, Callable[[QueueStats], Any]] = {
     "vt": lambda s: s.vt,
     "delay": lambda s: s.delay,
     "maxsize": lambda s: s.maxsize if s.maxsize >= 0 else 1 << 31,
+    "send_rate": lambda s: s.qname,  # the order itself is the conditions' (Triage.key)
+    "receive_rate": lambda s: s.qname,
 }
+RATE_TITLE = "Messages {} per second over the last minute (sorted by the rate of the last \
+snapshot interval)"
 COLUMNS = [
-    ("name", "Queue", ""),
-    ("msgs", "Messages", "num"),
-    ("visible", "Visible", "num"),
-    ("inflight", "In flight", "num"),
-    ("delayed", "Delayed", "num"),
-    ("oldest", "Oldest visible", "num"),
-    ("totalsent", "Sent", "num"),
-    ("totalrecv", "Received", "num"),
-    ("vt", "vt", "num"),
-    ("delay", "Delay", "num"),
-    ("maxsize", "Max size", "num"),
+    ("name", "Queue", "", ""),
+    ("msgs", "Messages", "num", ""),
+    ("visible", "Visible", "num", ""),
+    ("inflight", "In flight", "num", ""),
+    ("delayed", "Delayed", "num", ""),
+    ("oldest", "Oldest visible", "num", ""),
+    ("totalsent", "Sent", "num", ""),
+    ("totalrecv", "Received", "num", ""),
+    ("vt", "vt", "num", ""),
+    ("delay", "Delay", "num", ""),
+    ("maxsize", "Max size", "num", ""),
+    ("send_rate", "Send rate", "num", RATE_TITLE.format("sent")),
+    ("receive_rate", "Receive rate", "num", RATE_TITLE.format("received")),
 ]
 
 
@@ -106,18 +115,19 @@ def queue_create(request: HtmxHttpRequest, conn: str, ns: str) -> HttpResponse:
 def snapshot_rows(
     place: Place, search: str, sort: str, page: int, per_page: int, triage: Triage
 ) -> tuple[Page[Any], list[QueueStats], int] | None:
-    """A page of a big namespace in the order of its last snapshot, its live counters
-    (one round trip), and when that snapshot was taken; None to read it live."""
+    """A page of a big namespace in the order of its last snapshot (its conditions, for
+    the default order and the rates), its live counters (one round trip), and when that
+    snapshot was taken; None to read it live."""
     run = latest.last_run(place.conn.name, place.ns)
     key = sort.lstrip("-")
-    if (key not in latest.ORDER and key != ATTENTION) or run is None:
+    if (key not in latest.ORDER and key not in CONDITION_ORDER) or run is None:
         return None
     taken_at, rows = run
     if not latest.is_big(rows):
         return None  # small: read live (a count would read every row)
     triage.totals = latest.run_totals(rows)
-    if key == ATTENTION:
-        names: Any = triage.snapshot_order(rows, search)
+    if key in CONDITION_ORDER:
+        names: Any = triage.condition_order(sort, search)
     else:
         names = latest.ordered_names(rows, sort, search)
     page_obj = Paginator(names, per_page).get_page(page)
@@ -140,60 +150,75 @@ def queue_rows(
         return page_obj, rsmq.queue_stats(list(page_obj.object_list))
     every = rsmq.queue_stats(names)
     triage.read(every)
-    if key == ATTENTION:
-        stats = sorted(every, key=triage.key, reverse=reverse_)
+    if key in CONDITION_ORDER:
+        stats = sorted(every, key=triage.key(key), reverse=reverse_)
     else:
         stats = sorted(every, key=SORTS[key], reverse=reverse_)
     stats_page = Paginator(stats, per_page).get_page(page)
     return stats_page, list(stats_page.object_list)
 
 
-#: a big namespace's "needs attention" order ranks at most this many queues in Python
-RANKED_MAX = 5_000
+#: the orders read from each queue's condition (dashboard/conditions.py, at each snapshot)
+CONDITION_ORDER = (ATTENTION, "send_rate", "receive_rate")
 
 
-class Chain(Sequence[str]):
-    """A list, then a query's values: one sequence for the paginator."""
+@dataclass(frozen=True, slots=True)
+class Why:
+    """What a row says of its queue: its consumers' state and the reasons, in words."""
 
-    def __init__(self, first: list[str], rest: Any) -> None:
-        self.first, self.rest = first, rest
+    state: str = ""
+    state_label: str = ""
+    reason: str = ""
+    alerts: int = 0
+    score: float = 0.0
 
-    def __len__(self) -> int:
-        return len(self.first) + self.rest.count()
+    @property
+    def any(self) -> bool:
+        return bool(self.score > 0 or self.alerts)
 
-    @overload
-    def __getitem__(self, i: int) -> str: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[str]: ...
-    def __getitem__(self, i: int | slice) -> str | list[str]:
-        if isinstance(i, int):
-            got = self[i : i + 1]
-            if not got:
-                raise IndexError(i)
-            return got[0]
-        start, stop = i.start or 0, i.stop if i.stop is not None else len(self)
-        n = len(self.first)
-        head = self.first[start:stop]
-        if stop <= n:
-            return head
-        return head + list(self.rest[max(0, start - n) : stop - n])
+    @property
+    def reasons(self) -> list[str]:
+        return [r for r in self.reason.split("; ") if r]
+
+    @property
+    def incident(self) -> bool:
+        return self.state in INCIDENTS
+
+
+State = QueueCondition.State
+LABELS = dict(State.choices)
+JUDGED = ("state", "reason", "alerts", "score", "send_rate", "receive_rate")
+
+
+class Judged(NamedTuple):
+    """What the overview reads of a queue's condition (dashboard/conditions.py)."""
+
+    state: str
+    reason: str
+    alerts: int
+    score: float
+    send_rate: float | None
+    receive_rate: float | None
+
+
+INCIDENTS = {State.NO_CONSUMERS, State.CRASH_LOOPING, State.FALLING_BEHIND}
 
 
 class Triage:
-    """What the overview needs to rank queues and to sum them up: open flags, which
-    queues are dead-letter queues (and of which), backlogs a window ago; the totals."""
+    """What the overview needs to rank queues and to sum them up: each queue's condition
+    as of the last snapshot (dashboard/conditions.py: state, reasons, score, rates),
+    which queues are dead-letter queues (and of which); the totals."""
 
-    def __init__(self, place: Place, flagged: set[str], now_ms: int) -> None:
+    def __init__(self, place: Place, now_ms: int) -> None:
         self.place = place
-        self.flagged = flagged
         self.now_ms = now_ms
-        self.before = latest.backlog_before(place.conn.name, place.ns, now_ms)
+        self.conditions: dict[str, Judged] = {}
         self.sources: dict[str, list[str]] = {}  # dead-letter queue -> the queues sending
         self.totals: dict[str, int] = {}
         self.exact = True
 
     def read(self, every: list[QueueStats]) -> None:
-        """Learn from every queue's stats (a namespace read live)."""
+        """Learn from every queue's stats (a namespace read live) and their conditions."""
         for s in every:
             if s.dlq:
                 self.sources.setdefault(s.dlq, []).append(s.qname)
@@ -204,47 +229,69 @@ class Triage:
                for k in ("msgs", "visible", "inflight", "delayed")},
         }  # fmt: skip
         self.exact = all(s.exact for s in readable)
-
-    def attention(self, s: QueueStats) -> thresholds.Attention:
-        return thresholds.attention(
-            s, self.place.conn.name, self.place.ns, self.flagged, self.sources, self.before
+        rows = QueueCondition.objects.filter(
+            connection=self.place.conn.name, namespace=self.place.ns
         )
+        self.conditions = {r[0]: Judged(*r[1:]) for r in rows.values_list("queue", *JUDGED)}
 
-    def key(self, s: QueueStats) -> tuple[Any, ...]:
-        return self.attention(s).key(s)
+    def of_page(self, stats: list[QueueStats]) -> None:
+        """The conditions of a page's queues (a big namespace: not every one is read)."""
+        missing = [s.qname for s in stats if s.qname not in self.conditions]
+        if missing:
+            rows = QueueCondition.objects.filter(
+                connection=self.place.conn.name, namespace=self.place.ns, queue__in=missing
+            )
+            for r in rows.values_list("queue", *JUDGED):
+                self.conditions[r[0]] = Judged(*r[1:])
 
-    def snapshot_order(self, rows: Any, search: str) -> Sequence[str]:
-        """A big namespace's queues, most urgent first, from its last snapshot (its rows
-        hold no policies: dead letters arriving count from the page read live only).
+    def why(self, s: QueueStats) -> Why:
+        c = self.conditions.get(s.qname)
+        if c is None:
+            # Not judged yet (created since the last snapshot): its oldest message only.
+            slo = thresholds.oldest_age_slo(self.place.conn.name, self.place.ns, s.qname)
+            age = s.oldest_age
+            if age is not None and slo > 0 and age > slo:
+                score = conditions.POINTS["over_slo"] * conditions.size_of(s.visible, None)
+                return Why(reason=f"oldest {duration(age)} (SLO {duration(slo)})", score=score)
+            return Why()
+        return Why(c.state, LABELS.get(c.state, c.state), c.reason, c.alerts, c.score)
 
-        Only the queues that may need attention are ranked here (flagged, older than the
-        smallest SLO, or with as many messages as a growing backlog needs): the rest keep
-        their order in the database, most messages first (100,000 queues ranked in Python
-        took 0.9 s a page)."""
+    def key(self, sort: str) -> Callable[[QueueStats], tuple[Any, ...]]:
+        """The live sort key of a condition order (ascending: reverse for the default)."""
+        if sort == ATTENTION:
+            # Most urgent first: the highest score, then the fullest, then by name.
+            def urgent(s: QueueStats) -> tuple[Any, ...]:
+                return (-self.why(s).score, -s.msgs, s.qname)
+
+            return urgent
+
+        def rate(s: QueueStats) -> tuple[Any, ...]:
+            c = self.conditions.get(s.qname)
+            value = getattr(c, sort) if c is not None else None
+            return (value is not None, value or 0.0, s.qname)
+
+        return rate
+
+    def condition_order(self, sort: str, search: str) -> Any:
+        """A big namespace's queue names in a condition order, by the database (an
+        index per order): the most urgent first by default."""
+        rows = QueueCondition.objects.filter(
+            connection=self.place.conn.name, namespace=self.place.ns
+        )
         if search:
             rows = rows.filter(queue__icontains=search)
-        conn, ns = self.place.conn.name, self.place.ns
-        maybe = rows.filter(
-            Q(queue__in=self.flagged)
-            | Q(oldest_age__gt=thresholds.smallest_oldest_age_slo())
-            | Q(msgs__gte=settings.RSMQ_BACKLOG_GROWTH_MIN)
-        )
-        if maybe.values_list("pk", flat=True)[RANKED_MAX : RANKED_MAX + 1]:
-            maybe = rows  # most of them: rank them all
-        ranked = []
-        for qname, msgs, age in maybe.values_list("queue", "msgs", "oldest_age"):
-            slo = thresholds.oldest_age_slo(conn, ns, qname)
-            over = age / slo if age is not None and slo > 0 and age > slo else 0.0
-            growing = thresholds.backlog_growing(msgs, self.before.get(qname))
-            if qname in self.flagged or over or growing or maybe is rows:
-                key = (qname not in self.flagged, not over, not growing, -over, -msgs, qname)
-                ranked.append((key, qname))
-        ranked.sort()
-        first = [q for _, q in ranked]
-        if maybe is rows:
-            return first
-        rest = rows.exclude(queue__in=first).order_by("-msgs", "queue")
-        return Chain(first, rest.values_list("queue", flat=True))
+        key = sort.lstrip("-")
+        if key == ATTENTION:
+            by: list[Any] = (
+                ["score", "size", "queue"] if sort.startswith("-") else ["-score", "-size", "queue"]
+            )
+        else:
+            expr = F(key)
+            first = (
+                expr.desc(nulls_last=True) if sort.startswith("-") else expr.asc(nulls_first=True)
+            )
+            by = [first, "queue"]
+        return rows.order_by(*by).values_list("queue", flat=True)
 
 
 def render_overview(
@@ -260,12 +307,13 @@ def render_overview(
     flags = open_flags(place.conn.name, place.ns)
     flagged = {f.queue for f in flags}
     clock = round(time.time() * 1000)
-    triage = Triage(place, flagged, clock)
+    triage = Triage(place, clock)
     if by_snapshot := snapshot_rows(place, search, sort, page, per_page, triage):
         page_obj, stats, sorted_at = by_snapshot
     else:
         page_obj, stats = queue_rows(place.rsmq, search, sort, page, per_page, triage)
     now = stats[0].now if stats else None
+    triage.of_page(stats)
     # Every queue's rate, summed: read from the last minutes of snapshots, a row per queue
     # and snapshot. A big namespace's sum would cost seconds (100,000 queues: 2 s), so it
     # is shown per queue only (its rows, the page's charts and /metrics have them).
@@ -276,7 +324,7 @@ def render_overview(
         columns=COLUMNS,
         stats=stats,
         trends=trends(place.conn.name, place.ns, [s.qname for s in stats], now) if now else {},
-        attention={s.qname: triage.attention(s) for s in stats if not s.unreadable},
+        attention={s.qname: triage.why(s) for s in stats if not s.unreadable},
         dlq_sources=triage.sources,
         totals=triage.totals,
         totals_exact=triage.exact,
@@ -293,6 +341,7 @@ def render_overview(
         create_form=create_form,
         params=params,
         flags=flags,
+        flags_total=open_flag_count(place.conn.name, place.ns),
         flagged=flagged,
         flags_now=now or clock,
         sorted_at=sorted_at,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,10 +16,11 @@ from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
 from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_safe
+from redis.exceptions import RedisError
 
 from queues import QueueUnreadable, RsmqError
 from queues import validation as v
-from queues.models import LIST_STATES, Cursor, MessageInfo, QueueStats
+from queues.models import LIST_STATES, Cursor, MessageInfo, QueueStats, WorkerInfo
 from queues.ops import DEFAULT_SAMPLE
 
 from .. import place as places
@@ -28,9 +30,12 @@ from ..context_processors import refresh_seconds
 from ..forms import queue_page_forms
 from ..history import RANGES, queue_history
 from ..htmx import HtmxHttpRequest
+from ..models import QueueCondition
 from ..place import Place, place_for
 from ..templatetags.console import state_label
 from .common import context, current, int_param, query_of, template
+
+log = logging.getLogger(__name__)
 
 TABS = ("all", "visible", "inflight", "delayed")
 MOVE_SUGGESTIONS = 500
@@ -372,6 +377,8 @@ def render_queue(
         analytics=SimpleLazyObject(
             lambda: queue_analytics(place.conn.name, place.ns, qname, stats.now)
         ),
+        condition=SimpleLazyObject(lambda: condition_of(place, qname)),
+        workers=SimpleLazyObject(lambda: live_workers(place, qname)),
         **browser,
         **forms_,
     )
@@ -379,6 +386,23 @@ def render_queue(
     if request.htmx and request.method == "GET" and params.get("part") == "scan":
         page = "_scan_more.html"  # a scan's next step (browse's auto-continue)
     return render(request, page, ctx, status=status)
+
+
+def condition_of(place: Place, qname: str) -> QueueCondition | None:
+    """The queue's consumers' state and reasons as of the last snapshot, if judged."""
+    return QueueCondition.objects.filter(
+        connection=place.conn.name, namespace=place.ns, queue=qname
+    ).first()
+
+
+def live_workers(place: Place, qname: str) -> list[WorkerInfo]:
+    """The project's workers that registered for this queue and are alive; none when the
+    registry can't be read (the page goes on without it)."""
+    try:
+        return place.rsmq.live_workers(qname)
+    except (RsmqError, RedisError) as e:
+        log.warning("live workers of %s not read: %s", qname, e)
+        return []
 
 
 def names_and_sources(place: Place, qname: str) -> tuple[list[str], list[str]]:

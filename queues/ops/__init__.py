@@ -16,6 +16,7 @@ carry that work to Redis: `RedisSMQ` runs it on a thread's own redis-py connecti
 * `read.py` — reading without changing: `browse` (the one read path), census ranges;
 * `failures.py` — failure histories and their groups;
 * `console_api.py` — the console API's audited calls, audit stream and token counters.
+* `workers.py` — the live-worker registry (outside the RSMQ layout).
 
 Bounds live in `queues/limits.py`, reply parsing in `queues/parse.py`.
 """
@@ -38,6 +39,7 @@ from .dead_letters import DeadLetters
 from .failures import Failures
 from .messages import Messages
 from .read import Read
+from .workers import Workers
 
 __all__ = [
     "AUDITED_MODES",
@@ -53,6 +55,6 @@ __all__ = [
 ]
 
 
-class Operations(DeadLetters[R], ConsoleApi[R], Messages[R], Failures[R], Read[R]):
+class Operations(DeadLetters[R], ConsoleApi[R], Messages[R], Failures[R], Read[R], Workers[R]):
     """The RSMQ API. A subclass is a driver (queues/driver.py): it supplies ``_drive``,
     and ``_open`` to set up the redis-py client ``R`` it runs on."""

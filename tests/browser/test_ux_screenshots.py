@@ -20,7 +20,9 @@ import pytest
 from browser_support import ROOT, seed_realistic
 from playwright.sync_api import expect
 
-from dashboard import snapshots
+from dashboard import conditions, snapshots
+from dashboard.alerting import evaluate
+from dashboard.models import AlertRule
 from queues import RedisSMQ
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -82,6 +84,7 @@ def test_readme_screenshots_from_real_traffic(
     ]
     settings.RSMQ_SNAPSHOT_INTERVAL = 2
     settings.RSMQ_BACKLOG_WINDOW = min(600, SECONDS / 3)
+    settings.RSMQ_NO_CONSUMER_AFTER = min(300, SECONDS / 4)  # nothing consumes orders-dlq
     with RedisSMQ(url=redis_url, ns=ns) as rsmq:
         for q in rsmq.list_queues():
             rsmq.delete_queue(q)
@@ -99,7 +102,14 @@ def test_readme_screenshots_from_real_traffic(
         finally:
             stop.set()
             worker.join()
+        # An admin's rule on the consumers' state, notifying nobody but the console.
+        AlertRule.objects.create(name="nobody consumes", connection="local", namespace=ns,
+                                 pattern="*", metric="state:no_consumers")  # fmt: skip
         snapshots.take()
+        evaluate.evaluate()
+        conditions.refresh_alerts("local", ns)
+        # The pages below take their time: not a "Snapshots stopped" banner meanwhile.
+        settings.RSMQ_SNAPSHOT_INTERVAL = 30
 
         out = ROOT / "docs" / "screenshots"
         out.mkdir(parents=True, exist_ok=True)
@@ -115,9 +125,21 @@ def test_readme_screenshots_from_real_traffic(
         page.screenshot(path=str(out / "message.png"), full_page=True)
         mobile = page_as(make_user("viewer", "ben"), viewport={"width": 390, "height": 844},
                          color_scheme="dark")  # fmt: skip
+        snapshots.take()
         mobile.goto(f"/c/local/{ns}/")
         mobile.screenshot(path=str(out / "overview-390-dark.png"), full_page=False)
+        # The overview in the other theme at each width (issue 21: the order, states, reasons).
+        dark = page_as(make_user("viewer", "cai"), viewport={"width": 1440, "height": 900},
+                       color_scheme="dark")  # fmt: skip
+        snapshots.take()  # the last one minutes ago would say "Snapshots stopped"
+        dark.goto(f"/c/local/{ns}/")
+        dark.screenshot(path=str(out / "overview-1440-dark.png"), full_page=True)
+        light = page_as(make_user("viewer", "dee"), viewport={"width": 390, "height": 844})
+        snapshots.take()
+        light.goto(f"/c/local/{ns}/")
+        light.screenshot(path=str(out / "overview-390-light.png"), full_page=False)
         for q in rsmq.list_queues():
             rsmq.delete_queue(q)
-    for name in ("overview", "queue", "message", "overview-390-dark"):
+    for name in ("overview", "queue", "message", "overview-390-dark", "overview-1440-dark",
+                 "overview-390-light"):  # fmt: skip
         assert (out / f"{name}.png").stat().st_mtime > time.time() - 120

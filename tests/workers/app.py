@@ -8,8 +8,8 @@ Set up by environment variables, so that each test starts the processes it needs
   does nothing at all (no record either);
 * ``WORKER_RESULTS``: the queue every handler attempt sends its record to;
 * ``WORKER_POLL``, ``WORKER_GRACE``, ``WORKER_REALTIME``, ``WORKER_ACK_LINGER``,
-  ``WORKER_ACK_BATCH``: the Worker's poll_interval, grace, realtime, ack_linger and
-  ack_batch.
+  ``WORKER_ACK_BATCH``, ``WORKER_REGISTRY_TTL``: the Worker's poll_interval, grace,
+  realtime, ack_linger, ack_batch and registry_ttl.
 
 What a handler does is said by the message's body, a JSON object (all keys optional):
 
@@ -69,6 +69,7 @@ def build(url: str | None = None, ns: str | None = None, client: bool = False) -
         realtime=env.get("WORKER_REALTIME", "1") == "1",
         ack_linger=float(env.get("WORKER_ACK_LINGER", "0.005")),
         ack_batch=int(env.get("WORKER_ACK_BATCH", "100")),
+        registry_ttl=float(env.get("WORKER_REGISTRY_TTL", "30")),
     )
     results = env.get("WORKER_RESULTS", "results")
 

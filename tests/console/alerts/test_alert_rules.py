@@ -62,7 +62,6 @@ def test_an_admin_creates_a_rule_and_it_is_audited(admin, console, form) -> None
         ("emails", "ops@", "emails: 'ops@' is not an e-mail address"),
         ("pattern", "", "Give either a queue or a pattern of queue names (one)."),
         ("queue", "bad name!", "Invalid queue format: 'bad name!' (1 to 160 characters"),
-        ("webhook_url", "", "Give at least one receiver"),
         (
             "webhook_url",
             "not a url",
@@ -78,8 +77,6 @@ def test_invalid_input_is_refused_naming_the_field_and_changes_nothing(
     admin, form, field: str, value: str, error: str
 ) -> None:
     form[field] = value
-    if field == "webhook_url" and not value:
-        form["emails"] = ""
     if field == "queue":
         form["pattern"] = ""
     response = admin.post("/alerts/new/", form)
@@ -87,6 +84,21 @@ def test_invalid_input_is_refused_naming_the_field_and_changes_nothing(
     assert error in text(response)
     assert not AlertRule.objects.exists()
     assert AuditEntry.objects.get().outcome == "invalid"
+
+
+@pytest.mark.parametrize("state", ["no_consumers", "crash_looping", "falling_behind"])
+def test_a_rule_on_a_consumer_state_needs_no_threshold_nor_receiver(
+    admin, console, form, state: str
+) -> None:
+    """The console itself is the receiver: the alert marks its queue on the overview and
+    counts in the header (tests/console/consumers/test_consumer_states.py)."""
+    page = text(admin.get("/alerts/new/"))
+    assert f'value="state:{state}"' in page  # the form offers it
+    form.update(metric=f"state:{state}", threshold="", webhook_url="", emails="")
+    assert admin.post("/alerts/new/", form).status_code == 302
+    rule = AlertRule.objects.get()
+    assert rule.consumer_state == state
+    assert not (rule.webhook_url or rule.slack_url or rule.recipients)
 
 
 @pytest.mark.parametrize("role", ["viewer", "operator"])

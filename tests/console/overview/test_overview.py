@@ -322,3 +322,28 @@ def test_it_polls_the_table_every_few_seconds(console, busy, viewer: Client) -> 
     page = viewer.get(console.overview()).content.decode()
     assert 'hx-trigger="every 5s" data-poll' in page
     assert 'hx-sync="this:drop"' in page
+
+
+@pytest.mark.parametrize(
+    ("sort", "names"),
+    [("send_rate", ["b", "c", "a"]), ("-send_rate", ["a", "c", "b"]),
+     ("receive_rate", ["c", "a", "b"]), ("-receive_rate", ["b", "a", "c"])],
+)  # fmt: skip
+def test_the_rate_columns_sort_by_each_queues_last_judged_rate(
+    console, three, lake, viewer: Client, rsmq: RedisSMQ, sort: str, names: list[str]
+) -> None:
+    """Two real snapshots, the sends and receives between them: each queue's rates as the
+    condition of the last snapshot has them (a queue never judged: unknown, first up)."""
+    from dashboard import snapshots
+    from dashboard.models import QueueCondition
+
+    snapshots.take()
+    rsmq.send_messages("a", ["x"] * 30)
+    rsmq.send_messages("c", ["x"] * 10)
+    rsmq.receive_messages("b", 5, vt=300)
+    rsmq.receive_messages("a", 2, vt=300)
+    time.sleep(0.05)
+    snapshots.take()
+    rates = dict(QueueCondition.objects.values_list("queue", "send_rate"))
+    assert rates["a"] > rates["c"] > rates["b"] == 0
+    assert _names(viewer.get(console.overview(f"?sort={sort}"))) == names

@@ -11,8 +11,7 @@ import pytest
 from django.test import Client
 
 from dashboard import latest
-from dashboard.models import Snapshot
-from dashboard.views import overview
+from dashboard.models import QueueCondition, Snapshot
 from queues import RedisSMQ
 
 pytestmark = pytest.mark.django_db
@@ -138,28 +137,54 @@ def test_it_sorts_by_the_last_snapshot_run_alone(console, many, big, viewer: Cli
     assert len(set(_names(response))) == 50
 
 
+def conditions_of(ns: str, names: list[str]) -> dict[str, float]:
+    """Each queue's judged condition (as dashboard/conditions.py stores it at a snapshot):
+    every 37th queue scored by how bad and big it is, the rest 0; returns the scores."""
+    scores = {q: (i + 1) * 3.5 if i % 37 == 0 else 0.0 for i, q in enumerate(names)}
+    QueueCondition.objects.bulk_create(
+        QueueCondition(connection="default", namespace=ns, queue=q, taken_at=1, created=1,
+                       msgs=0, totalsent=i, totalrecv=0, recv_since=1,
+                       state="no_consumers" if scores[q] else "idle",
+                       reason="no consumer for 20 min" if scores[q] else "", points=40,
+                       size=1 + (i % 5), score=scores[q], send_rate=float(i % 11),
+                       receive_rate=None if i % 3 else float(i))
+        for i, q in enumerate(names)
+    )  # fmt: skip
+    return scores
+
+
 @pytest.mark.parametrize("search", ["", "q01"])
-def test_the_attention_order_ranks_few_and_pages_the_rest_in_the_database(
-    console, many, big, viewer: Client, settings, monkeypatch: pytest.MonkeyPatch, search: str
+def test_the_attention_order_pages_a_big_namespace_by_score_in_the_database(
+    console, many, big, viewer: Client, search: str
 ) -> None:
-    """Queues that may need attention ranked in Python, the rest paged by the database:
-    every page the same as ranking every queue (RANKED_MAX 0 ranks them all)."""
-    settings.RSMQ_OLDEST_AGE_SLO = 60
+    """The most urgent first (score), then the biggest (size), then by name: every page."""
     snapshot(console.ns, many)
-    # Some queues over their SLO (by how much decides their rank), the rest not.
-    for i, q in enumerate(many[::37]):
-        Snapshot.objects.filter(queue=q).update(oldest_age=61 + 7 * i)
+    scores = conditions_of(console.ns, many)
+    sizes = {q: 1 + (i % 5) for i, q in enumerate(many)}
 
-    def order() -> list[str]:
-        names = []
-        for page in range(1, N // 50 + 2):
-            response = viewer.get(console.overview(f"?q={search}&page={page}"))
-            names += [n for n in _names(response) if n not in names]
-        return names
+    names: list[str] = []
+    for page in range(1, N // 50 + 2):
+        response = viewer.get(console.overview(f"?q={search}&page={page}"))
+        names += [n for n in _names(response) if n not in names]
 
-    few = order()
-    monkeypatch.setattr(overview, "RANKED_MAX", 0)
-    assert few == order()
-    over = [q for q in many[::37] if not search or search in q]
-    assert few[: len(over)] == sorted(over, key=lambda q: -many[::37].index(q))
-    assert len(few) == len([q for q in many if search in q])
+    mine = [q for q in many if search in q]
+    assert names == sorted(mine, key=lambda q: (-scores[q], -sizes[q], q))
+    top = viewer.get(console.overview(f"?q={search}")).content.decode()
+    assert "no consumer for 20 min" in top and "data-consumer-state" in top
+
+
+@pytest.mark.parametrize("sort", ["send_rate", "-send_rate", "receive_rate", "-receive_rate"])
+def test_the_rate_columns_sort_a_big_namespace(console, many, big, viewer: Client, sort):
+    snapshot(console.ns, many)
+    conditions_of(console.ns, many)
+    rates = {q: (float(i % 11), None if i % 3 else float(i)) for i, q in enumerate(many)}
+    col = 0 if "send" in sort else 1
+
+    def key(q: str) -> tuple[object, ...]:
+        v = rates[q][col]
+        if sort.startswith("-"):  # the highest first, unknown last
+            return (v is None, -(v or 0), q)
+        return (v is not None, v or 0, q)
+
+    response = viewer.get(console.overview(f"?sort={sort}"))
+    assert _names(response) == sorted(many, key=key)[:50]

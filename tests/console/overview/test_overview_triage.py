@@ -1,16 +1,19 @@
-"""The overview triages: what needs attention first (open flags, oldest over its SLO,
-backlog growing, dead letters arriving), a totals strip, dead-letter queues linked both
-ways, exact numbers on hover and in full on cards, absolute times on hover."""
+"""The overview triages: what needs attention first (dashboard/conditions.py's score,
+judged at each snapshot: how bad times how big), the reasons in words on the row, a
+totals strip, dead-letter queues linked both ways, exact numbers on hover and in full on
+cards, absolute times on hover."""
 
 from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
 import pytest
 from django.test import Client
 
-from dashboard.models import AnomalyFlag, Snapshot
+from dashboard import snapshots
+from dashboard.models import AnomalyFlag
 from queues import RedisSMQ
 
 pytestmark = pytest.mark.django_db
@@ -20,51 +23,60 @@ def _names(response) -> list[str]:
     return [s.qname for s in response.context["stats"]]
 
 
-def _snapshot(console, qname: str, msgs: int, ago_s: float) -> None:
-    Snapshot.objects.create(
-        connection="default", namespace=console.ns, queue=qname,
-        taken_at=round((time.time() - ago_s) * 1000), msgs=msgs, hiddenmsgs=0, inflight=0,
-        delayed=0, totalsent=msgs, totalrecv=0, oldest_age=None, created=0,
-    )  # fmt: skip
-
-
 @pytest.fixture
-def mixed(console, settings, rsmq: RedisSMQ) -> None:
+def mixed(console, settings, rsmq: RedisSMQ, lake: Path) -> None:
     """big: the fullest, nothing wrong; slow-1: over its SLO (a pattern's); growing: its
-    backlog rose; flagged: an open flag; jobs sends its dead letters to jobs-dlq."""
+    backlog rose between two snapshots; flagged: an open pipeline flag; jobs sends its
+    dead letters to jobs-dlq, where three arrived."""
     settings.RSMQ_OLDEST_AGE_SLOS = {"slow-*": 0.05}
     settings.RSMQ_BACKLOG_GROWTH_MIN = 10
+    settings.RSMQ_BACKLOG_WINDOW = 0.05
     for name in ("big", "slow-1", "growing", "flagged", "jobs", "jobs-dlq"):
         rsmq.create_queue(name)
     rsmq.send_messages("big", ["x"] * 500)
     rsmq.send_messages("slow-1", ["x"])
-    rsmq.send_messages("growing", ["x"] * 60)
+    rsmq.send_messages("growing", ["x"] * 5)
     rsmq.send_messages("flagged", ["x"])
     rsmq.set_dead_letter_policy("jobs", "jobs-dlq", 3)
-    rsmq.send_messages("jobs-dlq", ["dead"] * 4)
-    _snapshot(console, "growing", 5, ago_s=610)
-    _snapshot(console, "big", 500, ago_s=610)
-    _snapshot(console, "jobs-dlq", 1, ago_s=610)
+    rsmq.send_messages("jobs-dlq", ["dead"])
     AnomalyFlag.objects.create(
-        connection="default", namespace=console.ns, queue="flagged", kind="oldest_age",
+        connection="default", namespace=console.ns, queue="flagged", kind="redelivery_storm",
         start=round(time.time() * 1000) - 60_000, end=None, intervals=3,
-        figures={"oldest_age_max": 900, "slo": 300},
+        figures={"received": 90, "sent": 10, "receive_rate_max": 2.0},
     )  # fmt: skip
+    snapshots.take()
     time.sleep(0.1)  # slow-1's message is now older than its 0.05 s SLO
+    rsmq.send_messages("growing", ["x"] * 55)
+    rsmq.send_messages("jobs-dlq", ["dead"] * 3)
+    snapshots.take()
 
 
 def test_it_orders_what_needs_attention_first(console, mixed, viewer: Client) -> None:
+    # growing: 15 points x log10(10 + 60); jobs-dlq: 10 x log10(14); slow-1: 10 x
+    # log10(11); flagged: 5 x log10(11); then the fullest of the rest.
     assert _names(viewer.get(console.overview())) == [
-        "flagged", "slow-1", "growing", "jobs-dlq", "big", "jobs",
+        "growing", "jobs-dlq", "slow-1", "flagged", "big", "jobs",
     ]  # fmt: skip
 
 
 def test_it_says_why_a_queue_needs_attention(console, mixed, viewer: Client) -> None:
     page = viewer.get(console.overview()).content.decode()
-    assert re.search(r'<span class="reason">backlog growing \(\+55\)</span>', page)
+    assert re.search(r'<span class="reason">backlog \+55 in under a second \(60\)</span>', page)
     assert '<span class="reason">dead letters arriving (+3)</span>' in page
-    assert '<span class="reason">open flag</span>' in page
-    assert page.count(">oldest over its SLO</span>") == 1  # slow-1 only
+    assert '<span class="reason">flag: redelivery storm</span>' in page
+    over = r'<span class="reason">oldest [^<]* \(SLO under a second\)</span>'
+    assert len(re.findall(over, page)) == 1
+
+
+def test_a_big_backlog_grows_by_its_rate_not_only_by_a_share(settings) -> None:
+    """+12,000 on 195,000 in ten minutes is 6%, under RSMQ_BACKLOG_GROWTH, but 20/s."""
+    from dashboard import thresholds
+
+    settings.RSMQ_BACKLOG_GROWTH, settings.RSMQ_BACKLOG_GROWTH_MIN = 0.1, 100
+    settings.RSMQ_BACKLOG_GROWTH_RATE = 5
+    assert thresholds.backlog_growing(207_000, 195_000, 600)
+    assert not thresholds.backlog_growing(197_000, 195_000, 600)  # 3.3/s, 1%
+    assert not thresholds.backlog_growing(150, 60, 600)  # 90: under the floor
 
 
 def test_an_slo_pattern_only_matches_its_names(console, mixed, settings) -> None:
@@ -108,7 +120,10 @@ def test_it_shows_the_totals_of_the_namespace_in_full(console, mixed, viewer: Cl
     assert cards["Queues"] == "6"
     assert cards["Messages"] == "566"
     assert cards["Visible"] == "566"
-    assert cards["Open flags"] == "1"
+    # Every open flag, counted: the pipeline's on flagged; the console's own (at each
+    # snapshot) on growing (backlog growing) and slow-1 (oldest over its SLO).
+    assert cards["Open flags"] == str(AnomalyFlag.objects.filter(end__isnull=True).count())
+    assert cards["Open flags"] == "3"
 
 
 def test_the_totals_come_with_the_live_refresh(console, mixed, viewer: Client) -> None:
@@ -138,3 +153,43 @@ def test_the_sorted_column_header_carries_aria_sort(console, mixed, viewer: Clie
     page = viewer.get(console.overview("?sort=-msgs")).content.decode()
     assert re.search(r'<th class="num sorted" scope="col" aria-sort="descending">', page)
     assert "<a" not in re.findall(r"<a [^>]*aria-sort", page)  # never on the link
+
+
+def test_the_consoles_flag_stays_one_and_tells_its_figures_as_of_now(
+    console, mixed, rsmq: RedisSMQ
+) -> None:
+    """A console flag opened at one snapshot is the same flag at the next while its
+    condition holds (not a duplicate), with its figures brought up to date."""
+    from dashboard import snapshots
+
+    rsmq.send_messages("growing", ["x"] * 20)
+    snapshots.take()
+    [flag] = AnomalyFlag.objects.filter(queue="growing", source="console")
+    assert flag.open and flag.kind == "backlog_growing"
+    assert (flag.figures["backlog_from"], flag.figures["backlog_to"]) == (5, 80)
+    assert "5 → 80 messages" in flag.summary
+
+
+def test_a_firing_alert_marks_its_queue_raises_it_and_counts_in_the_header(
+    console, mixed, viewer: Client
+) -> None:
+    """An alert that fires on "big" (nothing else wrong with it): after the evaluation, its
+    score counts the alert (25 points x its size), it leads, its row says so, and every
+    page's header counts it."""
+    from dashboard import conditions
+    from dashboard.models import Alert, AlertRule
+
+    rule = AlertRule.objects.create(name="deep", connection="default", namespace=console.ns,
+                                    queue="big", metric="visible", threshold=100)  # fmt: skip
+    Alert.objects.create(rule=rule, connection="default", namespace=console.ns, queue="big",
+                         state="firing", value=500, since=1, changed=1)  # fmt: skip
+    assert conditions.refresh_alerts("default", console.ns) == 1
+    response = viewer.get(console.overview())
+    assert _names(response)[0] == "big"
+    page = response.content.decode()
+    assert re.search(r'>big</a>[^<]*<span class="badge firing"[^>]*data-firing>1 firing<', page)
+    header = viewer.get(console.queue("jobs")).content.decode()
+    assert re.search(r"data-alerts-firing[^>]*>1 firing<", header)
+    Alert.objects.update(state="resolved")
+    assert conditions.refresh_alerts("default", console.ns) == 1
+    assert _names(viewer.get(console.overview()))[0] == "growing"

@@ -110,3 +110,19 @@ def test_a_live_refresh_of_the_queue_page_leaves_the_pipeline_out(console, queue
     headers = console.htmx(target="live")
     page = viewer.get(console.queue("q1", "?state=all"), **headers).content.decode()
     assert "pipeline" not in page
+
+
+def test_a_pipeline_run_replaces_its_own_flags_only(console, tmp_path) -> None:
+    """The console's flags (opened at each snapshot) stay when a rollups run loads its
+    flags in place of the pipeline's earlier ones."""
+    from dashboard.models import AnomalyFlag
+    from dashboard.pipeline_runs import load_flags
+
+    where = {"connection": "default", "namespace": console.ns, "queue": "q", "end": None,
+             "intervals": 1, "start": 1}  # fmt: skip
+    AnomalyFlag.objects.create(**where, kind="oldest_age", source="pipeline",
+                               figures={"oldest_age_max": 900, "slo": 300})  # fmt: skip
+    mine = AnomalyFlag.objects.create(**where, kind="consumers_stalled", source="console",
+                                      figures={"visible_max": 5})  # fmt: skip
+    assert load_flags(tmp_path) == 0  # a run that found nothing
+    assert list(AnomalyFlag.objects.all()) == [mine]
