@@ -330,3 +330,11 @@ if RSMQ_PIPELINE_INTERVAL > 0:
         "schedule": RSMQ_PIPELINE_INTERVAL,
         "options": {"expires": RSMQ_PIPELINE_INTERVAL},
     }
+
+# -- Slow clients (issue 23; dashboard/asgi.py) ----------------------------------------------
+# Seconds a client may take to send its request's headers (granian closes the connection
+# after them), and then its body (answered 408, closed): a slow client holds no thread.
+RSMQ_HEADER_TIMEOUT = float(os.environ.get("RSMQ_HEADER_TIMEOUT", "10"))
+RSMQ_BODY_TIMEOUT = float(os.environ.get("RSMQ_BODY_TIMEOUT", "30"))
+# Threads per web server process that run Django (./run --threads; dashboard/asgi.py).
+RSMQ_WEB_THREADS = int(os.environ.get("RSMQ_WEB_THREADS", "2"))
