@@ -1,4 +1,4 @@
-"""The HTTP API as `./run` serves it (gunicorn, from a fresh clone): an admin makes a token
+"""The HTTP API as `./run` serves it (granian, from a fresh clone): an admin makes a token
 on /tokens/, and a script with nothing but that token sends, receives and deletes over
 HTTP, on the native routes and rest-rsmq's; no token: 401, and /api/schema/ is there."""
 
