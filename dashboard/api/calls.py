@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.debug import sensitive_variables
 from ninja.decorators import decorate_view
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as SchemaError
@@ -83,6 +84,7 @@ class TokenAuth(HttpBearer):
         super().__init__()
         self.action = action
 
+    @sensitive_variables("token")  # starred in error reports, DEBUG too
     def authenticate(self, request: HttpRequest, token: str) -> ApiToken:
         row = tokens.admit(token.strip())
         needed = self.action.role if self.action else Role.VIEWER

@@ -17,6 +17,7 @@ from functools import wraps
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.debug import sensitive_variables
 from django.views.decorators.http import require_safe
 
 from queues.models import QueueStats
@@ -41,6 +42,7 @@ def readers(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     checked = token_or_viewer(view)
 
     @wraps(view)
+    @sensitive_variables("given")  # starred in error reports, DEBUG too
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         scheme, _, given = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not given.strip().startswith(tokens.PREFIX):

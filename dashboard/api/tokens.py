@@ -12,6 +12,7 @@ import time
 
 from django.db import transaction
 from django.utils import timezone
+from django.views.decorators.debug import sensitive_variables
 
 from ..access import GROUPS, Role
 from ..models import ApiToken
@@ -53,6 +54,7 @@ def role_of(row: ApiToken) -> Role:
     return GROUPS[row.role]
 
 
+@sensitive_variables("token", "wanted")  # starred in error reports, DEBUG too
 def admit(token: str) -> ApiToken:
     """The live token ``token`` is, counted against its limit; else Unauthenticated or
     RateLimited (a refused call is not counted)."""
