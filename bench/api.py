@@ -131,7 +131,7 @@ def main() -> None:
     for cmd in (["migrate", "-v0"], ["collectstatic", "--noinput", "-v0"]):
         subprocess.run([*manage, *cmd], cwd=ROOT, env=env, check=True, capture_output=True)
     mint = (
-        "from dashboard.api.tokens import mint; "
+        "from dashboard.tokens import mint; "
         "print(mint('bench', 'operator', 'bench/api.py', 1_000_000)[1])"
     )
     token = subprocess.run(

@@ -278,7 +278,7 @@ def hourly(tmp: Path, days: list[int], rounds: int, spark_days: int) -> list[dic
     the run) as the job chooses to run them (in this process: ``driver``), and for the
     ``spark_days`` lake also forced through Spark's jobs (``spark``) for comparison."""
     sys.path.insert(0, str(ROOT / "tests"))
-    from spark_standalone import standalone
+    from support.spark_standalone import standalone
 
     from pipeline import jobs
     from pipeline.spark import session

@@ -219,7 +219,7 @@ def run_postgres(args: argparse.Namespace) -> None:
     from bench.results import publish
 
     sys.path.insert(0, str(ROOT / "tests"))
-    from postgres_fixtures import EmbeddedPostgres, postgres_bindir
+    from support.postgres_fixtures import EmbeddedPostgres, postgres_bindir
 
     bindir = postgres_bindir()
     if bindir is None:

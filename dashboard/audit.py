@@ -4,16 +4,26 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 
 from .access import Role, refusal
+from .connections import Connection
 from .models import AuditEntry
 
-if TYPE_CHECKING:  # place.py audits denied access: a runtime import would be a cycle
-    from .place import Place
+
+class Place(Protocol):
+    """Where an action was tried: what a row keeps of a ``place.Place`` (which audits
+    denied access through ``require``, so this module does not import it)."""
+
+    @property
+    def conn(self) -> Connection: ...
+
+    @property
+    def ns(self) -> str: ...
+
 
 MAX_IDS, MAX_DETAIL = 1000, 2000  # a bulk action over a whole state names no more
 

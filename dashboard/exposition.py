@@ -6,7 +6,7 @@ of 100,000 queues (1,000,000 samples) took 8 CPU-seconds in it and 24 with build
 families. A queue's labels are the same in each of its series: here they are escaped once
 per queue, and values are formatted as prometheus_client formats them
 (``floatToGoString``, memoised: counts repeat). The output is byte for byte what
-``generate_latest`` writes for the same families (tests/console/test_metrics_exposition.py
+``generate_latest`` writes for the same families (tests/console/metrics/test_metrics_exposition.py
 compares them), so Prometheus reads it the same way.
 """
 

@@ -14,6 +14,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
+from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
 from .connections import get_connection
 from .htmx import HtmxHttpRequest
@@ -59,15 +60,12 @@ class RedisUnavailableMiddleware:
     def _page(request: HtmxHttpRequest, template: str, status: int, message: str) -> HttpResponse:
         if request.htmx:
             # The thing this part of the page shows is gone: show the whole page's answer.
-            response = HttpResponse(status=204)
-            response["HX-Redirect"] = request.htmx.current_url_abs_path or request.path
-            return response
+            return HttpResponseClientRedirect(
+                request.htmx.current_url_abs_path or request.path, status=204
+            )
         return render(request, template, {"message": message}, status=status)
 
     @staticmethod
     def _fragment(request: HtmxHttpRequest, status: int, text: str) -> HttpResponse:
         html = render_to_string("_alert.html", {"text": text, "status": status}, request)
-        response = HttpResponse(html, status=status)
-        response["HX-Retarget"] = "#alert"
-        response["HX-Reswap"] = "outerHTML"
-        return response
+        return reswap(retarget(HttpResponse(html, status=status), "#alert"), "outerHTML")

@@ -1,4 +1,4 @@
-"""Settings, read from the environment (see README: "Pointing it at real services")."""
+"""Settings, read from the environment (see docs/production.md)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ SECRET_KEY = os.environ.get("SECRET_KEY") or INSECURE_SECRET_KEY
 ALLOWED_HOSTS = [*env_list("ALLOWED_HOSTS"), "localhost", "127.0.0.1", "[::1]"]
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 
-# -- Production, behind HTTPS (README: "Production"); all off by default -------------------
+# -- Production, behind HTTPS (docs/production.md); all off by default -------------------
 # "X-Forwarded-Proto": the proxy in front says the request came over HTTPS.
 _proxy_header = os.environ.get("SECURE_PROXY_SSL_HEADER", "").strip()
 if _proxy_header:
@@ -80,7 +80,7 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "django_htmx",
     "template_partials",
-    # Login throttling: failed logins counted per user name and address (README: Roles).
+    # Login throttling: failed logins counted per user name and address (docs/console.md: roles).
     "axes",
     "dashboard",
 ]

@@ -82,7 +82,7 @@ def _take() -> Run:
 
 
 #: a snapshot row: the columns of the table (``Snapshot``) and of the lake
-#: (``pipeline.lake.SCHEMA``), in the lake's order (tests/console/test_snapshots.py
+#: (``pipeline.lake.SCHEMA``), in the lake's order (tests/console/snapshots/test_snapshots.py
 #: checks that the three agree)
 COLUMNS = tuple(SCHEMA.names)
 Row = tuple[Any, ...]

@@ -8,8 +8,11 @@ from typing import Any
 from celery import shared_task
 
 from . import pipeline_runs, snapshots
-from .alerting import delivery, evaluate
-from .celery import SWEEP_SECONDS
+from .alerting import evaluate
+
+# The outbox's task is delivery's own (evaluation starts it): imported here, the worker
+# registers it with the rest.
+from .alerting.delivery import send_notifications as send_notifications
 from .models import AlertRule
 
 log = logging.getLogger(__name__)
@@ -60,20 +63,3 @@ def evaluate_alerts() -> dict[str, Any]:
         "rules": ev.rules, "changes": ev.changes, "notifications": ev.notifications,
         "skipped": ev.skipped, "failed": ev.failed, "locked": ev.locked,
     }  # fmt: skip
-
-
-def send_notifications_soon() -> None:
-    try:
-        send_notifications.apply_async(retry=False)
-    except Exception:  # noqa: BLE001 - the outbox keeps them: the periodic sweep sends them
-        log.exception("alert notifications not started")
-
-
-@shared_task(name="dashboard.tasks.send_notifications", ignore_result=True)
-def send_notifications() -> dict[str, Any]:
-    """The outbox's due notifications; what failed is tried again with backoff (this task
-    comes back when the first is due; the beat's sweep as well, should it be lost)."""
-    result = delivery.send_due()
-    if result.retry_in is not None and result.retry_in < SWEEP_SECONDS:
-        send_notifications.apply_async(countdown=result.retry_in + 0.1, retry=False)
-    return {"sent": result.sent, "failed": result.failed, "retry_in": result.retry_in}

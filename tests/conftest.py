@@ -9,17 +9,24 @@ from pathlib import Path
 
 import pytest
 import redis
-from node_rsmq import NodeRsmq, install
-from postgres_fixtures import Backends, twins_last, with_twins
-from postgres_fixtures import report_header as postgres_report_header
-from redis_topologies import RedisClusterGroup, SentinelGroup
+from support.node_rsmq import NodeRsmq, install
+from support.postgres_fixtures import Backends, twins_last, with_twins
+from support.postgres_fixtures import report_header as postgres_report_header
+from support.redis_topologies import RedisClusterGroup, SentinelGroup
 
 from queues import RedisSMQ
 from queues.server import EmbeddedRedis
 
-# Helper modules that test modules import (as well as load as plugins): their asserts
-# rewritten like a test's.
-pytest.register_assert_rewrite("console_fixtures", "metrics_scrape")
+# Helper modules that test modules import: their asserts rewritten like a test's.
+pytest.register_assert_rewrite("support.console_fixtures", "metrics_scrape")
+
+# The fixtures that more than one test folder uses, loaded once for the whole session (the
+# only pytest_plugins of the suite); a folder's own fixtures are in its conftest.py.
+pytest_plugins = [
+    "support.console_fixtures",
+    "support.snapshot_fixtures",
+    "support.pipeline_fixtures",
+]
 
 BACKENDS = pytest.StashKey["Backends"]()
 
@@ -129,7 +136,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     logging.raiseExceptions = False
 
 
-# -- The console's database tests, a second time on Postgres (tests/postgres_fixtures.py) --
+# -- The console's database tests, a second time on Postgres (tests/support/postgres_fixtures.py) --
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -23,11 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from celery import shared_task
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db.models import Q
 from django.utils import timezone
 
+from ..celery import SWEEP_SECONDS
 from ..models import Notification
 
 log = logging.getLogger(__name__)
@@ -191,3 +193,20 @@ SENDERS: dict[str, Callable[[Notification], None]] = {
     Notification.Channel.SLACK: _slack,
     Notification.Channel.EMAIL: _email,
 }
+
+
+def send_notifications_soon() -> None:
+    try:
+        send_notifications.apply_async(retry=False)
+    except Exception:  # noqa: BLE001 - the outbox keeps them: the periodic sweep sends them
+        log.exception("alert notifications not started")
+
+
+@shared_task(name="dashboard.tasks.send_notifications", ignore_result=True)
+def send_notifications() -> dict[str, Any]:
+    """The outbox's due notifications; what failed is tried again with backoff (this task
+    comes back when the first is due; the beat's sweep as well, should it be lost)."""
+    result = send_due()
+    if result.retry_in is not None and result.retry_in < SWEEP_SECONDS:
+        send_notifications.apply_async(countdown=result.retry_in + 0.1, retry=False)
+    return {"sent": result.sent, "failed": result.failed, "retry_in": result.retry_in}

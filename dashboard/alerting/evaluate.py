@@ -19,6 +19,7 @@ from queues.locks import Busy
 
 from .. import locks
 from ..models import Alert, AlertEvent, AlertRule, Notification
+from . import delivery
 from . import rules as r
 
 log = logging.getLogger(__name__)
@@ -247,9 +248,7 @@ def enqueue(rule: AlertRule, told: list[Alert], now: int) -> int:
             )  # fmt: skip
             made += created
     if made:
-        from .. import tasks  # tasks imports this module
-
-        transaction.on_commit(tasks.send_notifications_soon)
+        transaction.on_commit(delivery.send_notifications_soon)
     return made
 
 

@@ -28,15 +28,14 @@ from queues import (
 )
 from queues import validation as v
 
-from .. import audit
+from .. import audit, tokens
 from .. import place as places
 from ..access import Role, read_only
+from ..actions import Action
 from ..connections import get_connection
 from ..models import ApiToken, AuditEntry
 from ..place import Place
-from ..views.actions import Action
 from ..web_errors import web_error
-from . import tokens
 
 T = TypeVar("T")
 

@@ -18,8 +18,7 @@ from queues import validation as v
 from queues.models import Message
 
 from .. import place as places
-from ..views import failing
-from ..views.actions import Action
+from ..actions import Action
 from . import operations as ops
 from . import reads
 from .calls import RANGES, BadInput, TokenAuth, placed
@@ -127,7 +126,10 @@ def message_json(m: Message) -> dict[str, Any]:
 # -- reading (the read API, as it was: the token, RSMQ_METRICS_TOKEN or a viewer) ------
 
 
-@both(["GET", "HEAD"], "/queues/", None, "list_queues", tags=["read"])
+@both(
+    ["GET", "HEAD"], "/queues/", None, "list_queues", tags=["read"],
+    response={200: reads.QueueList, **ERRORS},
+)  # fmt: skip
 def list_queues(
     request: HttpRequest, q: str = "", conn: str | None = None, ns: str | None = None
 ) -> HttpResponse:
@@ -135,7 +137,10 @@ def list_queues(
     return reads.queue_list(request, conn=conn, ns=ns)
 
 
-@both(["GET", "HEAD"], "/queues/{qname}/", None, "describe_queue", tags=["read"])
+@both(
+    ["GET", "HEAD"], "/queues/{qname}/", None, "describe_queue", tags=["read"],
+    response={200: reads.QueueDetail, **ERRORS},
+)  # fmt: skip
 def describe_queue(
     request: HttpRequest,
     qname: str,
@@ -147,7 +152,10 @@ def describe_queue(
     return reads.queue_detail(request, conn=conn, ns=ns, qname=qname)
 
 
-@both(["GET", "HEAD"], "/queues/{qname}/failures/", None, "queue_failures", tags=["read"])
+@both(
+    ["GET", "HEAD"], "/queues/{qname}/failures/", None, "queue_failures", tags=["read"],
+    response={200: reads.FailureGroupsOut | reads.FailureHistoryOut, **ERRORS},
+)  # fmt: skip
 def queue_failures(
     request: HttpRequest,
     qname: str,
@@ -157,7 +165,7 @@ def queue_failures(
 ) -> HttpResponse:
     """Why its messages failed (what the worker recorded): the groups by error type over
     retrying and dead-lettered messages; with ``id``, that message's history."""
-    return failing.failing_api(request, conn=conn, ns=ns, qname=qname)
+    return reads.failing(request, conn=conn, ns=ns, qname=qname)
 
 
 # -- queues ----------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The API's actions, each once: the queues/ operation it calls, the console's table row
-it is (views/queue_actions.py, views/message.py: the role it needs, its name in the audit
+it is (dashboard/actions.py: the role it needs, its name in the audit
 log), and what its audit row keeps. native.py and rest_rsmq.py shape their answers."""
 
 from __future__ import annotations
@@ -10,18 +10,12 @@ from queues import InvalidArgument
 from queues import validation as v
 from queues.models import Message
 
-from ..access import Role
+from ..actions import CREATE_QUEUE, MESSAGE_ACTIONS, QUEUE_ACTIONS
+from ..actions import RECEIVE as RECEIVE
 from ..place import Place
-from ..views.actions import Action
-from ..views.message import MESSAGE_ACTIONS
-from ..views.queue_actions import QUEUE_ACTIONS
 from .calls import queue_in_url, run
 
-# Two the console has no button for, at the roles theirs need: creating a queue
-# (overview.queue_create: admin) and receiving (it hides the message and counts a
-# receive, as an operator's requeue or visibility change does).
-CREATE = Action(Role.ADMIN, lambda post: NotImplemented, "create_queue")
-RECEIVE = Action(Role.OPERATOR, lambda post: NotImplemented, "receive")
+CREATE = CREATE_QUEUE
 SEND, REQUEUE, MOVE = QUEUE_ACTIONS["send"], QUEUE_ACTIONS["requeue"], QUEUE_ACTIONS["move"]
 PURGE, DELETE_QUEUE = QUEUE_ACTIONS["purge"], QUEUE_ACTIONS["delete_queue"]
 DELETE, VISIBILITY = MESSAGE_ACTIONS["delete"], MESSAGE_ACTIONS["visibility"]

@@ -4,6 +4,7 @@
     /api/queues/<name>/
     /api/c/<conn>/<ns>/queues/       like the pages' /c/<conn>/<ns>/
     /api/c/<conn>/<ns>/queues/<name>/?range=hour|day|week
+    /api/…/queues/<name>/failures/[?id=]  why its messages failed (the Failing page's)
 
 Auth: an API token (any role), RSMQ_METRICS_TOKEN as a bearer token, or a logged-in viewer
 (access.token_or_viewer).
@@ -19,10 +20,15 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.debug import sensitive_variables
 from django.views.decorators.http import require_safe
+from ninja import Schema
+from pydantic import ConfigDict, Field
 
-from queues.models import QueueStats
+from queues import InvalidArgument
+from queues import validation as v
+from queues.models import FailureState, QueueStats
 
 from .. import place as places
+from .. import tokens
 from ..access import token_or_viewer
 from ..connections import get_connection
 from ..formatting import iso
@@ -30,11 +36,121 @@ from ..history import RANGES, Backlog, current_rates, queue_history
 from ..place import Place
 from ..rates import Interval
 from ..web_errors import web_error
-from . import tokens
 
 COUNTS = ("msgs", "visible", "hidden", "inflight", "delayed", "exact", "totalsent",
           "totalrecv", "oldest_age")  # fmt: skip
 ATTRIBUTES = ("vt", "delay", "maxsize", "created", "modified")
+
+
+# -- what each read answers (the OpenAPI document's shapes; the views write the JSON) --
+# Extra fields are refused, so a field the JSON has and the schema lacks fails the tests.
+
+ISO = "ISO 8601 UTC, ms (null: not a time)"
+
+
+class Out(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Counts(Out):
+    msgs: int
+    visible: int
+    hidden: int
+    inflight: int = Field(description="hidden and received at least once")
+    delayed: int = Field(description="hidden and never received")
+    exact: bool = Field(description="false: in flight / delayed estimated from a sample")
+    totalsent: int
+    totalrecv: int
+    oldest_age: float | None = Field(description="s since the head visible message was sent")
+
+
+class Attributes(Out):
+    vt: int
+    delay: int
+    maxsize: int
+    created: str | None = Field(description=ISO)
+    modified: str | None = Field(description=ISO)
+
+
+class QueueRow(Counts, Attributes):
+    name: str
+    unreadable: str | None = Field(description="what could not be read of it (counts: 0)")
+    send_rate: float | None = Field(description="messages/s over the last interval")
+    receive_rate: float | None = Field(description="messages/s over the last interval")
+
+
+class Where(Out):
+    connection: str
+    namespace: str
+    now: str | None = Field(description=f"the Redis server's time of the reading, {ISO}")
+
+
+class QueueList(Where):
+    queues: list[QueueRow]
+
+
+class Point(Out):
+    at: str | None = Field(description=ISO)
+    msgs: int
+    visible: int
+    inflight: int
+    delayed: int
+    oldest_age: float | None
+
+
+class Rates(Out):
+    start: str | None = Field(description=ISO)
+    end: str | None = Field(description=ISO)
+    sent: int
+    received: int
+    send_rate: float
+    receive_rate: float
+
+
+class Series(Out):
+    range: str = Field(description=f"one of {', '.join(RANGES)}")
+    bucket_seconds: float
+    backlog: list[Point]
+    rates: list[Rates]
+
+
+class QueueDetail(Where):
+    name: str
+    unreadable: str | None = Field(description="what could not be read of it (counts: 0)")
+    counts: Counts
+    attributes: Attributes
+    series: Series
+
+
+class FailureGroupOut(Out):
+    type: str = Field(description="the exception's type")
+    state: FailureState = Field(description="retry: in the queue; dead: in its dead-letter queue")
+    queue: str = Field(description="the queue the messages are in")
+    count: int
+    examples: list[str] = Field(description="a few of their ids")
+
+
+class FailureGroupsOut(Out):
+    name: str
+    dlq: str | None = Field(description="its dead-letter queue, whose dead groups are read too")
+    complete: bool = Field(description="false: the read stopped at its bound (lower bounds)")
+    read_at: str | None = Field(description=ISO)
+    groups: list[FailureGroupOut]
+
+
+class FailureOut(Out):
+    at: int = Field(description="epoch ms (0: unknown)")
+    attempt: int = Field(description="the message's receive count then")
+    type: str
+    message: str
+    trace: list[str]
+    note: str | None
+
+
+class FailureHistoryOut(Out):
+    name: str
+    id: str
+    failures: list[FailureOut]
 
 
 def readers(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
@@ -154,4 +270,27 @@ def queue_detail(request: HttpRequest, place: Place, qname: str) -> JsonResponse
                 "rates": [_interval(i) for i in history.rates],
             },
         }
+    )
+
+
+@api_view
+def failing(request: HttpRequest, place: Place, qname: str) -> JsonResponse:
+    """``/api/…/queues/<name>/failures/``: the groups; ``?id=`` one message's history."""
+    mid = request.GET.get("id")
+    if mid is not None:
+        try:
+            v.message_id(mid)
+        except InvalidArgument as e:  # a bad query, not a page that isn't there
+            return JsonResponse({"error": str(e)}, status=400)
+        failures = place.rsmq.failures(qname, mid)
+        return JsonResponse({"name": qname, "id": mid, "failures": [f.as_dict() for f in failures]})
+    g = place.rsmq.failure_groups(qname)
+    return JsonResponse(
+        {
+            "name": g.qname,
+            "dlq": g.dlq,
+            "complete": g.complete,
+            "read_at": iso(g.now),
+            "groups": [x.as_dict() for x in g.groups],
+        }  # fmt: skip
     )

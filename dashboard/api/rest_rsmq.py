@@ -13,7 +13,7 @@ from ninja import Router, Schema
 from pydantic import Field
 
 from .. import place as places
-from ..views.actions import Action
+from ..actions import Action
 from . import native
 from . import operations as ops
 from .calls import TokenAuth, placed, queue_in_url
@@ -64,6 +64,16 @@ class Attributes(Schema):
 
 class Sent(Schema):
     id: str
+
+
+class Received(Schema):
+    """The message, or no field at all when none is visible (rest-rsmq answers ``{}``)."""
+
+    id: str | None = None
+    message: str | None = None
+    rc: int | None = Field(default=None, description="how often it was received")
+    fr: int | None = Field(default=None, description="its first receive, epoch ms")
+    sent: float | None = Field(default=None, description="when it was sent, epoch ms")
 
 
 class SendIn(Schema):
@@ -135,7 +145,8 @@ def send_message(
     "/messages/{qname}",
     ops.RECEIVE,
     "receive_message",
-    response={200: dict[str, Any], **ERRORS},
+    response={200: Received, **ERRORS},
+    exclude_unset=True,
 )
 def receive_message(
     request: HttpRequest,

@@ -1,5 +1,6 @@
-"""The one way both pages run an action: a table from the button's value to an
-``Action`` (the role it needs, its handler, its name in the audit log); the handler does
+"""The one way both pages run an action: the button's value names an ``Action`` in the
+action table (dashboard/actions.py: the role it needs, its name in the audit log) and a
+handler in the page's table of handlers (the same keys); the handler does
 the work through ``act`` (outcome to the operator, row to the audit log) and returns a
 ``Result``; ``respond`` turns the result into the page again, a redirect or a 422."""
 
@@ -19,6 +20,7 @@ from queues import validation as v
 
 from .. import audit
 from ..access import Role
+from ..actions import Action, Actions
 from ..htmx import HtmxHttpRequest
 from ..models import AuditEntry
 from ..place import Place, place_for
@@ -132,27 +134,28 @@ DONE = Result()
 Handler = Callable[[Posted], Result]
 
 
-@dataclass(frozen=True, slots=True)
-class Action:
-    role: Role
-    handler: Handler
-    audit_name: str
-
-
-Actions = Mapping[str, Action]
+Handlers = Mapping[str, Handler]
 Render = Callable[[int, Result], HttpResponse]
 
 
 def posted(
-    request: HtmxHttpRequest, actions: Actions, conn: str, ns: str, qname: str, msg_id: str = ""
-) -> tuple[Posted, Action]:
-    """The action the button names, at a place where the user may run it."""
+    request: HtmxHttpRequest,
+    actions: Actions,
+    handlers: Handlers,
+    conn: str,
+    ns: str,
+    qname: str,
+    msg_id: str = "",
+) -> tuple[Posted, Handler]:
+    """The action the button names (and its handler), at a place where the user may run
+    it."""
     name = request.POST.get("action", "")
-    action = actions.get(name)
-    if action is None:
+    action: Action | None = actions.get(name)
+    handler = handlers.get(name)
+    if action is None or handler is None:
         raise Http404(f"No action {name!r}.")
     place = place_for(request, conn, ns, action.role, action.audit_name, qname)
-    return Posted(request, place, qname, action.audit_name, msg_id), action
+    return Posted(request, place, qname, action.audit_name, msg_id), handler
 
 
 def respond(post: Posted, result: Result, here: str, render: Render) -> HttpResponse:

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
+from django_htmx.http import HttpResponseClientRedirect
 
 from ..htmx import HtmxHttpRequest
 from ..place import Place
@@ -58,9 +59,7 @@ def query_of(url: str) -> QueryDict:
 def go(request: HtmxHttpRequest, url: str) -> HttpResponse:
     """To another page: htmx follows HX-Redirect (a 302 would be swapped into the page)."""
     if request.htmx:
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = url
-        return response
+        return HttpResponseClientRedirect(url, status=204)
     return redirect(url)
 
 

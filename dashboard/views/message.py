@@ -18,11 +18,11 @@ from queues import validation as v
 from queues.models import Failure, MessageInfo
 
 from .. import place as places
-from ..access import Role
+from ..actions import MESSAGE_ACTIONS
 from ..forms import MoveForm, VisibilityForm
 from ..htmx import HtmxHttpRequest
 from ..place import Place, place_for
-from .actions import DONE, Action, Posted, Result, posted, respond
+from .actions import DONE, Handlers, Posted, Result, posted, respond
 from .common import context, go, template
 from .queue import move_targets
 
@@ -44,7 +44,7 @@ def message_action(
     v.qname(qname)  # a URL naming no queue or message: the middleware answers 404
     if not v.ID_RE.fullmatch(msg_id):
         raise Http404("Not a message id.")
-    post, action = posted(request, MESSAGE_ACTIONS, conn, ns, qname, msg_id)
+    post, handler = posted(request, MESSAGE_ACTIONS, MESSAGE_HANDLERS, conn, ns, qname, msg_id)
 
     def page(status: int, result: Result) -> HttpResponse:
         return render_message(
@@ -53,7 +53,7 @@ def message_action(
         )  # fmt: skip
 
     here = post.place.url("rsmq-message", qname, msg_id)
-    return respond(post, action.handler(post), here, page)
+    return respond(post, handler(post), here, page)
 
 
 def render_message(
@@ -178,10 +178,10 @@ def _move(post: Posted) -> Result:
     return _look(post)
 
 
-# The button's value → the role it needs, its handler, its name in the audit log.
-MESSAGE_ACTIONS: dict[str, Action] = {
-    "requeue": Action(Role.OPERATOR, _requeue, "requeue"),
-    "visibility": Action(Role.OPERATOR, _visibility, "visibility"),
-    "delete": Action(Role.OPERATOR, _delete, "delete"),
-    "move": Action(Role.OPERATOR, _move, "move"),
+# The button's value → its handler (its role and audit name: dashboard/actions.py).
+MESSAGE_HANDLERS: Handlers = {
+    "requeue": _requeue,
+    "visibility": _visibility,
+    "delete": _delete,
+    "move": _move,
 }

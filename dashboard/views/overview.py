@@ -19,7 +19,7 @@ from queues import RedisSMQ
 from queues.models import QueueStats
 
 from .. import latest, thresholds
-from ..access import Role
+from ..actions import CREATE_QUEUE
 from ..analytics import open_flags
 from ..connections import connections
 from ..forms import QueueCreateForm
@@ -82,10 +82,10 @@ def overview(request: HtmxHttpRequest, conn: str, ns: str) -> HttpResponse:
 @require_POST
 def queue_create(request: HtmxHttpRequest, conn: str, ns: str) -> HttpResponse:
     name = request.POST.get("name", "")
-    place = place_for(request, conn, ns, Role.ADMIN, "create_queue", name)
+    place = place_for(request, conn, ns, CREATE_QUEUE.role, CREATE_QUEUE.audit_name, name)
     form = QueueCreateForm(request.POST)
     if not form.is_valid():
-        Posted(request, place, name, "create_queue").refused({"create_form": form})
+        Posted(request, place, name, CREATE_QUEUE.audit_name).refused({"create_form": form})
         return render_overview(request, place, form, status=UNPROCESSABLE)
     d = form.cleaned_data
 
@@ -94,7 +94,7 @@ def queue_create(request: HtmxHttpRequest, conn: str, ns: str) -> HttpResponse:
         return f"Created queue {d['name']}.", None
 
     params = {k: d[k] for k in ("vt", "delay", "maxsize")}
-    if not Posted(request, place, d["name"], "create_queue").act(work, params=params):
+    if not Posted(request, place, d["name"], CREATE_QUEUE.audit_name).act(work, params=params):
         form.add_error("name", f"A queue named {d['name']} already exists.")
         return render_overview(request, place, form, status=UNPROCESSABLE)
     if request.htmx:

@@ -6,6 +6,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseClientRefresh
 
 from ..forms import RefreshForm
 from ..htmx import HtmxHttpRequest
@@ -23,7 +24,7 @@ def set_refresh(request: HtmxHttpRequest) -> HttpResponse:
         )
     if request.htmx:
         # Every live part of the page polls at the old interval: load it again.
-        response = HttpResponse(status=204)
-        response["HX-Refresh"] = "true"
+        response = HttpResponseClientRefresh()
+        response.status_code = 204
         return response
     return redirect(back(request, "/"))

@@ -12,6 +12,7 @@ from queues import RedisSMQ
 from queues.models import LIST_STATES
 
 from ..access import Role
+from ..actions import QUEUE_ACTIONS
 from ..forms import (
     ConfirmNameForm,
     MoveForm,
@@ -21,7 +22,7 @@ from ..forms import (
     SendForm,
 )
 from ..htmx import HtmxHttpRequest
-from .actions import DONE, Action, Handler, Posted, Result, member, plural, posted, respond
+from .actions import DONE, Handler, Handlers, Posted, Result, member, plural, posted, respond
 from .common import back, query_of
 from .queue import render_queue
 
@@ -29,7 +30,7 @@ from .queue import render_queue
 @login_required
 @require_POST
 def queue_action(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> HttpResponse:
-    post, action = posted(request, QUEUE_ACTIONS, conn, ns, qname)
+    post, handler = posted(request, QUEUE_ACTIONS, QUEUE_HANDLERS, conn, ns, qname)
     here = back(request, post.place.url("rsmq-queue", qname))
 
     def page(status: int, result: Result) -> HttpResponse:
@@ -38,7 +39,7 @@ def queue_action(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> Ht
             request, post.place, qname, params, status=status, invalid=result.invalid
         )
 
-    return respond(post, action.handler(post), here, page)
+    return respond(post, handler(post), here, page)
 
 
 def _send(post: Posted) -> Result:
@@ -220,32 +221,18 @@ def _redrive(post: Posted) -> Result:
     return DONE
 
 
-# The button's value → the role it needs, its handler, its name in the audit log.
-QUEUE_ACTIONS: dict[str, Action] = {
-    "send": Action(Role.OPERATOR, _send, "send"),
-    "requeue": Action(
-        Role.OPERATOR, _on_selection("requeued", lambda r, q, ids: r.requeue(q, ids)), "requeue"
-    ),
-    "delete": Action(
-        Role.OPERATOR,
-        _on_selection("deleted", _delete_selected, members=True),
-        "delete",
-    ),
-    "move": Action(Role.OPERATOR, _move_selected, "move"),
-    "requeue_all": Action(
-        Role.ADMIN,
-        _on_state("requeued", lambda r, q, state: r.requeue_state(q, state)),
-        "requeue_all",
-    ),
-    "delete_all": Action(
-        Role.ADMIN, _on_state("deleted", lambda r, q, state: r.delete_state(q, state)), "delete_all"
-    ),
-    "edit": Action(Role.ADMIN, _edit, "edit_queue"),
-    "purge": Action(Role.ADMIN, _confirmed("purge", _purge), "purge"),
-    "delete_queue": Action(
-        Role.ADMIN, _confirmed("delete", _delete_queue, then="rsmq-overview"), "delete_queue"
-    ),
-    "policy": Action(Role.ADMIN, _policy, "set_policy"),
+# The button's value → its handler (its role and audit name: dashboard/actions.py).
+QUEUE_HANDLERS: Handlers = {
+    "send": _send,
+    "requeue": _on_selection("requeued", lambda r, q, ids: r.requeue(q, ids)),
+    "delete": _on_selection("deleted", _delete_selected, members=True),
+    "move": _move_selected,
+    "requeue_all": _on_state("requeued", lambda r, q, state: r.requeue_state(q, state)),
+    "delete_all": _on_state("deleted", lambda r, q, state: r.delete_state(q, state)),
+    "edit": _edit,
+    "purge": _confirmed("purge", _purge),
+    "delete_queue": _confirmed("delete", _delete_queue, then="rsmq-overview"),
+    "policy": _policy,
     # An operator's on a dead-letter queue; elsewhere the admin's (checked in _redrive).
-    "redrive": Action(Role.OPERATOR, _redrive, "redrive"),
+    "redrive": _redrive,
 }

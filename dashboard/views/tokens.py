@@ -11,8 +11,8 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
+from .. import tokens
 from ..access import Role, require
-from ..api import tokens
 from ..htmx import HtmxHttpRequest
 from ..models import ApiToken, AuditEntry
 from .common import context

@@ -19,7 +19,6 @@ from dashboard.models import Preference
 from queues import RedisSMQ
 
 # The browser, the users and the logged-in pages of the main browser module.
-pytest_plugins = ["test_browser"]
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 AXE = Path(__file__).parent / "vendor" / "axe-core-4.10.3.min.js"

@@ -7,7 +7,6 @@ interleaved by visible-at time in batches of 1,000 / 2,000; 5 poison messages re
 from the census reads (rank ranges of the zset), not from the browsing under test.
 """
 
-# ruff: noqa: F811  (the fixtures imported from test_browser are parameters here)
 from __future__ import annotations
 
 import datetime as dt
@@ -17,13 +16,6 @@ from dataclasses import dataclass
 
 import pytest
 from playwright.sync_api import Page, expect
-from test_browser import (  # noqa: F401  (fixtures)
-    CHROMIUM,
-    browser,
-    make_user,
-    new_context,
-    page_as,
-)
 
 from queues import RedisSMQ
 

@@ -11,19 +11,16 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Group, Permission
-from django.test import Client
+from browser_support import CHROMIUM, PASSWORD, role_group
 
 from dashboard import snapshots
 from dashboard.models import Preference
 from queues import RedisSMQ
 from queues.server import free_port
 
-CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
     pytest.skip(
         f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)",
@@ -31,114 +28,13 @@ if not CHROMIUM.exists():
     )
 
 from playwright.sync_api import (  # noqa: E402  (after the skip: no chromium, no import)
-    Browser,
-    BrowserContext,
     Page,
     expect,
-    sync_playwright,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-pytest_plugins = ["snapshot_fixtures"]
 
-ROOT = Path(__file__).resolve().parents[2]
 SHOTS = os.environ.get("RSMQ_BROWSER_SHOTS", "")
-ROLES = {
-    "viewer": ["view_console"],
-    "operator": ["view_console", "operate_messages"],
-    "admin": ["view_console", "operate_messages", "administer_queues"],
-}
-PASSWORD = "correct horse battery staple"
-
-
-# -- fixtures ----------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls
-    # (users, preferences) are still plain synchronous code.
-    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    try:
-        with sync_playwright() as p:
-            b = p.chromium.launch(
-                executable_path=str(CHROMIUM),
-                args=["--no-sandbox", "--disable-background-networking", "--disable-gpu"],
-            )
-            yield b
-            b.close()
-    finally:
-        if before is None:
-            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-        else:
-            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
-
-
-@pytest.fixture
-def console(settings, redis_url: str, ns: str) -> str:
-    """The console (and so the live server thread) reads this test's namespace."""
-    settings.RSMQ_CONNECTIONS = [
-        {"name": "default", "url": redis_url, "namespaces": [ns], "environment": "test"}
-    ]
-    return f"/c/default/{ns}"
-
-
-def role_group(role: str) -> Group:
-    """The role's group, rebuilt if a transactional test's flush dropped migration 0002's rows."""
-    group, _ = Group.objects.get_or_create(name=role)
-    perms = Permission.objects.filter(content_type__app_label="dashboard", codename__in=ROLES[role])
-    assert perms.count() == len(ROLES[role]), "the dashboard permissions are missing"
-    group.permissions.set(perms)
-    return group
-
-
-@pytest.fixture
-def make_user(settings, django_user_model) -> Callable[..., object]:
-    """A user in the viewer / operator / admin group, with a password."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast
-
-    def make(role: str, username: str | None = None):
-        user = django_user_model.objects.create_user(username or role, password=PASSWORD)
-        user.groups.add(role_group(role))
-        return user
-
-    return make
-
-
-@pytest.fixture
-def new_context(browser: Browser, live_server) -> Iterator[Callable[..., BrowserContext]]:
-    """Fresh browser contexts for this test, logged in as ``user`` when one is given."""
-    contexts: list[BrowserContext] = []
-
-    def new(user=None, **options) -> BrowserContext:
-        options.setdefault("viewport", {"width": 1440, "height": 900})
-        ctx = browser.new_context(base_url=live_server.url, **options)
-        ctx.set_default_timeout(10_000)
-        contexts.append(ctx)
-        if user is not None:
-            client = Client()
-            client.force_login(user)
-            session = client.cookies["sessionid"].value
-            ctx.add_cookies([{"name": "sessionid", "value": session, "url": live_server.url}])
-        return ctx
-
-    yield new
-    for ctx in contexts:
-        ctx.close()
-
-
-@pytest.fixture
-def page_as(new_context) -> Callable[..., Page]:
-    """A new page logged in as the given user; collects JavaScript errors in ``page.errors``."""
-
-    def open_(user, **options) -> Page:
-        page = new_context(user, **options).new_page()
-        page.errors = []  # type: ignore[attr-defined]
-        page.on("pageerror", lambda e: page.errors.append(str(e)))  # type: ignore[attr-defined]
-        return page
-
-    return open_
 
 
 def shot(page: Page, name: str) -> None:
@@ -193,20 +89,6 @@ def mark_page(page: Page) -> None:
 
 def assert_not_reloaded(page: Page) -> None:
     assert page.evaluate("window.__noReload") == "still here", "the page was reloaded"
-
-
-def in_flight(rsmq: RedisSMQ, qname: str, body: str, rc: int, vt: int) -> str:
-    """Send a message and receive it ``rc`` times; it stays in flight for ``vt`` seconds.
-
-    Only call while the queue has no other visible message, so each receive gets this one.
-    """
-    mid = rsmq.send_message(qname, body)
-    for _ in range(rc - 1):
-        got = rsmq.receive_message(qname, vt=0)
-        assert got is not None and got.id == mid
-    got = rsmq.receive_message(qname, vt=vt)
-    assert got is not None and got.id == mid and got.rc == rc
-    return mid
 
 
 # -- 1. log in ---------------------------------------------------------------------------
@@ -739,88 +621,6 @@ def test_the_queue_page_charts_the_snapshots(
     page.goto(f"{console}/")
     expect(overview_cell(page, queue, "Last hour").locator("svg.spark")).to_have_count(1)
     assert page.errors == []  # type: ignore[attr-defined]
-
-
-# -- 10. README screenshots -------------------------------------------------------------------
-
-
-def seed_realistic(rsmq: RedisSMQ) -> dict[str, str]:
-    """Queues with messages in every state, payloads as real services send them."""
-    rsmq.create_queue("orders", vt=30)
-    inflight = {}
-    for i, rc in enumerate((1, 1, 2, 3, 4)):
-        body = {"order_id": 10_230 + i, "customer": f"cust_{4811 + i}", "sku": "SKU-3341",
-                "qty": 1 + i % 3, "total": round(19.9 * (1 + i), 2), "currency": "EUR"}  # fmt: skip
-        inflight[rc] = in_flight(rsmq, "orders", json.dumps(body), rc=rc, vt=60 + 120 * i)
-    rsmq.send_messages(
-        "orders",
-        [
-            json.dumps(
-                {
-                    "order_id": 10_240 + i,
-                    "customer": f"cust_{5100 + 7 * i}",
-                    "sku": f"SKU-{1200 + 37 * i}",
-                    "qty": 1 + i % 4,
-                    "total": round(12.5 + 8.75 * i, 2),
-                    "currency": "EUR",
-                }
-            )  # fmt: skip
-            for i in range(12)
-        ],
-    )
-    rsmq.send_messages(
-        "orders",
-        [
-            json.dumps({"order_id": 10_300 + i, "action": "capture_payment", "after": "shipping"})
-            for i in range(4)
-        ],  # fmt: skip
-        delay=900,
-    )
-
-    rsmq.create_queue("emails", vt=60)
-    rsmq.send_messages(
-        "emails",
-        [
-            json.dumps({"to": f"{name}@example.com", "template": template, "locale": "en"})
-            for name, template in [
-                ("ana", "welcome"),
-                ("ben", "password_reset"),
-                ("chloe", "receipt"),
-                ("dev", "welcome"),
-                ("emma", "shipping_update"),
-                ("farid", "receipt"),
-                ("greta", "weekly_digest"),
-                ("hiro", "welcome"),
-            ]
-            * 6
-        ],  # fmt: skip
-    )
-    rsmq.receive_messages("emails", 6, vt=300)
-    rsmq.send_messages(
-        "emails",
-        [json.dumps({"to": "ops@example.com", "template": "weekly_digest"})] * 3,
-        delay=3600,
-    )
-
-    rsmq.create_queue("webhooks", vt=45, maxsize=-1)
-    for i, rc in enumerate((2, 3, 4)):
-        in_flight(rsmq, "webhooks", json.dumps({"url": f"https://hooks.example.com/h/{i}",
-                                                "event": "order.paid", "attempt": rc}),
-                  rc=rc, vt=600)  # fmt: skip
-    rsmq.send_messages(
-        "webhooks",
-        [
-            json.dumps({"url": f"https://hooks.example.com/h/{i}", "event": "order.created"})
-            for i in range(3, 9)
-        ],  # fmt: skip
-    )
-
-    rsmq.create_queue("reports", vt=600, delay=3600)
-    rsmq.send_messages("reports", [f"nightly-sales {d}" for d in ("2024-05-01", "2024-05-02")])
-    rsmq.create_queue("thumbnails", vt=20, maxsize=2048)
-    rsmq.send_messages("thumbnails", [f"resize:img_{i}.jpg:320x240" for i in range(40)])
-    rsmq.pop_messages("thumbnails", 40)  # an idle queue: empty, with totals
-    return inflight
 
 
 # -- Content-Security-Policy ---------------------------------------------------------------

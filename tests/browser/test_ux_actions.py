@@ -15,7 +15,6 @@ from dashboard.models import AuditEntry, Preference
 from queues import RedisSMQ
 
 # The browser, the users and the logged-in pages of the main browser module.
-pytest_plugins = ["test_browser"]
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 

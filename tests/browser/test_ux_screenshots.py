@@ -1,6 +1,6 @@
 """The README's screenshots (docs/screenshots/), from real data: ``RSMQ_SCREENSHOTS=1``.
 
-Nothing drawn here is made up: the queues of test_browser.seed_realistic get real traffic
+Nothing drawn here is made up: the queues of browser_support.seed_realistic get real traffic
 for a few minutes — producers sending in bursts, a worker receiving and deleting, some
 messages failing until the dead-letter policy moves them — while the real snapshot task
 (dashboard.snapshots.take, what Celery beat runs) records them every two seconds. The
@@ -17,15 +17,14 @@ import threading
 import time
 
 import pytest
+from browser_support import ROOT, seed_realistic
 from playwright.sync_api import expect
-from test_browser import ROOT, seed_realistic
 
 from dashboard import snapshots
 from queues import RedisSMQ
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 # The browser, the users and the logged-in pages of the main browser module.
-pytest_plugins = ["snapshot_fixtures", "test_browser"]
 
 SECONDS = float(os.environ.get("RSMQ_SCREENSHOT_SECONDS", "240"))
 

@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from queues import AsyncRedisSMQ, RedisSMQ
-from queues.ops import SMEMBERS_MAX, STATS_CHUNK_BIG
+from queues.limits import SMEMBERS_MAX, STATS_CHUNK_BIG
 
 N = 20_000
 

@@ -13,31 +13,21 @@ from queues.cli import EXIT_ERROR, EXIT_REDIS, main
 from queues.server import free_port
 
 
-@pytest.fixture
-def run(redis_url: str, ns: str, capsys: pytest.CaptureFixture[str]):
-    def run(*argv: str) -> tuple[int, object, str]:
-        code = main(["--url", redis_url, "--ns", ns, *argv])
-        out, err = capsys.readouterr()
-        return code, json.loads(out) if out.strip() else None, err
-
-    return run
-
-
-def test_queue_create_list_describe(run) -> None:
-    assert run("queue", "create", "-n", "jobs", "--vt", "45")[:2] == (0, {"created": "jobs"})
-    assert run("queue", "list")[1] == ["jobs"]
-    code, out, _ = run("queue", "describe", "-n", "jobs")
+def test_queue_create_list_describe(cli) -> None:
+    assert cli("queue", "create", "-n", "jobs", "--vt", "45")[:2] == (0, {"created": "jobs"})
+    assert cli("queue", "list")[1] == ["jobs"]
+    code, out, _ = cli("queue", "describe", "-n", "jobs")
     assert code == 0
     assert out["vt"] == 45 and out["msgs"] == 0 and out["visible"] == 0
 
 
-def test_queue_describe_shows_the_queue_stats(run, rsmq: RedisSMQ) -> None:
-    run("queue", "create", "-n", "jobs")
+def test_queue_describe_shows_the_queue_stats(cli, rsmq: RedisSMQ) -> None:
+    cli("queue", "create", "-n", "jobs")
     rsmq.send_messages("jobs", ["a", "b"])
     rsmq.send_message("jobs", "later", delay=100)
     rsmq.receive_message("jobs", vt=100)
 
-    out = run("queue", "describe", "-n", "jobs")[1]
+    out = cli("queue", "describe", "-n", "jobs")[1]
 
     expected = rsmq.queue_stats(["jobs"])[0].as_dict()
     assert out.keys() == expected.keys()
@@ -47,41 +37,41 @@ def test_queue_describe_shows_the_queue_stats(run, rsmq: RedisSMQ) -> None:
     assert out["exact"] is True and out["oldest_age"] >= 0
 
 
-def test_message_send_receive_delete_round_trip(run) -> None:
-    run("queue", "create", "-n", "jobs")
-    sent = run("message", "send", "-n", "jobs", "-m", "hello")[1]["id"]
-    code, got, _ = run("message", "receive", "-n", "jobs", "--vt", "60")
+def test_message_send_receive_delete_round_trip(cli) -> None:
+    cli("queue", "create", "-n", "jobs")
+    sent = cli("message", "send", "-n", "jobs", "-m", "hello")[1]["id"]
+    code, got, _ = cli("message", "receive", "-n", "jobs", "--vt", "60")
     assert code == 0 and got["id"] == sent and got["message"] == "hello" and got["rc"] == 1
-    assert run("message", "delete", "-n", "jobs", "-i", sent)[1] == {"deleted": 1}
+    assert cli("message", "delete", "-n", "jobs", "-i", sent)[1] == {"deleted": 1}
 
 
-def test_message_list_shows_state_without_receiving(run, rsmq: RedisSMQ) -> None:
-    run("queue", "create", "-n", "jobs")
-    run("message", "send", "-n", "jobs", "-m", "a", "-d", "100")
-    code, page, _ = run("message", "list", "-n", "jobs", "--state", "delayed")
+def test_message_list_shows_state_without_receiving(cli, rsmq: RedisSMQ) -> None:
+    cli("queue", "create", "-n", "jobs")
+    cli("message", "send", "-n", "jobs", "-m", "a", "-d", "100")
+    code, page, _ = cli("message", "list", "-n", "jobs", "--state", "delayed")
     assert code == 0 and page["total"] == 1 and page["items"][0]["state"] == "delayed"
     assert rsmq.get_queue_attributes("jobs").totalrecv == 0
 
 
-def test_visibility_requeue_pop_move(run, rsmq: RedisSMQ) -> None:
-    run("queue", "create", "-n", "a")
-    run("queue", "create", "-n", "b")
-    mid = run("message", "send", "-n", "a", "-m", "x")[1]["id"]
-    assert run("message", "visibility", "-n", "a", "-i", mid, "-t", "100")[1] == {"changed": True}
-    assert run("message", "requeue", "-n", "a", "-i", mid)[1] == {"requeued": 1}
-    assert run("message", "move", "-n", "a", "--to", "b", "--all")[1] == {"moved": 1}
-    assert run("message", "pop", "-n", "b")[1]["id"] == mid
-    assert run("message", "pop", "-n", "b")[1] == {}
+def test_visibility_requeue_pop_move(cli, rsmq: RedisSMQ) -> None:
+    cli("queue", "create", "-n", "a")
+    cli("queue", "create", "-n", "b")
+    mid = cli("message", "send", "-n", "a", "-m", "x")[1]["id"]
+    assert cli("message", "visibility", "-n", "a", "-i", mid, "-t", "100")[1] == {"changed": True}
+    assert cli("message", "requeue", "-n", "a", "-i", mid)[1] == {"requeued": 1}
+    assert cli("message", "move", "-n", "a", "--to", "b", "--all")[1] == {"moved": 1}
+    assert cli("message", "pop", "-n", "b")[1]["id"] == mid
+    assert cli("message", "pop", "-n", "b")[1] == {}
 
 
-def test_purge_and_delete_need_yes(run, rsmq: RedisSMQ) -> None:
-    run("queue", "create", "-n", "jobs")
-    run("message", "send", "-n", "jobs", "-m", "x")
-    code, out, err = run("queue", "purge", "-n", "jobs")
+def test_purge_and_delete_need_yes(cli, rsmq: RedisSMQ) -> None:
+    cli("queue", "create", "-n", "jobs")
+    cli("message", "send", "-n", "jobs", "-m", "x")
+    code, out, err = cli("queue", "purge", "-n", "jobs")
     assert code == EXIT_ERROR and out is None and "--yes" in err
     assert rsmq.get_queue_attributes("jobs").msgs == 1
-    assert run("queue", "purge", "-n", "jobs", "--yes")[1] == {"purged": 1}
-    assert run("queue", "delete", "-n", "jobs", "--yes")[1] == {"deleted": "jobs"}
+    assert cli("queue", "purge", "-n", "jobs", "--yes")[1] == {"purged": 1}
+    assert cli("queue", "delete", "-n", "jobs", "--yes")[1] == {"deleted": "jobs"}
     assert rsmq.list_queues() == []
 
 
@@ -95,8 +85,8 @@ def test_purge_and_delete_need_yes(run, rsmq: RedisSMQ) -> None:
         (["message", "delete", "-n", "q", "-i", "short"], "Invalid id format"),
     ],
 )
-def test_errors_are_one_line_on_stderr_with_exit_1(run, argv: list[str], expected: str) -> None:
-    code, out, err = run(*argv)
+def test_errors_are_one_line_on_stderr_with_exit_1(cli, argv: list[str], expected: str) -> None:
+    code, out, err = cli(*argv)
     assert code == EXIT_ERROR
     assert out is None
     assert err.count("\n") == 1 and expected in err

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import redis
 from redis.crc import key_slot
-from redis_topologies import EXPECTED, RedisClusterGroup, every_operation
+from support.redis_topologies import EXPECTED, RedisClusterGroup, every_operation
 
 from queues import AsyncRedisSMQ, InvalidArgument, RedisSMQ
 from queues.cli import EXIT_ERROR, main

@@ -11,14 +11,13 @@ from urllib.parse import quote
 import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
-from redis_topologies import RedisClusterGroup
+from support.redis_topologies import RedisClusterGroup
 
 from dashboard import snapshots
 from dashboard.connections import get_connection, stats_of_all
 from dashboard.models import Snapshot
 from queues import RedisSMQ
 
-pytest_plugins = ["console_fixtures", "snapshot_fixtures", "pipeline_fixtures"]
 pytestmark = pytest.mark.django_db
 
 TOKEN = "cluster-scrape-token"

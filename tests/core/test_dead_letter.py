@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 import redis
-import test_cli
-from node_rsmq import NodeRsmq
+from support.node_rsmq import NodeRsmq
 
 from queues import (
     DeadLetterPolicy,
@@ -18,9 +17,6 @@ from queues import (
     RedisSMQ,
 )
 from queues.cli import EXIT_ERROR
-
-# ``cli(*argv)``: queues.cli.main run in-process -> (exit code, JSON out, stderr)
-cli = test_cli.run
 
 QUEUE_FIELDS = {"vt", "delay", "maxsize", "created", "modified", "totalsent", "totalrecv"}
 
@@ -572,9 +568,9 @@ def test_redrive_leaves_in_flight_and_delayed_messages_where_they_are(
 def test_redrive_skips_hidden_messages_across_chunks(
     rsmq: RedisSMQ, two_sources: dict[str, list[str]], monkeypatch: pytest.MonkeyPatch
 ):
-    import queues.ops
+    import queues.ops.dead_letters
 
-    monkeypatch.setattr(queues.ops, "CHUNK", 1)
+    monkeypatch.setattr(queues.ops.dead_letters, "CHUNK", 1)
     rsmq.delete_queue("b")  # b's messages stay: skipped, and counted as such
     rsmq.receive_message("dlq", vt=60)  # a0, the oldest, now in flight
 

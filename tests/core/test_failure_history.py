@@ -8,9 +8,10 @@ import json
 
 import pytest
 import redis
-from node_rsmq import NodeRsmq
+from support.node_rsmq import NodeRsmq
 
-from queues import AsyncRedisSMQ, Failure, FailureGroup, InvalidArgument, RedisSMQ, ops
+from queues import AsyncRedisSMQ, Failure, FailureGroup, InvalidArgument, RedisSMQ, limits
+from queues.ops import failures as failure_ops
 
 
 def fkey(ns: str, qname: str) -> str:
@@ -58,31 +59,31 @@ def test_a_module_exception_is_named_with_its_module(rsmq: RedisSMQ, jobs: str) 
 
 def test_history_is_newest_first_and_keeps_the_last_few(rsmq: RedisSMQ, jobs: str) -> None:
     mid = rsmq.send_message(jobs, "m")
-    for i in range(ops.FAILURE_HISTORY + 2):
+    for i in range(limits.FAILURE_HISTORY + 2):
         rsmq.record_failure(jobs, mid, error_type="E", message=str(i))
 
     got = [f.message for f in rsmq.failures(jobs, mid)]
-    assert got == [str(i) for i in reversed(range(2, ops.FAILURE_HISTORY + 2))]
+    assert got == [str(i) for i in reversed(range(2, limits.FAILURE_HISTORY + 2))]
 
 
 def test_message_trace_and_history_are_bounded(rsmq: RedisSMQ, jobs: str, r) -> None:
     mid = rsmq.send_message(jobs, "m")
     trace = "".join(f"line {i}\n" for i in range(100))
-    for _ in range(ops.FAILURE_HISTORY):
+    for _ in range(limits.FAILURE_HISTORY):
         rsmq.record_failure(jobs, mid, error_type="E", message="é" * 5000, trace=trace)
 
     f = rsmq.failures(jobs, mid)[0]
-    assert len(f.message.encode()) <= ops.FAILURE_MESSAGE_MAX + len("…".encode())
+    assert len(f.message.encode()) <= limits.FAILURE_MESSAGE_MAX + len("…".encode())
     assert f.message.startswith("é" * 10)  # cut between characters, never inside one
     assert f.trace[:2] == ("line 0", "line 1")
-    assert len(f.trace) == ops.FAILURE_TRACE_LINES + 1 and f.trace[-1] == "… 80 more lines"
-    assert len(r.hget(fkey(rsmq.ns, jobs), mid).encode()) <= ops.FAILURE_BYTES
+    assert len(f.trace) == limits.FAILURE_TRACE_LINES + 1 and f.trace[-1] == "… 80 more lines"
+    assert len(r.hget(fkey(rsmq.ns, jobs), mid).encode()) <= limits.FAILURE_BYTES
 
 
 def test_a_queue_keeps_histories_for_a_bounded_number_of_messages(
     rsmq: RedisSMQ, jobs: str, r, monkeypatch
 ) -> None:
-    monkeypatch.setattr(ops, "FAILURE_MESSAGES", 3)
+    monkeypatch.setattr(failure_ops, "FAILURE_MESSAGES", 3)
     ids = rsmq.send_messages(jobs, ["m"] * 5)
     for mid in ids:
         rsmq.record_failure(jobs, mid, error_type="E")
@@ -96,7 +97,7 @@ def test_the_key_expires_after_the_last_failure(rsmq: RedisSMQ, jobs: str, r) ->
     mid = rsmq.send_message(jobs, "m")
     rsmq.record_failure(jobs, mid, error_type="E")
 
-    assert ops.FAILURE_TTL - 5 <= r.ttl(fkey(rsmq.ns, jobs)) <= ops.FAILURE_TTL
+    assert limits.FAILURE_TTL - 5 <= r.ttl(fkey(rsmq.ns, jobs)) <= limits.FAILURE_TTL
 
 
 def test_with_vt_it_sets_the_visibility_in_the_same_call(rsmq: RedisSMQ, jobs: str) -> None:
@@ -233,8 +234,8 @@ def test_failure_groups_counts_retries_and_dead_by_type(rsmq: RedisSMQ, jobs: st
 
 
 def test_failure_groups_is_bounded(rsmq: RedisSMQ, jobs: str, monkeypatch) -> None:
-    monkeypatch.setattr(ops, "FAILURE_SCAN_COUNT", 1)
-    monkeypatch.setattr(ops, "FAILURE_SCAN_STEPS", 1)
+    monkeypatch.setattr(failure_ops, "FAILURE_SCAN_COUNT", 1)
+    monkeypatch.setattr(failure_ops, "FAILURE_SCAN_STEPS", 1)
     rsmq.create_queue("big")
     for mid in rsmq.send_messages("big", ["m"] * 300):
         rsmq.record_failure("big", mid, error_type="E")

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import test_cli
-
 from queues import RedisSMQ
 from queues.cli import EXIT_ERROR
 
-run = test_cli.run  # the fixture: ``run(*argv)`` -> (exit code, JSON out, stderr)
 
-
-def test_it_shows_the_groups_and_a_message_history(run, rsmq: RedisSMQ) -> None:
+def test_it_shows_the_groups_and_a_message_history(cli, rsmq: RedisSMQ) -> None:
     rsmq.create_queue("jobs")
     a, b = rsmq.send_messages("jobs", ["x", "y"])
     rsmq.record_failure("jobs", a, error_type="TimeoutError", message="upstream slow")
     rsmq.record_failure("jobs", b, error_type="TimeoutError", trace="line 1\nline 2")
 
-    code, out, _ = run("failures", "jobs")
+    code, out, _ = cli("failures", "jobs")
     assert code == 0
     assert out == {
         "name": "jobs", "dlq": None, "complete": True,
@@ -24,7 +20,7 @@ def test_it_shows_the_groups_and_a_message_history(run, rsmq: RedisSMQ) -> None:
                     "examples": sorted([a, b])}],
     }  # fmt: skip
 
-    code, out, _ = run("failures", "jobs", b)
+    code, out, _ = cli("failures", "jobs", b)
     assert code == 0
     ((entry),) = out
     assert (entry["type"], entry["attempt"], entry["trace"]) == (
@@ -35,9 +31,9 @@ def test_it_shows_the_groups_and_a_message_history(run, rsmq: RedisSMQ) -> None:
     assert entry["at"] > 0 and entry["note"] is None
 
 
-def test_it_names_a_missing_queue_and_a_bad_id(run, rsmq: RedisSMQ) -> None:
-    code, _, err = run("failures", "nope")
+def test_it_names_a_missing_queue_and_a_bad_id(cli, rsmq: RedisSMQ) -> None:
+    code, _, err = cli("failures", "nope")
     assert (code, err.strip()) == (EXIT_ERROR, "rsmq: queueNotFound: Queue not found: nope")
     rsmq.create_queue("jobs")
-    code, _, err = run("failures", "jobs", "short")
+    code, _, err = cli("failures", "jobs", "short")
     assert code == EXIT_ERROR and "id" in err

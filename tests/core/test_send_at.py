@@ -8,13 +8,9 @@ import time
 
 import pytest
 import redis
-import test_cli
 
 from queues import InvalidArgument, MessageNotString, MessageTooLong, QueueNotFound, RedisSMQ
 from queues.cli import EXIT_ERROR
-
-# ``cli(*argv)``: queues.cli.main run in-process -> (exit code, JSON out, stderr)
-cli = test_cli.run
 
 MAX_AHEAD = 9_999_999
 

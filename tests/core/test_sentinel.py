@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from redis_topologies import EXPECTED, SentinelGroup, every_operation
+from support.redis_topologies import EXPECTED, SentinelGroup, every_operation
 
 from queues import AsyncRedisSMQ, NotReplicated, RedisSMQ
 

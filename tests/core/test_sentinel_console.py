@@ -11,13 +11,12 @@ from pathlib import Path
 
 import pytest
 from django.test import Client
-from redis_topologies import SentinelGroup
+from support.redis_topologies import SentinelGroup
 
 from dashboard import snapshots
 from dashboard.models import Snapshot
 from queues import RedisSMQ
 
-pytest_plugins = ["console_fixtures", "snapshot_fixtures", "pipeline_fixtures"]
 pytestmark = pytest.mark.django_db
 
 TOKEN = "sentinel-scrape-token"

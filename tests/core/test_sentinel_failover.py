@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from redis_topologies import SentinelGroup, wait_for
+from support.redis_topologies import SentinelGroup, wait_for
 
 from queues import AsyncRedisSMQ, RedisSMQ, RsmqError
 from queues.cli import main

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 import redis
-from node_rsmq import NodeRsmq, ref
 from rsmq import RedisSMQ as PyRSMQ
 from rsmq.cmd import QueueAlreadyExists, QueueDoesNotExist
+from support.node_rsmq import NodeRsmq, ref
 
 from queues import (
     InvalidArgument,

@@ -6,13 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from pipeline_rows import at, utc
+from support.pipeline_rows import at, utc
 
 from pipeline import anomalies, rollups
 from pipeline.anomalies import Rules
 from pipeline.lake import spark_schema
-
-pytest_plugins = ["pipeline_fixtures"]
 
 
 @pytest.fixture(scope="module")

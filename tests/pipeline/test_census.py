@@ -10,8 +10,6 @@ from pipeline import census, jobs
 from pipeline.source import MESSAGES
 from queues import RedisSMQ
 
-pytest_plugins = ["pipeline_fixtures"]
-
 NOW = 1_800_000_000_000  # the read's Redis time, epoch ms
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from pipeline_rows import ms
+from support.pipeline_rows import ms
 
 from dashboard import lake as lake_writer
 from pipeline import lake

@@ -4,12 +4,10 @@ over real elapsed time, counter resets, gaps, duplicates, the counts, minutes in
 from __future__ import annotations
 
 import pytest
-from pipeline_rows import at, snap, utc
+from support.pipeline_rows import at, snap, utc
 
 from pipeline import rollups
 from pipeline.lake import spark_schema
-
-pytest_plugins = ["pipeline_fixtures"]
 
 
 def minutes(spark, rows: list[tuple], grain: str = "minute") -> list[dict]:

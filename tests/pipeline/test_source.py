@@ -10,8 +10,6 @@ from pipeline import source
 from pipeline.source import Options, Range, RsmqReader
 from queues import RedisSMQ
 
-pytest_plugins = ["pipeline_fixtures"]
-
 
 @pytest.fixture
 def queues(rsmq: RedisSMQ) -> dict[str, list[str]]:

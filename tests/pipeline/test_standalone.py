@@ -1,5 +1,5 @@
 """The pipeline on a real Spark standalone cluster (a master and a worker started from the
-installed pyspark, tests/spark_standalone.py): the census equals a plain redis-py read of
+installed pyspark, tests/support/spark_standalone.py): the census equals a plain redis-py read of
 the same messages, its tasks run on the worker's executors with the code the driver
 ships them (``queues/`` zipped: the Lua scripts load from the zip), and the rollups its
 Spark jobs make equal those made in the driver process (pipeline/inmemory.py)."""
@@ -22,7 +22,6 @@ from pipeline import jobs, results
 from pipeline.results import RC_BINS, SIZE_BINS
 from queues import RedisSMQ
 
-pytest_plugins = ["pipeline_fixtures", "spark_standalone"]
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 MIN_RC = 3

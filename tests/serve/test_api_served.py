@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-from conftest import Response, Served, cookies, request, start
+from served import Response, Served, cookies, request, start
 
 pytestmark = pytest.mark.slow
 

@@ -33,8 +33,8 @@ from typing import Any
 import psycopg
 import pytest
 import yaml
-from conftest import Served
-from postgres_fixtures import EmbeddedPostgres, postgres_bindir
+from served import Served
+from support.postgres_fixtures import EmbeddedPostgres, postgres_bindir
 
 from queues import RedisSMQ
 from queues.server import EmbeddedRedis, free_port
@@ -375,7 +375,7 @@ def test_the_stack_serves_snapshots_into_postgres_and_rolls_up_on_spark(stack: T
     queues.send_message("orders", "hello from compose")
     queues.close()
 
-    # A login as the README says (docker compose run --rm web … createsuperuser).
+    # A login as docs/production.md says (docker compose run --rm web … createsuperuser).
     subprocess.run(
         [sys.executable, "manage.py", "createsuperuser", "--noinput", "--username", "admin",
          "--email", "admin@example.com"],

@@ -1,4 +1,4 @@
-"""`manage.py check --deploy` with the README's Production block: nothing to say."""
+"""`manage.py check --deploy` with docs/production.md's HTTPS proxy block: nothing to say."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def production_block() -> str:
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("### Production") :]
+    guide = (ROOT / "docs" / "production.md").read_text()
+    section = guide[guide.index("## Behind an HTTPS proxy") :]
     block = re.search(r"```sh\n(.*?)\n```", section, re.S)
-    assert block, "the Production section has its settings in a sh block"
+    assert block, "the HTTPS proxy section has its settings in a sh block"
     return block[1]
 
 
-def test_check_deploy_passes_with_the_readme_production_settings(tmp_path: Path) -> None:
+def test_check_deploy_passes_with_the_documented_production_settings(tmp_path: Path) -> None:
     code = production_block()
     assert "check --deploy" in code
     env = {

@@ -12,7 +12,6 @@ from dashboard import health
 from dashboard.models import Snapshot
 from queues.server import free_port
 
-pytest_plugins = ["console_fixtures"]
 pytestmark = pytest.mark.django_db
 
 

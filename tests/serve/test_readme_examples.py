@@ -1,5 +1,9 @@
-"""Every README block marked `<!-- runnable -->` runs, in order, as typed, against a fresh
-embedded Redis: an example that stops working fails the suite.
+"""Every block marked `<!-- runnable -->` in README.md and docs/*.md runs, in order, as typed,
+against a fresh embedded Redis: an example that stops working fails the suite. Every other
+fenced python / sh / console block says why it is not run (`<!-- not run: reason -->` on the
+line before it), so a new example can't silently rot.
+
+The order: README.md, then docs/*.md by name, each top to bottom.
 
 Shell blocks run in bash (-euo pipefail) with .venv/bin on PATH, from a copy of the
 worktree (what a user has after a clone); Python blocks run one after another in one
@@ -27,22 +31,48 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 BLOCK = re.compile(r"<!-- runnable(?P<opts>[^>]*)-->\n```(?P<lang>\w+)\n(?P<code>.*?)\n```", re.S)
+CHECKED = ("python", "sh", "console")  # the languages a reader would type
+MARK = re.compile(r"<!-- (runnable\b[^>]*|not run: \S[^>]*)-->")
 
 
-def blocks() -> list[tuple[str, dict[str, str], str]]:
-    text = (ROOT / "README.md").read_text()
+def documents() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def blocks() -> list[tuple[str, str, dict[str, str], str]]:
+    """(document, language, options, code) of every runnable block, in order."""
     found = []
-    for m in BLOCK.finditer(text):
-        opts = dict(o.split("=", 1) for o in m["opts"].split())
-        found.append((m["lang"], opts, m["code"]))
+    for doc in documents():
+        for m in BLOCK.finditer(doc.read_text()):
+            opts = dict(o.split("=", 1) for o in m["opts"].split())
+            found.append((str(doc.relative_to(ROOT)), m["lang"], opts, m["code"]))
     return found
 
 
-def test_the_readme_marks_its_examples_runnable() -> None:
-    langs = [lang for lang, _, _ in blocks()]
+def test_the_docs_mark_their_examples_runnable() -> None:
+    langs = [lang for _, lang, _, _ in blocks()]
     assert langs.count("sh") >= 5 and langs.count("python") >= 3, langs
     # Every marker is followed by a fenced block it applies to.
-    assert (ROOT / "README.md").read_text().count("<!-- runnable") == len(langs)
+    markers = sum(doc.read_text().count("<!-- runnable") for doc in documents())
+    assert markers == len(langs)
+
+
+def test_every_example_is_run_or_says_why_not() -> None:
+    unmarked = []
+    for doc in documents():
+        lines = doc.read_text().splitlines()
+        inside = False
+        for i, line in enumerate(lines):
+            if not line.startswith("```"):
+                continue
+            if not inside and line[3:].strip() in CHECKED:
+                before = lines[i - 1] if i else ""
+                if not MARK.fullmatch(before.strip()):
+                    unmarked.append(f"{doc.relative_to(ROOT)}:{i + 1}: {line}")
+            inside = not inside
+    assert not unmarked, "mark these <!-- runnable --> or <!-- not run: why -->:\n" + "\n".join(
+        unmarked
+    )
 
 
 @pytest.fixture
@@ -90,16 +120,16 @@ def test_every_runnable_readme_block_runs_in_order(
     )  # fmt: skip
     namespace: dict[str, object] = {"__name__": "readme"}
     java = shutil.which("java") is not None
-    for lang, opts, code in blocks():
+    for doc, lang, opts, code in blocks():
         if not java and ("pipeline" in code and "manage.py check" not in code):
             continue  # Spark needs Java 17+ (installed here and by .ci/run)
-        where = f"README block:\n{code}"
+        where = f"{doc} block:\n{code}"
         if "file" in opts:
             (copy / opts["file"]).parent.mkdir(parents=True, exist_ok=True)
             (copy / opts["file"]).write_text(code + "\n")
         elif lang == "python":
             monkeypatch.chdir(copy)
-            exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102
+            exec(compile(code, doc, "exec"), namespace)  # noqa: S102
         elif opts.get("until") == "SIGTERM":
             run_until_sigterm(code, copy, env, where)
         else:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import Served, processes_in, request, run_env, start
+from served import Served, processes_in, request, run_env, start
 
 pytestmark = pytest.mark.slow
 

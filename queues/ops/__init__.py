@@ -1,0 +1,46 @@
+"""Every RSMQ operation, written once for the sync and the asyncio client.
+
+An operation is a generator: it validates its arguments, yields the Redis work it needs
+(a `Call` of a Lua script, a `Batch` of read-only script calls in one pipeline, or a
+plain `Command`) and returns the parsed result. The clients only differ in how they
+carry that work to Redis: `RedisSMQ` runs it on a thread's own redis-py connection,
+`AsyncRedisSMQ` awaits redis.asyncio.
+
+`Operations` is the one API, assembled from one module per concern:
+
+* `base.py` — the client's state and every Redis key name (made there and nowhere else);
+* `queues.py` — create, list, delete, attributes;
+* `stats.py` — queue counters (`queue_stats`);
+* `dead_letters.py` — dead-letter policy, sources, redrive;
+* `messages.py` — send, receive, pop, visibility, delete, requeue, purge, move;
+* `read.py` — reading without changing: `browse` (the one read path), census ranges;
+* `failures.py` — failure histories and their groups.
+
+Bounds live in `queues/limits.py`, reply parsing in `queues/parse.py`.
+"""
+
+from __future__ import annotations
+
+# the bounds and a text callers outside queues/ read from here
+from ..limits import CHUNK, DEFAULT_SAMPLE, FAILURES_SUFFIX, MAX_CENSUS_COUNT, MAX_MAXRC
+from ..parse import NOT_A_QUEUE
+from .base import R
+from .dead_letters import DeadLetters
+from .failures import Failures
+from .messages import Messages
+from .read import Read
+
+__all__ = [
+    "CHUNK",
+    "DEFAULT_SAMPLE",
+    "FAILURES_SUFFIX",
+    "MAX_CENSUS_COUNT",
+    "MAX_MAXRC",
+    "NOT_A_QUEUE",
+    "Operations",
+]
+
+
+class Operations(DeadLetters[R], Messages[R], Failures[R], Read[R]):
+    """The RSMQ API. A subclass is a driver (queues/driver.py): it supplies ``_drive``,
+    and ``_open`` to set up the redis-py client ``R`` it runs on."""

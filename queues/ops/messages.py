@@ -1,0 +1,226 @@
+"""Messages: send, receive, pop, visibility, delete, requeue, purge, move."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from typing import Any
+
+from .. import scripts as S
+from .. import validation as v
+from ..driver import Call, Op, operation
+from ..errors import InvalidArgument, MessageNotString, QueueNotFound
+from ..ids import random_suffixes
+from ..limits import (
+    CHUNK,
+    FAILURES_SUFFIX,
+)
+from ..models import (
+    Message,
+)
+from ..parse import (
+    _epoch_ms,
+    _message,
+    _str,
+)
+from .base import R
+from .stats import Stats
+
+
+class Messages(Stats[R]):
+    # -- messages ------------------------------------------------------------------
+
+    @operation
+    def send_message(self, qname: str, message: str | bytes, delay: int | None = None) -> Op[str]:
+        keys = self._queue_keys(qname)
+        body = message if type(message) is str else v.body(message)
+        d = "" if delay is None else v.seconds("delay", delay)
+        try:
+            ids = yield Call(
+                S.SEND, keys, (d, self._channel(qname), random_suffixes(), body), qname
+            )
+        except UnicodeEncodeError as e:
+            # Nothing was sent: the command is encoded whole before it is written.
+            raise MessageNotString(
+                f"Message must be a string of valid Unicode: {e.reason} at position {e.start}"
+            ) from None
+        return _str(ids[0])
+
+    @operation
+    def send_at(self, qname: str, message: str | bytes, when: dt.datetime | float | int) -> Op[str]:
+        """Send a message that becomes visible at ``when`` (an aware datetime or epoch
+        seconds), by the Redis server's clock; a time already past means now."""
+        keys = self._queue_keys(qname)
+        body = v.body(message)
+        at = f"@{_epoch_ms(when)}"
+        ids = yield Call(S.SEND, keys, (at, self._channel(qname), random_suffixes(), body), qname)
+        return _str(ids[0])
+
+    @operation
+    def send_messages(
+        self, qname: str, messages: Iterable[str | bytes], delay: int | None = None
+    ) -> Op[list[str]]:
+        """Send many in one atomic round trip: one invalid message and nothing is written."""
+        keys = self._queue_keys(qname)
+        bodies = [v.body(m) for m in messages]
+        if len(bodies) > v.MAX_SEND_BATCH:
+            raise InvalidArgument(
+                "messages", f"messages: at most {v.MAX_SEND_BATCH} per batch, not {len(bodies)}"
+            )
+        d = "" if delay is None else v.seconds("delay", delay)
+        args = (d, self._channel(qname), random_suffixes(len(bodies)), *bodies)
+        ids = yield Call(S.SEND, keys, args, qname)
+        return [_str(i) for i in ids]
+
+    def _receive(self, qname: str, n: int, vt: int | None, pop: bool = False) -> Op[list[Any]]:
+        keys = self._with_failures(qname)
+        t = "" if vt is None else v.seconds("vt", vt)
+        args = (n, t, self._prefix, qname, "pop" if pop else "", FAILURES_SUFFIX)
+        r: list[Any] = yield Call(S.RECEIVE, keys, args, qname)
+        return r
+
+    @operation
+    def receive_message(self, qname: str, vt: int | None = None) -> Op[Message | None]:
+        r = yield from self._receive(qname, 1, vt)
+        return _message(r, 0) if r else None
+
+    @operation
+    def receive_messages(self, qname: str, n: int, vt: int | None = None) -> Op[list[Message]]:
+        """Receive up to n visible messages, FIFO, in one atomic round trip."""
+        v.integer("n", n, 1, v.MAX_BATCH)
+        r = yield from self._receive(qname, n, vt)
+        return [_message(r, i) for i in range(0, len(r), 4)]
+
+    @operation
+    def pop_message(self, qname: str) -> Op[Message | None]:
+        """Receive and delete in one step (the dead-letter policy applies, as to a receive)."""
+        r = yield from self._receive(qname, 1, None, pop=True)
+        return _message(r, 0) if r else None
+
+    @operation
+    def pop_messages(self, qname: str, n: int) -> Op[list[Message]]:
+        v.integer("n", n, 1, v.MAX_BATCH)
+        r = yield from self._receive(qname, n, None, pop=True)
+        return [_message(r, i) for i in range(0, len(r), 4)]
+
+    @operation
+    def change_message_visibility(self, qname: str, id: str, vt: int) -> Op[bool]:
+        keys = self._queue_keys(qname)
+        args = (v.message_id(id), v.seconds("vt", vt))
+        changed: int = yield Call(S.CHANGE_VISIBILITY, keys, args, qname)
+        return changed == 1
+
+    @operation
+    def delete_message(self, qname: str, id: str) -> Op[bool]:
+        keys = self._with_failures(qname)
+        deleted: int = yield Call(S.DELETE, keys, (v.message_id(id),), qname)
+        return deleted == 1
+
+    @operation
+    def delete_members(self, qname: str, members: Iterable[bytes | str]) -> Op[int]:
+        """Delete messages by their exact zset member, RSMQ id or not: how a message some
+        other client wrote under an id no RSMQ client would (``MessageInfo.member``, as
+        browsing lists it) is deleted. Returns how many were in the queue."""
+        keys = self._with_failures(qname)
+        checked = list(members)
+        if not all(isinstance(m, (bytes, str)) for m in checked):
+            raise InvalidArgument("members", "members must be strings or bytes")
+        if not checked:
+            return 0
+        deleted: int = yield Call(S.DELETE_MEMBERS, keys, checked, qname)
+        return deleted
+
+    @operation
+    def delete_messages(self, qname: str, ids: Iterable[str]) -> Op[int]:
+        """Delete many in one atomic round trip; returns how many were in the queue."""
+        keys = self._with_failures(qname)
+        checked = [v.message_id(i) for i in ids]
+        deleted: int = yield Call(S.DELETE, keys, checked, qname)
+        return deleted
+
+    @operation
+    def requeue(self, qname: str, ids: Iterable[str]) -> Op[int]:
+        """Make messages visible now (rc and fr kept); returns how many were in the queue."""
+        keys = self._queue_keys(qname)
+        checked = [v.message_id(i) for i in ids]
+        requeued: int = yield Call(S.REQUEUE, keys, checked, qname)
+        return requeued
+
+    @operation
+    def requeue_state(self, qname: str, state: str) -> Op[int]:
+        """Make every hidden / in-flight / delayed message visible now, in chunks."""
+        if state not in ("hidden", "inflight", "delayed"):
+            raise InvalidArgument("state", "requeue all: state must be hidden, inflight or delayed")
+        return (yield from self._bulk(qname, "requeue", state))
+
+    @operation
+    def delete_state(self, qname: str, state: str) -> Op[int]:
+        """Delete every message in a state, in chunks; returns how many were deleted."""
+        return (yield from self._bulk(qname, "delete", v.state(state)))
+
+    def _bulk(self, qname: str, action: str, state: str) -> Op[int]:
+        keys = self._with_failures(qname)
+        total = skip = 0
+        # Bounded even while producers keep adding: no more rounds than the queue had
+        # messages when it started (each round handles or skips a whole chunk). Read as
+        # stats: a queue whose counters another client spoiled can still be cleaned up.
+        stats = yield from self._stats_of([qname], 1)
+        if not stats:
+            raise QueueNotFound(qname)
+        for _ in range(stats[0].msgs // CHUNK + 2):
+            done, skipped, seen = yield Call(S.BULK, keys, (action, state, skip, CHUNK), qname)
+            total += done
+            skip += skipped
+            if seen < CHUNK:
+                break
+        return total
+
+    @operation
+    def purge_queue(self, qname: str) -> Op[int]:
+        """Delete every message, keeping the queue's attributes and totals.
+
+        The messages leave the queue at once; their bodies are then deleted in chunks of
+        ``CHUNK``, so Redis is never held for more than a few milliseconds at a time.
+        Returns how many messages were purged.
+        """
+        z, h, f = self._with_failures(qname)
+        purge_key = self._purge_key(qname)
+        while True:
+            n: int = yield Call(S.PURGE_DETACH, (z, h, purge_key, f), (), qname)
+            if n >= 0:
+                break
+            yield from self._drain(purge_key, h)  # an interrupted purge left some
+        yield from self._drain(purge_key, h)
+        return n
+
+    def _drain(self, purge_key: str, hkey: str) -> Op[None]:
+        while (yield Call(S.PURGE_DRAIN, (purge_key, hkey), (CHUNK,))) == CHUNK:
+            pass
+
+    @operation
+    def move_messages(self, src: str, dst: str, ids: Iterable[str] | None = None) -> Op[int]:
+        """Move messages (default: all) to another queue, visible there at once.
+
+        Each keeps its id, body, rc and fr; no queue's totals change. Moving all goes in
+        chunks of ``CHUNK``; a message larger than ``dst``'s maxsize stays in ``src``.
+        Returns how many were moved.
+        """
+        src_keys = self._queue_keys(src)
+        dst_keys = self._queue_keys(dst)
+        if src == dst:
+            raise InvalidArgument("dst", "dst must be a different queue from src")
+        keys = (*src_keys, *dst_keys, self._failures_key(src), self._failures_key(dst))
+        if ids is not None:
+            checked = [v.message_id(i) for i in ids]
+            if not checked:
+                return 0
+            m: int
+            m, _ = yield Call(S.MOVE, keys, (0, CHUNK, *checked), (src, dst))
+            return m
+        moved = skipped = 0
+        while True:
+            m, s = yield Call(S.MOVE, keys, (skipped, CHUNK), (src, dst))
+            moved += m
+            skipped += s
+            if m + s < CHUNK:
+                return moved

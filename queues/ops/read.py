@@ -1,0 +1,297 @@
+"""Reading messages without changing them: browse (the one read path), the census's
+rank ranges, one message."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from .. import scripts as S
+from .. import validation as v
+from ..driver import Call, Op, operation
+from ..errors import InvalidArgument
+from ..limits import (
+    BROWSE_BUDGET,
+    BROWSE_BYTES,
+    BROWSE_STEP,
+    CENSUS_BYTES,
+    CENSUS_MESSAGE_BYTES,
+    DEFAULT_SCAN_BUDGET,
+    MAX_CENSUS_COUNT,
+)
+from ..models import (
+    Browse,
+    Cursor,
+    MessageInfo,
+    Page,
+    Slice,
+)
+from ..parse import (
+    _decode,
+    _info,
+    _member,
+    _score,
+    _sent,
+    _str,
+    _text,
+)
+from .base import Base, R
+
+
+class Read(Base[R]):
+    # -- the one read path ------------------------------------------------------------
+    # Every read of a queue's messages (the console's browser, the API, the CLI, the
+    # tests) goes through browse.lua, called by _browse(); list_messages() is a page of
+    # it in SPEC §4's shape. Which messages match (a state, min_rc, a text in the body)
+    # is decided in one place: _filters() here, and matches() in browse.lua.
+
+    @operation
+    def list_messages(
+        self,
+        qname: str,
+        state: str = "all",
+        offset: int = 0,
+        limit: int = 50,
+        preview: int = 0,
+        scan_budget: int = DEFAULT_SCAN_BUDGET,
+    ) -> Op[Page]:
+        """A page of messages in a state, in queue order, costing O(log n + limit).
+
+        ``preview`` > 0 cuts each body to that many bytes (``MessageInfo.size`` keeps the
+        full size). ``inflight`` and ``delayed`` look at no more than ``scan_budget`` hidden
+        messages; past that ``Page.exact`` is False and ``total`` is an estimate.
+        Read through browse's script: all / visible / hidden from the ``offset``-th
+        message of the state; in flight / delayed in its steps over the hidden messages.
+        """
+        self._queue_keys(qname)
+        v.state(state)
+        v.integer("offset", offset, 0, 2**53)
+        v.integer("limit", limit, 1, v.MAX_PAGE)
+        v.integer("preview", preview, 0, 2**31)
+        v.integer("scan_budget", scan_budget, 1, 10**9)
+        if state in ("inflight", "delayed"):
+            return (
+                yield from self._counted_page(qname, state, offset, limit, preview, scan_budget)
+            )
+        # A rank range: at most limit / step + 1 calls, so no time budget is needed.
+        b = yield from self._browse(qname, state, rank=offset, limit=limit, preview=preview,
+                                    budget=math.inf)  # fmt: skip
+        return Page(b.items, b.state_size, offset, limit, exact=True, now=b.now)
+
+    def _counted_page(
+        self, qname: str, state: str, offset: int, limit: int, preview: int, scan_budget: int
+    ) -> Op[Page]:
+        """In flight / delayed: browse.lua's steps over the hidden messages, up to
+        ``scan_budget`` of them, counting every match (rows only for the page's); past
+        the budget the total is an estimate."""
+        keys = self._queue_keys(qname)
+        items: list[MessageInfo] = []
+        matched = looked = 0
+        score, member = "", b""
+        now: int | None = None
+        while True:
+            skip = max(0, offset - matched)
+            rows = max(0, offset + limit - matched - skip)
+            step = min(BROWSE_STEP, scan_budget - looked)
+            r: list[Any] = yield self._browse_call(
+                keys, qname, state, "next", score, member, rows, preview, step, skip=skip,
+                counting=True,
+            )  # fmt: skip
+            now = r[0] if now is None else now
+            looked += r[1]
+            matched += r[9]
+            items += [_info(r[i : i + 6], now) for i in range(10, len(r), 6)]
+            if r[2] == 1 or looked >= scan_budget or not r[1]:
+                break
+            score, member = _str(r[3]), _member(r[4])
+        hidden = max(0, r[6] - r[5] + 1)
+        exact = looked >= hidden
+        total = matched
+        if not exact and looked:
+            total = max(matched, math.floor(matched * hidden / looked + 0.5))
+        return Page(items, total, offset, limit, exact=exact, now=now)
+
+    @staticmethod
+    def _browse_call(
+        keys: tuple[str, str],
+        qname: str,
+        state: str,
+        direction: str,
+        score: str,
+        member: bytes,
+        limit: int,
+        preview: int,
+        step: int,
+        min_rc: int = 0,
+        contains: str = "",
+        skip: int = 0,
+        counting: bool = False,
+    ) -> Call:
+        """One call of browse.lua (its arguments in its order)."""
+        args = (state, direction, score, member, limit, preview, step, min_rc, contains,
+                BROWSE_BYTES, skip, "1" if counting else "")  # fmt: skip
+        return Call(S.BROWSE, keys, args, qname)
+
+    @staticmethod
+    def _filters(min_rc: int, contains: str) -> tuple[int, str]:
+        """The filters a read may apply beyond its state, validated, in browse.lua's
+        argument order (see its matches())."""
+        v.integer("min_rc", min_rc, 0, 2**31)
+        if not isinstance(contains, str):
+            raise InvalidArgument("contains", "contains must be a string")
+        return min_rc, contains
+
+    @operation
+    def browse(
+        self,
+        qname: str,
+        state: str = "all",
+        after: Cursor | None = None,
+        before: Cursor | None = None,
+        rank: int | None = None,
+        limit: int = 50,
+        preview: int = 0,
+        min_rc: int = 0,
+        contains: str = "",
+        budget: float = BROWSE_BUDGET,
+        step: int = BROWSE_STEP,
+        patience: float = 0.0,
+    ) -> Op[Browse]:
+        """A keyset page of a state over (score, member), the queue's order, optionally
+        only messages received at least ``min_rc`` times and/or whose body contains a text.
+
+        From the state's start, or ``after`` a cursor, or backwards ``before`` one (a
+        ``Cursor`` with an empty score: from the end), or from the ``rank``-th message of
+        an unfiltered state. Each script call looks at ``step`` messages at most (a few
+        ms of Redis); calls go on until the page is full, the state ends or ``budget``
+        seconds are spent (``patience`` seconds more while nothing was found), and
+        ``Browse.resume`` says where to go on. Read-only.
+        """
+        self._queue_keys(qname)
+        v.state(state)
+        v.integer("limit", limit, 1, v.MAX_PAGE)
+        v.integer("preview", preview, 0, 2**31)
+        v.integer("step", step, 1, 10_000)
+        min_rc, contains = self._filters(min_rc, contains)
+        if sum(x is not None for x in (after, before, rank)) > 1:
+            raise InvalidArgument("cursor", "after, before and rank exclude each other")
+        if rank is not None:
+            v.integer("rank", rank, 0, 2**53)
+            if min_rc or contains or state in ("inflight", "delayed"):
+                raise InvalidArgument("rank", "a rank is a place in all / visible / hidden")
+        return (yield from self._browse(qname, state, after, before, rank, limit, preview,
+                                        min_rc, contains, budget, step, patience))  # fmt: skip
+
+    def _browse(
+        self,
+        qname: str,
+        state: str,
+        after: Cursor | None = None,
+        before: Cursor | None = None,
+        rank: int | None = None,
+        limit: int = 50,
+        preview: int = 0,
+        min_rc: int = 0,
+        contains: str = "",
+        budget: float = BROWSE_BUDGET,
+        step: int = BROWSE_STEP,
+        patience: float = 0.0,
+    ) -> Op[Browse]:
+        """browse() with its arguments checked: the loop of browse.lua calls."""
+        keys = self._queue_keys(qname)
+        direction, at = "next", after
+        if before is not None:
+            direction, at = "prev", before
+        score, member = (at.score, at.member) if at else ("", b"")
+        if rank is not None:
+            direction, score = "rank", str(rank)
+        found: list[Any] = []
+        looked = calls = 0
+        position: int | None = None
+        start = time.monotonic()
+        while True:
+            # one more than the page: whether anything follows it is then known
+            r: list[Any] = yield self._browse_call(
+                keys, qname, state, direction, score, member, limit + 1 - len(found) // 6,
+                preview, step, min_rc, contains,
+            )  # fmt: skip
+            calls += 1
+            now, at_end, first, last = r[0], r[2] == 1, r[5], r[6]
+            looked += r[1]
+            rows = r[10:]
+            found += rows  # in the order met: backwards for "prev", reversed below
+            if rows and direction == "prev":
+                position = r[8] - first
+            elif rows and position is None:
+                position = r[7] - first
+            if r[4] is not None:
+                score, member = _str(r[3]), _member(r[4])
+                if direction == "rank":
+                    direction = "next"
+            spent = time.monotonic() - start
+            if at_end or len(found) // 6 > limit or spent >= budget + (0 if found else patience):
+                break
+        items = [_info(found[i : i + 6], now) for i in range(0, len(found), 6)]
+        places = [Cursor(_str(found[i + 1]), _member(found[i])) for i in range(0, len(found), 6)]
+        if len(items) > limit:  # the one past the page: more follow, go on from the page's end
+            items, places = items[:limit], places[:limit]
+            score, member = places[-1].score, places[-1].member
+            at_end = False
+            if direction == "prev" and position is not None:
+                position += 1  # the one dropped was the rank before the page
+        if direction == "prev":
+            items.reverse()
+            places.reverse()
+        return Browse(
+            items=items, looked=looked, at_end=at_end, complete=at_end or len(items) >= limit,
+            resume=Cursor(score, member) if looked else at, state_size=max(0, last - first + 1),
+            position=None if min_rc or contains or state in ("inflight", "delayed") else position,
+            now=now, calls=calls, first=places[0] if places else None,
+            last=places[-1] if places else None,
+        )  # fmt: skip
+
+    @operation
+    def census_range(self, qname: str, first: int, count: int, body: bool = False) -> Op[Slice]:
+        """The messages at ranks ``first`` .. ``first + count - 1`` of a queue (fewer at
+        its end), in queue order, without changing anything (no rc, fr or totalrecv bump).
+
+        One script call per ``CENSUS_BYTES`` read, so no call holds Redis long however
+        large the bodies or the range; a queue that changes between calls may shift ranks
+        under the read, as between any two census reads.
+        """
+        keys = self._queue_keys(qname)
+        v.integer("first", first, 0, 2**53)
+        v.integer("count", count, 0, MAX_CENSUS_COUNT)
+        stride = 6 if body else 5
+        read_at: int | None = None
+        rows: list[Any] = []
+        while True:
+            got = len(rows) // stride
+            args = (first + got, count - got, int(body), CENSUS_BYTES, CENSUS_MESSAGE_BYTES)
+            r: list[Any] = yield Call(S.CENSUS, keys, args, qname)
+            read_at = r[0] if read_at is None else read_at
+            rows += r[2:]
+            if r[1] == 0:  # not cut short by the byte budget: the range, or the queue, ended
+                break
+        ids = [_text(i) for i in rows[0::stride]]
+        return Slice(
+            read_at=read_at,
+            ids=ids,
+            # 0: a member that is no RSMQ id, a score that is no time (another client's)
+            sent=[int(_sent(i) or 0) for i in ids],
+            visible_at=[_score(s) or 0 for s in rows[1::stride]],
+            rc=rows[2::stride],
+            fr=rows[3::stride],
+            size=rows[4::stride],
+            body=[_decode(b) for b in rows[5::stride]] if body else None,
+        )
+
+    @operation
+    def get_message(self, qname: str, id: str) -> Op[MessageInfo | None]:
+        """One message with its full body, or None if it is not in the queue."""
+        keys = self._queue_keys(qname)
+        r = yield Call(S.GET_MESSAGE, keys, (v.message_id(id),), qname)
+        if r is None:
+            return None
+        return _info([id, *r[1:]], r[0])

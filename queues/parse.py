@@ -1,0 +1,234 @@
+"""Reply parsing: Redis replies (bytes, flat lists) into queues/models.py dataclasses,
+and the small argument conversions the operations share. Pure functions, no I/O."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from . import validation as v
+from .errors import InvalidArgument
+from .ids import sent_ms
+from .limits import (
+    FAILURE_TRACE_LINES,
+    STATS_CHUNK,
+    STATS_CHUNK_BIG,
+    STATS_CHUNK_BIG_AFTER,
+)
+from .models import (
+    Failure,
+    Message,
+    MessageInfo,
+    QueueAttributes,
+    QueueStats,
+    State,
+)
+
+
+def _str(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _member(raw: bytes | str) -> bytes:
+    return raw if isinstance(raw, bytes) else raw.encode()
+
+
+def _decode(raw: bytes | str) -> str:
+    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+
+
+# Data any client may have written (queue names, message ids, policy fields) is read
+# without trusting it: invalid UTF-8 shows as \x escapes, a value that is not what RSMQ
+# writes is reported as such, and nothing of it ever raises.
+
+
+def _text(raw: bytes | str) -> str:
+    return raw.decode("utf-8", "backslashreplace") if isinstance(raw, bytes) else raw
+
+
+def _shown(raw: bytes | str) -> str:
+    text = _text(raw)
+    return "'" + (text[:40] + "…" if len(text) > 40 else text) + "'"
+
+
+def _sent(mid: str) -> float | None:
+    """``sent`` from an RSMQ id; None for a member that does not start with base 36."""
+    try:
+        return sent_ms(mid)
+    except ValueError:
+        return None
+
+
+def _whole(raw: Any) -> int | None:
+    """A stored integer (rc, fr), or None when it is not one."""
+    if isinstance(raw, int):
+        return raw
+    try:
+        return int(_text(raw))
+    except (TypeError, ValueError):
+        return None
+
+
+def _score(raw: Any) -> int | None:
+    """A zset score as epoch ms, or None when it is not a time (±inf, 1e300, nan)."""
+    try:
+        score = float(raw)
+    except (TypeError, ValueError):
+        return None
+    return int(score) if 0 <= score < 2**53 else None
+
+
+def _message(r: list[Any], i: int) -> Message:
+    mid = _text(r[i])
+    body = r[i + 1]
+    return Message(
+        id=mid,
+        message=_decode(body) if body is not None else "",
+        rc=r[i + 2],
+        fr=_whole(r[i + 3] or 0) or 0,
+        sent=_sent(mid) or 0.0,
+    )
+
+
+def _info(f: list[Any], now: int) -> MessageInfo:
+    mid = _text(f[0])
+    notes = []
+    member = None
+    if not v.ID_RE.fullmatch(mid):
+        notes.append("not an RSMQ message id")
+        member = f[0] if isinstance(f[0], bytes) else f[0].encode()
+    sent = _sent(mid)
+    score = _score(f[1])
+    if score is None:
+        notes.append(f"its score is {_shown(f[1])}, not a time")
+    rc = _whole(f[4])
+    if rc is None:
+        notes.append(f"rc is {_shown(f[4])}, not a number")
+    fr = _whole(f[5]) if f[5] else None
+    if fr is not None and not 0 <= fr < 2**53:
+        fr = None
+    if f[5] and fr is None:
+        notes.append(f"fr is {_shown(f[5])}, not a time")
+    hidden = float(f[1]) > now if score is None else score > now
+    state: State
+    if not hidden:
+        state = "visible"
+    else:
+        # in flight: its rc field is there (the scripts' own test), even if unreadable
+        state = "inflight" if rc is None or rc >= 1 else "delayed"
+    return MessageInfo(
+        id=mid, message=_decode(f[3]), size=f[2], rc=rc or 0, fr=fr,
+        sent=sent or 0.0, visible_at=score or 0, state=state, read_at=now,
+        note="; ".join(notes) or None, member=member,
+    )  # fmt: skip
+
+
+def _attributes(a: list[int]) -> QueueAttributes:
+    return QueueAttributes(
+        vt=a[0], delay=a[1], maxsize=a[2], totalrecv=a[3], totalsent=a[4],
+        created=a[5], modified=a[6], msgs=a[7], hiddenmsgs=a[8],
+    )  # fmt: skip
+
+
+def _queue_name(raw: bytes | str) -> str | None:
+    """A queue name read from Redis, or None when it is not an RSMQ name."""
+    name = _text(raw)
+    try:
+        return v.qname(name)
+    except InvalidArgument:
+        return None
+
+
+NOT_A_QUEUE = "not an RSMQ queue name"
+
+
+def _stats(qname: str, row: list[Any], now: int) -> QueueStats:
+    head, dlq, maxrc = row[12], row[14], row[15]
+    why = None if row[0] == 1 else _text(row[0])
+    policy = _queue_name(dlq) if dlq else None
+    if dlq and policy is None:
+        bad = f"x:dlq is {_shown(dlq)}, not a queue name"
+        why = f"{why}; {bad}" if why else bad
+    return QueueStats(
+        qname=qname, vt=row[1], delay=row[2], maxsize=row[3], totalsent=row[4],
+        totalrecv=row[5], created=row[6], modified=row[7], msgs=row[8],
+        visible=row[8] - row[9], hidden=row[9], inflight=row[10], delayed=row[11],
+        oldest_sent=_sent(_text(head)) if head else None, now=now, exact=row[13] == 1,
+        dlq=policy, maxrc=maxrc or None, deadlettered=row[16], unreadable=why,
+    )  # fmt: skip
+
+
+def _stats_chunk(names: list[str]) -> int:
+    return STATS_CHUNK_BIG if len(names) > STATS_CHUNK_BIG_AFTER else STATS_CHUNK
+
+
+def _cut(text: str, limit: int) -> str:
+    """At most ``limit`` bytes of ``text`` in UTF-8, never half a character."""
+    raw = text.encode("utf-8", "replace")
+    return text if len(raw) <= limit else raw[:limit].decode("utf-8", "ignore") + "…"
+
+
+def _trace_lines(trace: str | Iterable[str]) -> list[str]:
+    text = trace if isinstance(trace, str) else "".join(trace)
+    lines = text.splitlines()
+    if len(lines) > FAILURE_TRACE_LINES:
+        more = len(lines) - FAILURE_TRACE_LINES
+        lines = [*lines[:FAILURE_TRACE_LINES], f"… {more} more line{'s' if more > 1 else ''}"]
+    return lines
+
+
+def _failure(entry: Any) -> Failure:
+    """One stored failure; what is not as record_failure writes it becomes a note."""
+    if not isinstance(entry, dict):
+        return Failure(0, 0, "?", "", (), f"an entry is {_shown(repr(entry))}, not a failure")
+    notes = []
+    at, attempt = entry.get("t"), entry.get("rc")
+    if not isinstance(at, (int, float)) or not 0 <= at < 2**53:
+        notes.append(f"its time is {_shown(repr(at))}")
+        at = 0
+    if not isinstance(attempt, (int, float)) or not 0 <= attempt < 2**53:
+        notes.append(f"its attempt is {_shown(repr(attempt))}")
+        attempt = 0
+    fields = []
+    for name in ("type", "msg", "trace"):
+        value = entry.get(name)
+        if not isinstance(value, str):
+            notes.append(f"its {name} is {_shown(repr(value))}")
+            value = ""
+        fields.append(value)
+    return Failure(
+        at=int(at), attempt=int(attempt), type=fields[0] or "?", message=fields[1],
+        trace=tuple(fields[2].splitlines()), note="; ".join(notes) or None,
+    )  # fmt: skip
+
+
+def _failures(raw: bytes | str | None) -> list[Failure]:
+    """A stored history, newest first; one that can't be read is one Failure saying so."""
+    if raw is None:
+        return []
+    try:
+        entries = json.loads(_decode(raw))
+    except ValueError:
+        entries = None
+    if not isinstance(entries, list):
+        why = f"the failure record is {_shown(raw)}, not a failure history"
+        return [Failure(0, 0, "?", "", (), why)]
+    return [_failure(e) for e in reversed(entries)]
+
+
+def _epoch_ms(when: dt.datetime | float | int) -> int:
+    if isinstance(when, dt.datetime):
+        if when.tzinfo is None:
+            raise InvalidArgument("when", "when must be a timezone-aware datetime")
+        return math.ceil(when.timestamp() * 1000)
+    if (
+        isinstance(when, bool)
+        or not isinstance(when, (int, float))
+        or not math.isfinite(when)
+        or when < 0
+    ):
+        raise InvalidArgument("when", "when must be a datetime or finite epoch seconds")
+    return math.ceil(when * 1000)

@@ -1,0 +1,249 @@
+"""The audit log page: every mutating action, newest first, filtered and paginated."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+
+from dashboard.models import AuditEntry
+from queues import RedisSMQ
+
+pytestmark = pytest.mark.django_db
+
+
+def _entry(**fields) -> AuditEntry:
+    defaults = {
+        "username": "otto",
+        "connection": "default",
+        "namespace": "rsmq",
+        "queue": "q1",
+        "action": "requeue",
+        "outcome": "ok",
+    }
+    return AuditEntry.objects.create(**(defaults | fields))
+
+
+def _rows(response) -> list[tuple[str, str, str, str]]:
+    return [(e.username, e.queue, e.action, e.outcome) for e in response.context["page_obj"]]
+
+
+def _cells(page: str) -> list[list[str]]:
+    body = page[page.index("<tbody>") : page.index("</tbody>")]
+    rows = re.findall(r"<tr>(.*?)</tr>", body, re.S)
+    return [
+        [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)]
+        for r in rows
+    ]
+
+
+def test_it_lists_an_action_done_in_the_console(
+    console, operator: Client, viewer: Client, rsmq: RedisSMQ
+) -> None:
+    rsmq.create_queue("q1")
+    ids = rsmq.send_messages("q1", ["a", "b"])
+    operator.post(console.act(), {"action": "delete", "ids": ids})
+    (cells,) = _cells(viewer.get("/audit/").content.decode())
+    assert cells[1:] == [
+        "otto",
+        f"default · {console.ns}",
+        "q1",
+        "delete",
+        "2",
+        f"ids: {ids[0]}, {ids[1]}",
+        "succeeded",
+        "Deleted 2 messages.",
+    ]
+
+
+def test_it_keeps_the_username_of_a_deleted_user(viewer: Client, login) -> None:
+    gone = login("gone", "operator").user
+    _entry(user=gone, username="gone")
+    gone.delete()
+    (cells,) = _cells(viewer.get("/audit/").content.decode())
+    assert cells[1] == "gone"
+
+
+def test_it_shows_the_parameters(viewer: Client) -> None:
+    _entry(action="move", params={"to": "q2"}, count=1)
+    (cells,) = _cells(viewer.get("/audit/").content.decode())
+    assert cells[6] == "{&quot;to&quot;: &quot;q2&quot;}"  # JSON, not Python repr
+
+
+@pytest.mark.parametrize(
+    ("outcome", "label"), [("ok", "succeeded"), ("error", "failed"), ("denied", "denied")]
+)
+def test_it_labels_the_outcome(viewer: Client, outcome: str, label: str) -> None:
+    _entry(outcome=outcome)
+    page = viewer.get("/audit/").content.decode()
+    assert f'<span class="outcome {outcome}">{label}</span>' in page
+
+
+def test_it_escapes_the_detail(viewer: Client) -> None:
+    _entry(detail="<script>alert(1)</script>")
+    page = viewer.get("/audit/").content.decode()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<script>alert" not in page
+
+
+def test_it_lists_the_newest_first(viewer: Client) -> None:
+    for action in ["first", "second", "third"]:
+        _entry(action=action)
+    assert [a for _, _, a, _ in _rows(viewer.get("/audit/"))] == ["third", "second", "first"]
+
+
+def test_it_says_when_nothing_was_recorded(viewer: Client) -> None:
+    assert "No actions recorded." in viewer.get("/audit/").content.decode()
+
+
+def test_it_writes_no_row_for_reading_it(viewer: Client) -> None:
+    viewer.get("/audit/")
+    assert not AuditEntry.objects.exists()
+
+
+# -- filters -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def mixed(db) -> None:
+    _entry(username="otto", queue="q1", action="requeue", outcome="ok")
+    _entry(username="ada", queue="q2", action="purge", outcome="ok")
+    _entry(username="vera", queue="q1", action="purge", outcome="denied")
+    _entry(username="otto", queue="q2", action="move", outcome="error", namespace="other")
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("username=otto", [("otto", "q2", "move", "error"), ("otto", "q1", "requeue", "ok")]),
+        ("queue=q1", [("vera", "q1", "purge", "denied"), ("otto", "q1", "requeue", "ok")]),
+        ("action=purge", [("vera", "q1", "purge", "denied"), ("ada", "q2", "purge", "ok")]),
+        ("outcome=denied", [("vera", "q1", "purge", "denied")]),
+        ("namespace=other", [("otto", "q2", "move", "error")]),
+        ("username=otto&queue=q1", [("otto", "q1", "requeue", "ok")]),
+        ("username=nobody", []),
+    ],
+)
+def test_it_filters(mixed, viewer: Client, query: str, expected: list) -> None:
+    assert _rows(viewer.get(f"/audit/?{query}")) == expected
+
+
+def test_it_ignores_blank_filters(mixed, viewer: Client) -> None:
+    assert len(_rows(viewer.get("/audit/?username=&queue=+&action=&outcome="))) == 4
+
+
+def test_it_says_when_nothing_matches(mixed, viewer: Client) -> None:
+    page = viewer.get("/audit/?username=nobody").content.decode()
+    assert "No actions recorded that match." in page
+
+
+def test_it_offers_the_recorded_actions_to_filter_by(mixed, viewer: Client) -> None:
+    page = viewer.get("/audit/?action=purge").content.decode()
+    select = re.search(r'<select name="action">(.*?)</select>', page, re.S)[1]
+    assert re.findall(r'<option value="(\w*)" ?(selected)?>', select) == [
+        ("", ""),
+        ("move", ""),
+        ("purge", "selected"),
+        ("requeue", ""),
+    ]
+
+
+def test_it_keeps_the_filters_in_the_form(mixed, viewer: Client) -> None:
+    page = viewer.get("/audit/?username=otto&queue=q2").content.decode()
+    assert 'name="username" value="otto"' in page
+    assert 'name="queue" value="q2"' in page
+
+
+# -- pages -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def many(db) -> None:
+    AuditEntry.objects.bulk_create(
+        AuditEntry(
+            username="otto",
+            connection="default",
+            namespace="rsmq",
+            queue="q1",
+            action=f"a{i:03d}",
+            outcome="ok" if i % 2 else "error",
+        )
+        for i in range(120)
+    )
+
+
+def test_it_shows_50_rows_per_page(many, viewer: Client) -> None:
+    assert len(_rows(viewer.get("/audit/"))) == 50
+
+
+def test_it_shows_the_rest_on_the_last_page(many, viewer: Client) -> None:
+    rows = _rows(viewer.get("/audit/?page=3"))
+    assert [a for _, _, a, _ in rows] == [f"a{i:03d}" for i in range(19, -1, -1)]
+
+
+def test_it_says_where_it_is_in_the_audit_pages(many, viewer: Client) -> None:
+    page = viewer.get("/audit/?page=2").content.decode()
+    assert "Page 2 of 3 · 120 in all" in page
+
+
+def test_it_paginates_the_filtered_rows(many, viewer: Client) -> None:
+    response = viewer.get("/audit/?outcome=ok&page=2")
+    assert len(_rows(response)) == 10
+    assert "Page 2 of 2 · 60 in all" in response.content.decode()
+
+
+def test_it_keeps_the_filter_in_the_page_links(many, viewer: Client) -> None:
+    page = viewer.get("/audit/?outcome=ok").content.decode()
+    assert 'href="?outcome=ok&amp;page=2">Next →</a>' in page
+
+
+def test_it_shows_the_last_page_for_a_page_past_the_end(many, viewer: Client) -> None:
+    assert len(_rows(viewer.get("/audit/?page=99"))) == 20
+
+
+# -- access ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("role", ["viewer", "operator", "admin"])
+def test_it_is_readable_by_every_role(mixed, as_role, role: str) -> None:
+    assert as_role(role).get("/audit/").status_code == 200
+
+
+def test_it_is_forbidden_without_a_role(mixed, outsider: Client) -> None:
+    assert outsider.get("/audit/").status_code == 403
+
+
+def test_it_requires_login(anon: Client) -> None:
+    response = anon.get("/audit/")
+    assert response.status_code == 302
+    assert response["Location"] == "/login/?next=/audit/"
+
+
+def test_it_rejects_post(viewer: Client) -> None:
+    assert viewer.post("/audit/").status_code == 405
+
+
+# -- what a row holds ---------------------------------------------------------------------
+
+
+def test_it_cuts_a_posted_name_to_its_column(console, operator: Client) -> None:
+    """A denied create names whatever was posted: 331 characters in a 160-character
+    column would be a 500 on Postgres."""
+    name = "x" * 331
+    operator.post(console.create(), {"name": name, "vt": "30", "delay": "0", "maxsize": "65536"})
+    row = AuditEntry.objects.get()
+    assert (row.outcome, row.queue) == ("denied", name[:160])
+
+
+def test_it_records_form_errors_as_a_refusal(console, admin: Client) -> None:
+    admin.post(console.create(), {"name": "bad name", "vt": "x", "delay": "0", "maxsize": "65536"})
+    row = AuditEntry.objects.get()
+    assert (row.action, row.outcome, row.queue) == ("create_queue", "invalid", "bad name")
+    assert "name: " in row.detail and "vt: Enter a whole number." in row.detail
+
+
+def test_it_stores_parameters_as_json(console, rsmq: RedisSMQ, admin: Client) -> None:
+    rsmq.create_queue("q1")
+    admin.post(console.act("q1"), {"action": "edit", "vt": "60", "delay": "0", "maxsize": "-1"})
+    assert AuditEntry.objects.get().params_json == '{"delay": 0, "maxsize": -1, "vt": 60}'

@@ -1,0 +1,184 @@
+"""Every action × every role × every surface, against the docs' table of who may do what
+(its rows are read from docs/console.md: the table and the console can't drift apart).
+
+Surfaces: a plain form POST, the same POST from htmx, and the JSON API (read-only: its
+routes answer 405 to a POST, and it has no route for an action). An allowed action runs
+(its audit row says "ok"); a refused one changes nothing in Redis, answers 403 (the login
+page for the anonymous) and is audited as denied (the anonymous: nothing to name).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+from dashboard.models import AuditEntry
+from queues import RedisSMQ
+
+pytestmark = pytest.mark.django_db
+
+GUIDE = Path(__file__).resolve().parents[3] / "docs" / "console.md"
+ROLES = ["anonymous", "no role", "viewer", "operator", "admin", "admin, read-only"]
+SURFACES = ["html", "htmx", "api"]
+
+
+def readme_table() -> dict[str, set[str]]:
+    """{action: the roles the guide's table ticks}."""
+    lines = GUIDE.read_text().splitlines()
+    head = next(i for i, line in enumerate(lines) if line.strip().startswith("| what | action |"))
+    columns = [c.strip() for c in lines[head].strip().strip("|").split("|")][2:]
+    assert columns == ROLES, columns
+    table: dict[str, set[str]] = {}
+    for line in lines[head + 2 :]:
+        if not line.strip().startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        (action,) = re.findall(r"`(\w+)`", cells[1])
+        table[action] = {role for role, cell in zip(ROLES, cells[2:], strict=True) if cell}
+    return table
+
+
+TABLE = readme_table()
+
+
+@dataclass(frozen=True)
+class Act:
+    queue: str  # the queue whose page posts it
+    data: Callable[[list[str]], dict]
+    audited_as: str
+    message: bool = False  # posted from the first message's page
+
+
+ACTS: dict[str, Act] = {
+    "send": Act("q1", lambda ids: {"action": "send", "body": "hi"}, "send"),
+    "requeue": Act("q1", lambda ids: {"action": "requeue", "ids": [ids[0]]}, "requeue"),
+    "delete": Act("q1", lambda ids: {"action": "delete", "ids": [ids[1]]}, "delete"),
+    "move": Act("q1", lambda ids: {"action": "move", "ids": [ids[1]], "to": "q2"}, "move"),
+    "message_requeue": Act("q1", lambda ids: {"action": "requeue"}, "requeue", True),
+    "message_delete": Act("q1", lambda ids: {"action": "delete"}, "delete", True),
+    "message_move": Act("q1", lambda ids: {"action": "move", "to": "q2"}, "move", True),
+    "visibility": Act("q1", lambda ids: {"action": "visibility", "vt": "0"}, "visibility", True),
+    "redrive_dlq": Act("dead", lambda ids: {"action": "redrive", "to": "q1"}, "redrive"),
+    "redrive_plain": Act(
+        "q1", lambda ids: {"action": "redrive", "to": "q2", "confirm": "q1"}, "redrive"
+    ),
+    "requeue_all": Act(
+        "q1",
+        lambda ids: {"action": "requeue_all", "state": "inflight", "all-confirm": "q1"},
+        "requeue_all",
+    ),
+    "delete_all": Act(
+        "q1",
+        lambda ids: {"action": "delete_all", "state": "all", "all-confirm": "q1"},
+        "delete_all",
+    ),
+    "create": Act(
+        "", lambda ids: {"name": "q3", "vt": "30", "delay": "0", "maxsize": "65536"}, "create_queue"
+    ),
+    "edit": Act(
+        "q1",
+        lambda ids: {"action": "edit", "vt": "60", "delay": "0", "maxsize": "-1"},
+        "edit_queue",
+    ),
+    "policy": Act("q1", lambda ids: {"action": "policy", "dlq": "q2", "maxrc": "3"}, "set_policy"),
+    "purge": Act("q1", lambda ids: {"action": "purge", "purge-confirm": "q1"}, "purge"),
+    "delete_queue": Act(
+        "q1", lambda ids: {"action": "delete_queue", "delete-confirm": "q1"}, "delete_queue"
+    ),
+}
+
+
+def test_the_readme_table_names_every_action_and_only_those() -> None:
+    assert set(TABLE) == {"read", *ACTS}
+
+
+@pytest.fixture
+def ids(console, rsmq: RedisSMQ) -> list[str]:
+    """q1 with three messages, the first in flight; q2 empty; "dead": q2's dead-letter
+    queue, with one visible message that came from q1."""
+    for q in ("q1", "q2", "dead"):
+        rsmq.create_queue(q)
+    rsmq.set_dead_letter_policy("q2", "dead", 1)
+    ids = rsmq.send_messages("q1", ["one", "two", "three"])
+    rsmq.receive_message("q1", vt=60)
+    rsmq.send_message("dead", "dead letter")
+    return ids
+
+
+@pytest.fixture
+def client_as(settings, as_role, anon) -> Callable[[str], Client]:
+    def make(role: str) -> Client:
+        if role == "admin, read-only":
+            settings.RSMQ_READ_ONLY = True
+            return as_role("admin")
+        if role == "anonymous":
+            return anon
+        return as_role("outsider" if role == "no role" else role)
+
+    return make
+
+
+def _url(console, act: Act, ids: list[str]) -> str:
+    if not act.queue:
+        return console.create()
+    return console.message_act(ids[0], act.queue) if act.message else console.act(act.queue)
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("name", list(ACTS))
+def test_each_action_for_each_role_on_each_surface(
+    console, ids, client_as, ns_state, name: str, role: str, surface: str
+) -> None:
+    act, allowed = ACTS[name], role in TABLE[name]
+    client = client_as(role)
+    before = ns_state()
+    if surface == "api":
+        # Read-only: no route for an action, and its routes refuse a POST.
+        api = f"/api/c/default/{console.ns}/queues/"
+        assert client.post(api + f"{act.queue or 'q1'}/act/", act.data(ids)).status_code == 404
+        assert client.post(api + f"{act.queue or 'q1'}/", act.data(ids)).status_code == 405
+        assert client.post(api, act.data(ids)).status_code == 405
+        assert ns_state() == before
+        assert not AuditEntry.objects.exists()
+        return
+    headers = console.htmx(current=console.queue(act.queue or "q1")) if surface == "htmx" else {}
+    response = client.post(_url(console, act, ids), act.data(ids), **headers)
+    if allowed:
+        assert response.status_code in (200, 204, 302), response.content.decode()[:300]
+        row = AuditEntry.objects.get()
+        assert (row.action, row.outcome) == (act.audited_as, "ok"), row.detail
+        assert ns_state() != before
+        return
+    assert ns_state() == before
+    if role == "anonymous":
+        assert response.status_code == 302 and response["Location"].startswith("/login/")
+        assert not AuditEntry.objects.exists()
+        return
+    assert response.status_code == 403
+    row = AuditEntry.objects.get()
+    assert (row.action, row.outcome, row.username) == (
+        act.audited_as, "denied", client.user.username,
+    )  # fmt: skip
+    assert ("read-only" in row.detail) is (role == "admin, read-only")
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+@pytest.mark.parametrize("role", ROLES)
+def test_reading_for_each_role_on_each_surface(
+    console, ids, client_as, role: str, surface: str
+) -> None:
+    client = client_as(role)
+    if surface == "api":
+        response = client.get(f"/api/c/default/{console.ns}/queues/")
+        expected = 200 if role in TABLE["read"] else 401 if role == "anonymous" else 403
+    else:
+        headers = console.htmx(current=console.overview()) if surface == "htmx" else {}
+        response = client.get(console.queue("q1"), **headers)
+        expected = 200 if role in TABLE["read"] else 302 if role == "anonymous" else 403
+    assert response.status_code == expected

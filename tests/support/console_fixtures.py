@@ -1,0 +1,170 @@
+"""The shared base of the console view tests: the console pointed at the test Redis, and
+one client per role (viewer, operator, admin, a user with no group, anonymous).
+
+tests/conftest.py loads it for every folder; test modules import nothing
+from it (so that pytest still rewrites its asserts); helpers hang off the ``console``.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.http import HttpResponse
+from django.test import Client
+from redis.connection import AbstractConnection
+
+from dashboard.models import AuditEntry
+from queues import RedisSMQ
+
+FLASH_RE = re.compile(r'<p class="flash ([a-z ]*)">(.*?)</p>', re.S)
+
+
+@dataclass(frozen=True)
+class Console:
+    """Where the console under test looks (connection "default", this test's namespace),
+    the addresses of its pages, and what to read back from its answers."""
+
+    ns: str
+    rsmq: RedisSMQ
+    conn: str = "default"
+
+    # -- addresses ---------------------------------------------------------------------
+
+    @property
+    def base(self) -> str:
+        return f"/c/{self.conn}/{self.ns}/"
+
+    def overview(self, query: str = "") -> str:
+        return self.base + query
+
+    def create(self) -> str:
+        return self.base + "create/"
+
+    def queue(self, qname: str = "q1", query: str = "") -> str:
+        return f"{self.base}q/{qname}/{query}"
+
+    def act(self, qname: str = "q1") -> str:
+        return f"{self.base}q/{qname}/act/"
+
+    def message(self, mid: str, qname: str = "q1") -> str:
+        return f"{self.base}q/{qname}/m/{mid}/"
+
+    def message_act(self, mid: str, qname: str = "q1") -> str:
+        return f"{self.base}q/{qname}/m/{mid}/act/"
+
+    def htmx(self, current: str | None = None, target: str | None = None) -> dict[str, str]:
+        """The headers htmx sends from `current` (default: q1's page, "all" tab)."""
+        headers = {
+            "HTTP_HX_REQUEST": "true",
+            "HTTP_HX_CURRENT_URL": "http://testserver"
+            + (current or self.queue("q1", "?state=all")),
+        }
+        if target:
+            headers["HTTP_HX_TARGET"] = target
+        return headers
+
+    # -- reading answers ---------------------------------------------------------------
+
+    @staticmethod
+    def flashes(response: HttpResponse) -> list[str]:
+        """The flash messages a page shows, as text."""
+        return [html.unescape(t) for _, t in FLASH_RE.findall(response.content.decode())]
+
+    @staticmethod
+    def audit() -> AuditEntry:
+        """The one audit row (fails if there is not exactly one)."""
+        return AuditEntry.objects.get()
+
+
+@pytest.fixture
+def console(settings, redis_url: str, ns: str, rsmq: RedisSMQ) -> Console:
+    settings.RSMQ_CONNECTIONS = [
+        {"name": "default", "url": redis_url, "namespaces": [ns], "environment": "test"}
+    ]
+    settings.RSMQ_READ_ONLY = False
+    settings.RSMQ_REFRESH_SECONDS = 5
+    return Console(ns=ns, rsmq=rsmq)
+
+
+@pytest.fixture
+def login(db) -> Callable[..., Client]:
+    """``login("alice", "operator")``: a client logged in as a new user of that group."""
+
+    def make(username: str, group: str | None = None) -> Client:
+        user = User.objects.create_user(username)  # no password: hashing one is slow
+        if group:
+            user.groups.add(Group.objects.get(name=group))
+        client = Client()
+        client.force_login(user)
+        client.user = user  # type: ignore[attr-defined]
+        return client
+
+    return make
+
+
+@pytest.fixture
+def viewer(login) -> Client:
+    return login("vera", "viewer")
+
+
+@pytest.fixture
+def operator(login) -> Client:
+    return login("otto", "operator")
+
+
+@pytest.fixture
+def admin(login) -> Client:
+    return login("ada", "admin")
+
+
+@pytest.fixture
+def outsider(login) -> Client:
+    """Logged in, but in no group: no role at all."""
+    return login("olga")
+
+
+@pytest.fixture
+def anon() -> Client:
+    return Client()
+
+
+@pytest.fixture
+def as_role(request: pytest.FixtureRequest) -> Callable[[str], Client]:
+    """``as_role("operator")``: that role's client, for tests parametrized by role."""
+    return lambda role: request.getfixturevalue(role)
+
+
+class Wire:
+    """Redis round trips, counted on the wire: every write of a packed command (one
+    command, or a whole pipeline) to a Redis socket is one."""
+
+    def __init__(self) -> None:
+        self.sends = 0
+
+
+@pytest.fixture
+def wire(monkeypatch: pytest.MonkeyPatch) -> Iterator[Wire]:
+    wire = Wire()
+    send = AbstractConnection.send_packed_command
+
+    def counting(self, command, check_health=True):
+        wire.sends += 1
+        return send(self, command, check_health)
+
+    monkeypatch.setattr(AbstractConnection, "send_packed_command", counting)
+    yield wire
+
+
+TOKEN = "s3cret-scrape-token"
+
+
+@pytest.fixture
+def token(settings) -> str:
+    """The bearer token of /metrics and the JSON API."""
+    settings.RSMQ_METRICS_TOKEN = TOKEN
+    return TOKEN
