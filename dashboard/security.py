@@ -22,7 +22,7 @@ def redact_text(text: str) -> str:
     return _URL.sub(lambda m: redacted(m.group(0)), text)
 
 
-# An API token (dashboard/api/tokens.py: "rsmq_" and 43 URL-safe characters), or whatever
+# An API token (dashboard/tokens.py: "rsmq_" and 43 URL-safe characters), or whatever
 # follows "Bearer " in an Authorization header.
 _TOKEN = re.compile(r"rsmq_[A-Za-z0-9_-]{8,}|(?i:bearer)\s+[^\s'\",}\]]+")
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Served, start
+from served import Served, start
 from test_api_served import call, make_token
 
 pytestmark = pytest.mark.slow

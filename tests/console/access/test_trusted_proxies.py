@@ -19,9 +19,7 @@ from django.test import Client, RequestFactory
 from dashboard.models import AuditEntry
 from dashboard.throttle import client_ip
 
-pytest_plugins = ["console_fixtures"]
-
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PROXY = "127.0.0.1"  # nginx or Caddy on the same host
 A, B = "203.0.113.5", "198.51.100.7"  # two clients behind it
 
