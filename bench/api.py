@@ -3,13 +3,14 @@ Python client (queues.RedisSMQ), in the same run.
 
     .venv/bin/python -m bench.api [--seconds 10] [--rounds 1] [--write]
 
-The console is served as ./run serves it (gunicorn gthread, 4 processes × 2 threads,
---preload; DEBUG off; SQLite, where every call's audit row and its token's rate count
-are written) on an embedded Redis. Each client, in a loop: send one message, receive one
+The console is served as ./run serves it (granian, 4 processes × 2 Django threads;
+``--server gunicorn``: gthread 4×2, --preload, as before issue 23; DEBUG off; SQLite,
+where every call's audit row and its token's rate count are written) on an embedded
+Redis. Each client, in a loop: send one message, receive one
 — over the native routes (``POST /api/queues/<q>/messages/``, ``POST …/receive/``), over
 rest-rsmq's (``POST`` / ``GET /api/rest-rsmq/messages/<q>``), each client on its own
 keep-alive connection with an operator's token; and through ``RedisSMQ``, each client
-thread its own. 1, 8 and 32 concurrent clients. Redis and gunicorn on core 0, the clients
+thread its own. 1, 8 and 32 concurrent clients. Redis and the server on core 0, the clients
 on core 1 (SPEC §10). Any answer but a 2xx, or an exception, is an error.
 """
 
@@ -40,8 +41,17 @@ CLIENTS = (1, 8, 32)
 QUEUE = "bench-api"
 
 
-def gunicorn(port: int) -> list[str]:
+def granian(port: int) -> list[str]:
     """./run's web server (dashboard/management/commands/console.py), on ``port``."""
+    return [
+        PY, "-m", "granian", "--interface", "asgi", "dashboard.asgi:application", "--host",
+        "127.0.0.1", "--port", str(port), "--workers", "4", "--no-log",
+        "--http1-header-read-timeout", "10000", "--no-ws",
+    ]  # fmt: skip
+
+
+def gunicorn(port: int) -> list[str]:
+    """The web server ./run had before issue 23 (``--server gunicorn``), on ``port``."""
     return [
         PY, "-m", "gunicorn", "dashboard.wsgi:application", "--bind", f"127.0.0.1:{port}",
         "--worker-class", "gthread", "--workers", "4", "--threads", "2", "--preload",
@@ -113,11 +123,21 @@ def load(make: Callable[[], Http | Direct], clients: int, seconds: float) -> dic
     return {"ops": 2 * sum(loops) / seconds, "errors": sum(errors)}
 
 
+SERVED = {
+    "granian": "./run's granian (4 processes × 2 Django threads, dashboard/asgi.py)",
+    "gunicorn": "gunicorn (gthread 4×2, --preload; ./run's before issue 23)",
+}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=10, help="per cell and round")
     ap.add_argument("--rounds", type=int, default=1, help="interleaved rounds (median)")
     ap.add_argument("--write", action="store_true")
+    ap.add_argument(
+        "--server", choices=("granian", "gunicorn"), default="granian",
+        help="granian: ./run's (dashboard/asgi.py); gunicorn: gthread 4×2, as before",
+    )  # fmt: skip
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-api-"))
     redis = EmbeddedRedis(tmp / "redis").start()
@@ -143,7 +163,8 @@ def main() -> None:
                    capture_output=True)  # fmt: skip
     port = free_port()
     server = subprocess.Popen(
-        ["taskset", "-c", "0", *gunicorn(port)], cwd=ROOT, env=env,
+        ["taskset", "-c", "0", *{"granian": granian, "gunicorn": gunicorn}[args.server](port)],
+        cwd=ROOT, env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     os.sched_setaffinity(0, {1})
@@ -184,9 +205,9 @@ def report(cells: dict[tuple[str, int], list[dict[str, float]]], args: argparse.
         f"{describe()}; load average {load_end:.1f} at the end (a shared machine: other"
         f" engineers' runs too). {args.seconds:.0f} s per cell, median of {args.rounds}"
         " interleaved rounds (errors: the sum). Each client loops send one + receive one;"
-        " ops/s counts both. HTTP: ./run's gunicorn (gthread 4×2, --preload, DEBUG off,"
+        f" ops/s counts both. HTTP: {SERVED[args.server]} (DEBUG off,"
         " SQLite: an audit row and the token's rate count per call), an operator's token,"
-        " a keep-alive connection per client. Redis and gunicorn on core 0, clients on core 1.",
+        " a keep-alive connection per client. Redis and the server on core 0, clients on core 1.",
         "",
         "What bounds HTTP here: each call is one database transaction (the token's rate"
         " count and the audit row, bench/api.py's docstring) committed durably on SQLite, and"

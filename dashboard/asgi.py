@@ -6,21 +6,30 @@ asynchronously, and closes a connection whose headers are not all in within
 ``--http1-header-read-timeout`` (``RSMQ_HEADER_TIMEOUT``). ``WholeBody`` then reads the
 body in the event loop — a body not all in within ``RSMQ_BODY_TIMEOUT`` seconds of its
 headers is answered 408 and its connection closed — and only a whole request is handed to
-Django's WSGI handler, run by a2wsgi in a fixed pool of ``RSMQ_WEB_THREADS`` threads per
-process (the same threads every time: their Redis and database connections are kept).
-Hundreds of clients trickling headers or bodies cost memory in the event loop, never the
-threads that answer everyone else. A chunked body (``Transfer-Encoding: chunked``, no
-Content-Length: Node's http module sends them) reaches Django whole, with its length.
+``Threads``, which runs Django's WSGI handler in a fixed pool of ``RSMQ_WEB_THREADS``
+threads per process (the same threads every time: their Redis and database connections
+are kept) and sends the whole response back. Hundreds of clients trickling headers or
+bodies cost memory in the event loop, never the threads that answer everyone else. A
+chunked body (``Transfer-Encoding: chunked``, no Content-Length: Node's http module sends
+them) reaches Django whole, with its length.
+
+(a2wsgi's WSGIMiddleware would run Django the same way, but it hands each piece of a
+response from the thread to the event loop and waits for it: three such round trips a
+request made the API's calls 2–3 times slower than gunicorn's, bench/RESULTS.md; its
+environ builder is used here.)
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 import os
-from collections.abc import Awaitable, Callable
+import sys
+from collections.abc import Awaitable, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from a2wsgi import WSGIMiddleware
+from a2wsgi.wsgi import build_environ
 from django.conf import settings
 from django.core.wsgi import get_wsgi_application
 
@@ -33,6 +42,7 @@ Message = dict[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
+Headers = list[tuple[bytes, bytes]]
 
 
 class WholeBody:
@@ -105,11 +115,61 @@ async def refuse(send: Send, status: int, text: str) -> None:
     await send({"type": "http.response.body", "body": data})
 
 
+class Threads:
+    """An ASGI app that runs a WSGI app in a fixed pool of ``threads`` (the same threads
+    every time: their Redis and database connections are kept), for whole requests
+    (``WholeBody`` in front): one hop into a thread with the request (a2wsgi's environ),
+    one back with the whole response — a response is no larger than a page or /metrics."""
+
+    def __init__(self, app: Any, threads: int) -> None:
+        self.app = app
+        self.pool = ThreadPoolExecutor(threads, thread_name_prefix="django")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while (message := await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope["type"] != "http":
+            return
+        message = await receive()
+        body = message.get("body", b"") if message["type"] == "http.request" else b""
+        environ: dict[str, Any] = dict(build_environ(scope, io.BytesIO(body)))  # type: ignore[arg-type]
+        environ["wsgi.errors"] = sys.stderr
+        loop = asyncio.get_running_loop()
+        status, headers, chunks = await loop.run_in_executor(self.pool, self.call, environ)
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": b"".join(chunks)})
+
+    def call(self, environ: dict[str, Any]) -> tuple[int, Headers, list[bytes]]:
+        started: list[tuple[int, Headers]] = []
+        chunks: list[bytes] = []
+
+        def start_response(
+            status: str, headers: list[tuple[str, str]], exc_info: Any = None
+        ) -> Callable[[bytes], None]:
+            code = int(status.split(" ", 1)[0])
+            started[:] = [
+                (code, [(k.lower().encode("latin1"), v.encode("latin1")) for k, v in headers])
+            ]
+            return chunks.append
+
+        result: Iterable[bytes] = self.app(environ, start_response)
+        try:
+            chunks.extend(result)
+        finally:
+            close = getattr(result, "close", None)
+            if close:
+                close()
+        return started[0][0], started[0][1], chunks
+
+
 refuse_insecure_key()
 _wsgi = get_wsgi_application()
 refuse_bad_configuration()
 application = WholeBody(
-    WSGIMiddleware(_wsgi, workers=settings.RSMQ_WEB_THREADS),  # type: ignore[arg-type]
+    Threads(_wsgi, settings.RSMQ_WEB_THREADS),
     seconds=settings.RSMQ_BODY_TIMEOUT,
     max_bytes=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
 )
