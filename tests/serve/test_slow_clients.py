@@ -10,14 +10,14 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from served import Served, start
-from test_api_served import call, make_token
+from served import Response, Served, request, run_env, start
 
 pytestmark = pytest.mark.slow
 
@@ -38,6 +38,22 @@ def served(clone: Path) -> Iterator[Served]:
         yield console
     finally:
         console.stop()
+
+
+def make_token(served: Served, name: str, role: str) -> str:
+    """An API token, made as an admin would in a shell on the served console's data."""
+    mint = f"from dashboard.tokens import mint; print(mint({name!r}, {role!r}, 'test', 1000)[1])"
+    done = subprocess.run(
+        [str(served.clone / ".venv/bin/python"), "manage.py", "shell", "-c", mint],
+        cwd=served.clone, env=run_env(), capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    return done.stdout.strip().splitlines()[-1]
+
+
+def call(served: Served, method: str, path: str, token: str, body: object = None) -> Response:
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    data = json.dumps(body).encode() if body is not None else None
+    return request(served.port, path, method, headers=headers, body=data)
 
 
 class Trickler:
