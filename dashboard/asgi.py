@@ -32,6 +32,7 @@ from typing import Any
 from a2wsgi.wsgi import build_environ
 from django.conf import settings
 from django.core.wsgi import get_wsgi_application
+from django.urls import get_resolver
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
@@ -168,6 +169,8 @@ class Threads:
 refuse_insecure_key()
 _wsgi = get_wsgi_application()
 refuse_bad_configuration()
+# Every view imported now, as each worker starts (the API's ~0.5 s), not by its first request.
+get_resolver().url_patterns  # noqa: B018
 application = WholeBody(
     Threads(_wsgi, settings.RSMQ_WEB_THREADS),
     seconds=settings.RSMQ_BODY_TIMEOUT,

@@ -128,6 +128,11 @@ def test_normal_requests_answer_within_1s_while_250_clients_trickle(served: Serv
         PAGE: {"Cookie": cookie},
         "/api/queues/emails/": {"Authorization": f"Bearer {token}"},
     }
+    # Every web process has answered before (a console that has been up a while): a
+    # process's first page and API call also load its templates and connections.
+    for _ in range(8):
+        for path, headers in normal.items():
+            assert request(served.port, path, headers=headers).status == 200
     trickler = Trickler(served.port, HEADERS, BODIES)
     answers: list[tuple[str, int, float]] = []
     try:
@@ -141,7 +146,7 @@ def test_normal_requests_answer_within_1s_while_250_clients_trickle(served: Serv
                     conn.request("GET", path, headers=headers)
                     r = conn.getresponse()
                     r.read()
-                    answers.append((path, r.status, time.monotonic() - t))
+                    answers.append((path, r.status, round(time.monotonic() - t, 3)))
                 except OSError as e:
                     answers.append((f"{path} ({e})", 0, time.monotonic() - t))
                 finally:
@@ -156,7 +161,7 @@ def test_normal_requests_answer_within_1s_while_250_clients_trickle(served: Serv
     assert open_during == HEADERS + BODIES, "the slow connections were open meanwhile"
     assert len(answers) >= 4 * 3, answers
     slow_or_failed = [a for a in answers if a[1] != 200 or a[2] > 1.0]
-    assert not slow_or_failed, slow_or_failed
+    assert not slow_or_failed, (slow_or_failed, answers)
     assert len(trickler.closed_at) == HEADERS + BODIES, (
         f"{HEADERS + BODIES - len(trickler.closed_at)} slow connections still open "
         f"{TIMEOUT + 10} s after their timeout"
