@@ -97,7 +97,7 @@ def test_without_a_token_it_answers_401_and_the_schema_is_served(served: Served)
 
 
 def test_the_rate_holds_across_every_web_process(served: Served) -> None:
-    """Each call on a new connection, so gunicorn's 4 processes share them: the count is
+    """Each call on a new connection, so the web server's 4 processes share them: the count is
     the token's row, not a process's memory."""
     token = make_token(served, "slow-bot", "viewer", per_minute=6)
     while time.time() % 60 > 50:  # all seven calls in one minute's window
