@@ -33,8 +33,10 @@ RUN useradd --uid 185 --create-home console && mkdir -p /data && chown console /
 USER console
 
 EXPOSE 8000
-# gunicorn, 2 threads in each of 4 processes (bench/serve.py); --preload: a refused setting (no
-# SECRET_KEY with DEBUG off) stops it at once, in one line.
-CMD ["gunicorn", "dashboard.wsgi:application", "--bind", "0.0.0.0:8000", \
-     "--worker-class", "gthread", "--workers", "4", "--threads", "2", "--preload", \
-     "--graceful-timeout", "10", "--no-control-socket"]
+# granian (./run's web server, bench/serve.py): 4 processes reading requests in an event loop
+# (a client trickling headers is closed after 10 s, a body is 408 after RSMQ_BODY_TIMEOUT:
+# dashboard/asgi.py), each running Django in RSMQ_WEB_THREADS (2) threads. A refused
+# setting (no SECRET_KEY with DEBUG off) stops it at once.
+CMD ["granian", "--interface", "asgi", "dashboard.asgi:application", "--host", "0.0.0.0", \
+     "--port", "8000", "--workers", "4", "--http1-header-read-timeout", "10000", "--no-ws", \
+     "--respawn-failed-workers", "--workers-kill-timeout", "10"]

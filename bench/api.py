@@ -183,6 +183,12 @@ def load(make: Callable[[str], Loop], clients: int, seconds: float) -> dict[str,
     return {"ops": sum(done) / seconds, "errors": sum(errors)}
 
 
+SERVED = {
+    "granian": "./run's granian (4 processes × 2 Django threads, dashboard/asgi.py)",
+    "gunicorn": "gunicorn (gthread 4×2, --preload; ./run's before issue 23)",
+}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rest-rsmq", required=True, type=Path,
@@ -190,6 +196,10 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=5, help="per cell and round")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (median)")
     ap.add_argument("--write", action="store_true")
+    ap.add_argument(
+        "--server", choices=("granian", "gunicorn"), default="granian",
+        help="granian: ./run's (dashboard/asgi.py); gunicorn: gthread 4×2, as before",
+    )  # fmt: skip
     args = ap.parse_args()
     rest_dir = args.rest_rsmq.resolve()
     if not (rest_dir / "app.js").exists():

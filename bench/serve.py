@@ -1,6 +1,7 @@
-"""The served console: gunicorn (gthread) vs granian vs Django's runserver, same run.
+"""The served console: gunicorn (gthread) vs granian (WSGI, ASGI) vs Django's runserver,
+same run.
 
-    .venv/bin/python -m bench.serve [--seconds 30] [--write]
+    .venv/bin/python -m bench.serve [--seconds 30] [--only granian "4×2"] [--write]
 
 Each server serves the console (DEBUG off, static files collected) on the demo data of an
 embedded Redis. Per server: the overview and a message page under 1, 8 and 32 concurrent
@@ -54,6 +55,14 @@ def servers(port: int) -> dict[str, list[str]]:
         "granian wsgi, 4×2": [
             PY, "-m", "granian", "--interface", "wsgi", wsgi, "--host", "127.0.0.1", "--port",
             str(port), "--workers", "4", "--blocking-threads", "2", "--no-log",
+        ],
+        # ./run's (dashboard/management/commands/console.py): dashboard/asgi.py reads a
+        # body in the event loop, then Django's WSGI handler runs in a pool of 2 threads
+        # (RSMQ_WEB_THREADS) per process (the slow-client test).
+        "granian asgi, 4×2 (./run)": [
+            PY, "-m", "granian", "--interface", "asgi", "dashboard.asgi:application", "--host",
+            "127.0.0.1", "--port", str(port), "--workers", "4", "--no-log",
+            "--http1-header-read-timeout", "10000",
         ],
         "runserver (baseline)": [
             PY, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload", "--insecure",
@@ -157,6 +166,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=1, help="interleaved rounds (median)")
     ap.add_argument("--sequential", type=int, default=300, help="requests per latency figure")
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--only", nargs="*", help="only the servers whose names contain one of these")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     redis = EmbeddedRedis(tmp / "redis").start()
@@ -182,7 +192,11 @@ def main() -> None:
         ).stdout  # fmt: skip
     )["items"][0]["id"]
     pages = {"overview": "/c/default/rsmq/", "message page": f"/c/default/rsmq/q/emails/m/{mid}/"}
-    ports = {name: free_port() for name in servers(0)}
+    ports = {
+        name: free_port()
+        for name in servers(0)
+        if not args.only or any(part in name for part in args.only)
+    }
     processes = {}
     try:
         for name, port in ports.items():

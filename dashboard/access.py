@@ -13,6 +13,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Permissi
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, JsonResponse
 from django.http.response import HttpResponseBase
+from django.views.decorators.debug import sensitive_variables
 
 
 class Role(IntEnum):
@@ -71,6 +72,7 @@ def require(user: AbstractBaseUser | AnonymousUser, role: Role) -> None:
         raise PermissionDenied(reason)
 
 
+@sensitive_variables("given")  # starred in error reports, DEBUG too
 def bearer_token(request: HttpRequest) -> bool | None:
     """True: the request carries RSMQ_METRICS_TOKEN as its bearer token; False: it carries
     another; None: it carries none (or no token is configured)."""

@@ -1,6 +1,6 @@
 """The configuration, checked once at start (a Django system check: ``manage.py console``,
-``check``, ``migrate`` run it, and dashboard/wsgi.py before gunicorn serves): one clear
-line per problem, and nothing starts."""
+``check``, ``migrate`` run it, and dashboard/asgi.py / wsgi.py before the web server
+serves): one clear line per problem, and nothing starts."""
 
 from __future__ import annotations
 

@@ -22,6 +22,24 @@ def redact_text(text: str) -> str:
     return _URL.sub(lambda m: redacted(m.group(0)), text)
 
 
+# An API token (dashboard/tokens.py: "rsmq_" and 43 URL-safe characters), or whatever
+# follows "Bearer " in an Authorization header.
+_TOKEN = re.compile(r"rsmq_[A-Za-z0-9_-]{8,}|(?i:bearer)\s+[^\s'\",}\]]+")
+
+
+def mask_secrets(text: str) -> str:
+    """``text`` with every API token, bearer credential, and the value of SECRET_KEY and
+    RSMQ_METRICS_TOKEN in it starred."""
+    text = _TOKEN.sub(
+        lambda m: "Bearer ****" if m[0].lower().startswith("bearer") else "rsmq_****", text
+    )
+    for name in ("SECRET_KEY", "RSMQ_METRICS_TOKEN"):
+        value = getattr(settings, name, "")
+        if isinstance(value, str) and len(value) >= 8:
+            text = text.replace(value, "********")
+    return text
+
+
 class ConsoleExceptionReporterFilter(SafeExceptionReporterFilter):
     """Django's error report (the DEBUG page, the mails to ADMINS) without the settings
     that hold a URL with a password or a token: RSMQ_REDIS_URL, CELERY_BROKER_URL,
@@ -37,10 +55,29 @@ class ConsoleExceptionReporterFilter(SafeExceptionReporterFilter):
         cleansed = super().cleanse_setting(key, value)
         return redact_text(cleansed) if type(cleansed) is str else cleansed
 
+    #: a frame's variables that hold a secret by their name (issue 23): shown as stars
+    hidden_locals = re.compile(
+        "TOKEN|AUTH|BEARER|PASS|SECRET|SIGNATURE|CREDENTIAL|COOKIE|SESSION|API_?KEY|DIGEST",
+        flags=re.I,
+    )
+
+    def is_active(self, request: Any) -> bool:
+        # Django masks @sensitive_variables and @sensitive_post_parameters only with DEBUG
+        # off: the console masks them on its DEBUG page too.
+        return True
+
     def get_traceback_frame_variables(self, request: Any, tb_frame: Any) -> Any:
-        # Any object's repr may quote a URL (a dataclass holding one): shown redacted.
+        # Any object's repr may quote a URL (a dataclass holding one): shown redacted; and
+        # a token in any variable (a headers dict, a string built from one) is starred.
         return [
-            (name, _Shown(redact_text(repr(value))))
+            (
+                name,
+                _Shown(
+                    repr(self.cleansed_substitute)
+                    if self.hidden_locals.search(name)
+                    else mask_secrets(redact_text(repr(value)))
+                ),
+            )
             for name, value in super().get_traceback_frame_variables(request, tb_frame)
         ]
 

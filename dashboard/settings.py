@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 import json
 import os
 import sys
@@ -121,8 +122,12 @@ AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False  # no banner at every start; lockouts go to the audit log
 AXES_LOCKOUT_TEMPLATE = "registration/locked.html"
 # The client's address as the socket says: an X-Forwarded-For anyone can write would
-# give a guesser a fresh count with every made-up address.
-AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
+# give a guesser a fresh count with every made-up address. Unless the socket's peer is a
+# proxy of RSMQ_TRUSTED_PROXIES (comma-separated addresses or CIDRs, default none): then
+# the right-most address of its X-Forwarded-For that is not a trusted proxy
+# (dashboard/throttle.py). Throttling and the audit log's addresses are the client's
+# behind the proxy; from anyone else the header is ignored.
+AXES_CLIENT_IP_CALLABLE = "dashboard.throttle.client_ip"
 
 ROOT_URLCONF = "dashboard.urls"
 WSGI_APPLICATION = "dashboard.wsgi.application"
@@ -363,3 +368,21 @@ CELERY_BEAT_SCHEDULE["audit-drain"] = {
     "schedule": 5.0,
     "options": {"expires": 5.0},
 }
+
+# -- Slow clients (issue 23; dashboard/asgi.py) ----------------------------------------------
+# Seconds a client may take to send its request's headers (granian closes the connection
+# after them), and then its body (answered 408, closed): a slow client holds no thread.
+RSMQ_HEADER_TIMEOUT = float(os.environ.get("RSMQ_HEADER_TIMEOUT", "10"))
+RSMQ_BODY_TIMEOUT = float(os.environ.get("RSMQ_BODY_TIMEOUT", "30"))
+# Threads per web server process that run Django (./run --threads; dashboard/asgi.py).
+RSMQ_WEB_THREADS = int(os.environ.get("RSMQ_WEB_THREADS", "2"))
+
+# -- Trusted proxies (issue 23; dashboard/throttle.py client_ip) ---------------------------
+RSMQ_TRUSTED_PROXIES: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
+for _proxy in env_list("RSMQ_TRUSTED_PROXIES"):
+    try:
+        RSMQ_TRUSTED_PROXIES.append(ipaddress.ip_network(_proxy, strict=False))
+    except ValueError:
+        RSMQ_CONFIG_ERRORS.append(
+            f"RSMQ_TRUSTED_PROXIES: {_proxy!r} is not an IP address or a CIDR (10.0.0.0/8)"
+        )

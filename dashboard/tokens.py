@@ -22,6 +22,7 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from django.utils import timezone
+from django.views.decorators.debug import sensitive_variables
 from redis.exceptions import RedisError
 
 from queues import RedisSMQ, RsmqError
@@ -122,6 +123,7 @@ def _live(row: ApiToken) -> ApiToken:
     return row
 
 
+@sensitive_variables("token", "wanted")  # starred in error reports, DEBUG too
 def admit(token: str) -> ApiToken:
     """The live token ``token`` is, counted against its limit; else Unauthenticated or
     RateLimited (a refused call is not counted)."""

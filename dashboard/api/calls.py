@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.debug import sensitive_variables
 from ninja.decorators import decorate_view
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as SchemaError
@@ -150,6 +151,7 @@ class TokenAuth(HttpBearer):
         request.rsmq_action = self.action  # type: ignore[attr-defined]
         return super().__call__(request)
 
+    @sensitive_variables("token")  # starred in error reports, DEBUG too
     def authenticate(self, request: HttpRequest, token: str) -> ApiToken:
         kwargs = request.resolver_match.kwargs if request.resolver_match else {}
         try:

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
+from django.views.decorators.debug import sensitive_variables
 from django.views.decorators.http import require_safe
 from ninja import Schema
 from pydantic import ConfigDict, Field
@@ -164,6 +165,7 @@ def readers(view: Callable[..., R]) -> Callable[..., R | JsonResponse]:
     checked = token_or_viewer(view)
 
     @wraps(view)
+    @sensitive_variables("given")  # starred in error reports, DEBUG too
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
         scheme, _, given = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not given.strip().startswith(tokens.PREFIX):

@@ -1,4 +1,4 @@
-"""The HTTP API as `./run` serves it (gunicorn, from a fresh clone): an admin makes a token
+"""The HTTP API as `./run` serves it (granian, from a fresh clone): an admin makes a token
 on /tokens/, and a script with nothing but that token sends, receives and deletes over
 HTTP, on the native routes and rest-rsmq's; no token: 401, and /api/schema/ is there."""
 
@@ -65,7 +65,7 @@ def test_without_a_token_it_answers_401_and_the_schema_is_served(served: Served)
 
 
 def test_the_rate_holds_across_every_web_process(served: Served) -> None:
-    """Each call on a new connection, so gunicorn's 4 processes share them: the count is
+    """Each call on a new connection, so the web server's 4 processes share them: the count is
     the token's row, not a process's memory."""
     token = make_token(served, "slow-bot", "viewer", per_minute=6)
     while time.time() % 60 > 50:  # all seven calls in one minute's window

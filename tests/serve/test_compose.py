@@ -8,7 +8,7 @@ to folders of the test; the image's ENV and build steps (collectstatic) from the
 Dockerfile; the image's PATH (the project installed: this .venv). Redis and Postgres,
 third-party images, are the embedded redis-server and an initdb cluster with the
 service's user and database. Then a message sent to the queues' Redis shows on the
-overview served by gunicorn, the worker's snapshot lands in Postgres, and the rollups
+overview served by granian, the worker's snapshot lands in Postgres, and the rollups
 that beat schedules run on the Spark master (spark-class from the installed pyspark),
 their hours loaded into Postgres.
 """

@@ -4,7 +4,7 @@ Before anything starts, every address it needs is checked (the web address, the 
 Redis's port, the data dir not in use by another ./run): a second ./run exits with one line
 and starts nothing. Then: the embedded Redis (unless RSMQ_REDIS_URL names a real one),
 migrations, static files, demo data on the embedded Redis only, and the children — the web
-server (gunicorn; `--dev`: runserver), the Celery worker and beat — each in a process group
+server (granian; `--dev`: runserver), the Celery worker and beat — each in a process group
 of its own. A child that dies is named with its exit in one line: Redis, the worker and
 beat are restarted (a few times at most), the web server is not — everything stops and
 ./run exits non-zero, never leaving a half console behind. SIGINT and SIGTERM stop the web
@@ -151,7 +151,9 @@ class Command(BaseCommand):
             "--redis-port", type=int, default=EMBEDDED_PORT, help="the embedded Redis's port"
         )
         parser.add_argument("--workers", type=int, default=4, help="web server processes")
-        parser.add_argument("--threads", type=int, default=2, help="threads per web process")
+        parser.add_argument(
+            "--threads", type=int, default=2, help="threads running Django in each web process"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         self.stopping = False
@@ -253,8 +255,9 @@ class Command(BaseCommand):
         celery = [sys.executable, "-m", "celery", "--app", "dashboard"]
         # DEBUG keeps every SQL query in memory: a worker that runs for days must not.
         celery_env = dict(env, DEBUG="0")
+        web_env = dict(env, RSMQ_WEB_THREADS=str(options["threads"]))
         web = Child(
-            "web", "the web server", lambda: spawn(web_argv(host, port, options), env), False
+            "web", "the web server", lambda: spawn(web_argv(host, port, options), web_env), False
         )
         self.children.insert(0, web)
         if not options["no_celery"]:
@@ -396,14 +399,16 @@ def web_argv(host: str, port: int, options: dict[str, Any]) -> list[str]:
     if options["dev"]:
         return [sys.executable, "manage.py", "runserver", f"[{host}]:{port}" if ":" in host
                 else f"{host}:{port}"]  # fmt: skip
-    bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    # gunicorn, 2 threads in each of 4 processes (bench/serve.py, bench/RESULTS.md); --preload: the
-    # app loads once, and a refused setting (SECRET_KEY) stops the master in one line.
+    # granian: --workers processes, each reading requests in its event loop (a slow client
+    # holds no thread) and running Django in --threads threads (dashboard/asgi.py,
+    # RSMQ_WEB_THREADS; bench/serve.py, bench/RESULTS.md). A worker that dies is started
+    # again; one that dies at start (a refused setting) stops granian.
+    header_ms = min(60_000, max(1, round(settings.RSMQ_HEADER_TIMEOUT * 1000)))
     return [
-        sys.executable, "-m", "gunicorn", "dashboard.wsgi:application",
-        "--bind", bind, "--worker-class", "gthread",
-        "--workers", str(options["workers"]), "--threads", str(options["threads"]),
-        "--preload", "--graceful-timeout", "10", "--keep-alive", "5", "--no-control-socket",
+        sys.executable, "-m", "granian", "--interface", "asgi", "dashboard.asgi:application",
+        "--host", host, "--port", str(port), "--workers", str(options["workers"]),
+        "--http1-header-read-timeout", str(header_ms), "--no-ws",
+        "--respawn-failed-workers", "--workers-kill-timeout", "10",
     ]  # fmt: skip
 
 

@@ -1,0 +1,181 @@
+"""The application ./run, the image and compose serve, with granian (bench/RESULTS.md,
+"Slow clients and the web server").
+
+A slow client must hold no thread. granian reads a request's headers in Rust,
+asynchronously, and closes a connection whose headers are not all in within
+``--http1-header-read-timeout`` (``RSMQ_HEADER_TIMEOUT``). ``WholeBody`` then reads the
+body in the event loop — a body not all in within ``RSMQ_BODY_TIMEOUT`` seconds of its
+headers is answered 408 and its connection closed — and only a whole request is handed to
+``Threads``, which runs Django's WSGI handler in a fixed pool of ``RSMQ_WEB_THREADS``
+threads per process (the same threads every time: their Redis and database connections
+are kept) and sends the whole response back. Hundreds of clients trickling headers or
+bodies cost memory in the event loop, never the threads that answer everyone else. A
+chunked body (``Transfer-Encoding: chunked``, no Content-Length: Node's http module sends
+them) reaches Django whole, with its length.
+
+(a2wsgi's WSGIMiddleware would run Django the same way, but it hands each piece of a
+response from the thread to the event loop and waits for it: three such round trips a
+request made the API's calls 2–3 times slower than gunicorn's, bench/RESULTS.md; its
+environ builder is used here.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import sys
+from collections.abc import Awaitable, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from a2wsgi.wsgi import build_environ
+from django.conf import settings
+from django.core.wsgi import get_wsgi_application
+from django.urls import get_resolver
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+
+from dashboard.startup import refuse_bad_configuration, refuse_insecure_key  # noqa: E402
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+Headers = list[tuple[bytes, bytes]]
+
+
+class WholeBody:
+    """An ASGI app that gives ``app`` only whole HTTP requests: the body read first, within
+    ``seconds`` of the headers (else 408), at most ``max_bytes`` when its length is not
+    declared (else 413), and then declared (Content-Length, no Transfer-Encoding)."""
+
+    def __init__(self, app: App, seconds: float, max_bytes: int | None) -> None:
+        self.app, self.seconds, self.max_bytes = app, seconds, max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = [(k.lower(), v) for k, v in scope["headers"]]
+        names = {k for k, _ in headers}
+        if b"content-length" not in names and b"transfer-encoding" not in names:
+            return await self.app(scope, receive, send)  # no body (RFC 9112 §6.3)
+        declared = next((v for k, v in headers if k == b"content-length"), None)
+        if (
+            b"transfer-encoding" not in names
+            and declared is not None
+            and declared.isdigit()
+            and self.max_bytes is not None
+            and int(declared) > self.max_bytes
+        ):
+            # Django refuses it by its length without reading it: nothing to wait for.
+            return await self.app(scope, receive, send)
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async with asyncio.timeout(self.seconds):
+                while True:
+                    message = await receive()
+                    if message["type"] != "http.request":
+                        return  # the client went away
+                    chunks.append(message.get("body", b""))
+                    size += len(chunks[-1])
+                    if self.max_bytes is not None and size > self.max_bytes:
+                        return await refuse(send, 413, "The request's body is too large.")
+                    if not message.get("more_body"):
+                        break
+        except TimeoutError:
+            return await refuse(
+                send, 408, f"The request's body did not arrive within {self.seconds:g} s."
+            )
+        body = b"".join(chunks)
+        whole = [(k, v) for k, v in headers if k not in (b"content-length", b"transfer-encoding")]
+        whole.append((b"content-length", str(len(body)).encode()))
+        given = False
+
+        async def replay() -> Message:
+            nonlocal given
+            if given:  # after the body: whatever comes next (a disconnect)
+                return await receive()
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app({**scope, "headers": whole}, replay, send)
+
+
+async def refuse(send: Send, status: int, text: str) -> None:
+    """Answer ``status`` with ``text`` and close the connection (the rest of the body is
+    never read)."""
+    data = f"{text}\n".encode()
+    await send({
+        "type": "http.response.start", "status": status,
+        "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                    (b"content-length", str(len(data)).encode()), (b"connection", b"close")],
+    })  # fmt: skip
+    await send({"type": "http.response.body", "body": data})
+
+
+class Threads:
+    """An ASGI app that runs a WSGI app in a fixed pool of ``threads`` (the same threads
+    every time: their Redis and database connections are kept), for whole requests
+    (``WholeBody`` in front): one hop into a thread with the request (a2wsgi's environ),
+    one back with the whole response — a response is no larger than a page or /metrics."""
+
+    def __init__(self, app: Any, threads: int) -> None:
+        self.app = app
+        self.pool = ThreadPoolExecutor(threads, thread_name_prefix="django")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while (message := await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope["type"] != "http":
+            return
+        message = await receive()
+        body = message.get("body", b"") if message["type"] == "http.request" else b""
+        environ: dict[str, Any] = dict(build_environ(scope, io.BytesIO(body)))  # type: ignore[arg-type]
+        environ["wsgi.errors"] = sys.stderr
+        loop = asyncio.get_running_loop()
+        status, headers, chunks = await loop.run_in_executor(self.pool, self.call, environ)
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": b"".join(chunks)})
+
+    def call(self, environ: dict[str, Any]) -> tuple[int, Headers, list[bytes]]:
+        started: list[tuple[int, Headers]] = []
+        chunks: list[bytes] = []
+
+        def start_response(
+            status: str, headers: list[tuple[str, str]], exc_info: Any = None
+        ) -> Callable[[bytes], None]:
+            code = int(status.split(" ", 1)[0])
+            started[:] = [
+                (code, [(k.lower().encode("latin1"), v.encode("latin1")) for k, v in headers])
+            ]
+            return chunks.append
+
+        result: Iterable[bytes] = self.app(environ, start_response)
+        try:
+            chunks.extend(result)
+        finally:
+            close = getattr(result, "close", None)
+            if close:
+                close()
+        return started[0][0], started[0][1], chunks
+
+
+refuse_insecure_key()
+_wsgi = get_wsgi_application()
+refuse_bad_configuration()
+# API token calls take a lean path (dashboard/lean.py): no session, CSRF, messages or axes.
+from dashboard.lean import dispatch  # noqa: E402 (Django is set up above)
+
+# Every view imported now, as each worker starts (the API's ~0.5 s), not by its first request.
+get_resolver().url_patterns  # noqa: B018
+application = WholeBody(
+    Threads(dispatch(_wsgi), settings.RSMQ_WEB_THREADS),
+    seconds=settings.RSMQ_BODY_TIMEOUT,
+    max_bytes=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
+)
