@@ -93,9 +93,22 @@ def _message(r: list[Any], i: int) -> Message:
     )
 
 
+def _cut_bytes(body: bytes, n: int) -> bytes:
+    """The first ``n`` bytes of a body, never ending inside a UTF-8 character (as
+    _prelude.lua's cut(); ``n`` <= 0: all of it)."""
+    if n <= 0 or len(body) <= n:
+        return body
+    while n > 0 and 0x80 <= body[n] < 0xC0:
+        n -= 1
+    return body[:n]
+
+
 def _info(f: list[Any], now: int) -> MessageInfo:
     mid = _text(f[0])
     notes = []
+    if f[3] is None:  # a body the read's byte budget left unread (see Read._fill)
+        notes.append(f"its body ({f[2]:,} bytes) was not read: past this read's byte budget")
+        f = [*f[:3], b"", *f[4:]]
     member = None
     if not v.ID_RE.fullmatch(mid):
         notes.append("not an RSMQ message id")
