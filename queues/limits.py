@@ -80,3 +80,11 @@ FAILURE_TRACE_MAX = 8000  # ... and at most this many bytes of them
 FAILURE_SCAN_COUNT = 1000
 FAILURE_SCAN_STEPS = 30
 FAILURE_EXAMPLES = 5
+#: Orphaned fields and leftover hashes (other ports' leftovers, queues/ops/orphans.py):
+#: a queue hash of at most this many fields is listed with one HKEYS (names only: ~1 ms
+#: for 10,000); a bigger one is not counted (None)
+ORPHAN_FIELDS_MAX = 10_000
+#: field names one orphans.lua call checks
+ORPHAN_CHUNK = 500
+#: SCAN steps (of SCAN_COUNT keys each) a look for leftover hashes takes at most
+LEFTOVER_SCAN_STEPS = 100

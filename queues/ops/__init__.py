@@ -14,7 +14,8 @@ carry that work to Redis: `RedisSMQ` runs it on a thread's own redis-py connecti
 * `dead_letters.py` — dead-letter policy, sources, redrive;
 * `messages.py` — send, receive, pop, visibility, delete, requeue, purge, move;
 * `read.py` — reading without changing: `browse` (the one read path), census ranges;
-* `failures.py` — failure histories and their groups.
+* `failures.py` — failure histories and their groups;
+* `orphans.py` — what other ports leave behind: orphaned message fields, leftover hashes.
 
 Bounds live in `queues/limits.py`, reply parsing in `queues/parse.py`.
 """
@@ -28,6 +29,7 @@ from .base import R
 from .dead_letters import DeadLetters
 from .failures import Failures
 from .messages import Messages
+from .orphans import OrphanOps
 from .read import Read
 
 __all__ = [
@@ -41,6 +43,6 @@ __all__ = [
 ]
 
 
-class Operations(DeadLetters[R], Messages[R], Failures[R], Read[R]):
+class Operations(DeadLetters[R], Messages[R], Failures[R], Read[R], OrphanOps[R]):
     """The RSMQ API. A subclass is a driver (queues/driver.py): it supplies ``_drive``,
     and ``_open`` to set up the redis-py client ``R`` it runs on."""

@@ -355,8 +355,8 @@ class Read(Base[R]):
         return Slice(
             read_at=read_at,
             ids=ids,
-            # 0: a member that is no RSMQ id, a score that is no time (another client's)
-            sent=[int(_sent(i) or 0) for i in ids],
+            # None: an id with no time in it (go-rsmq's); 0: a score that is no time
+            sent=[None if (t := _sent(i)) is None else int(t) for i in ids],
             visible_at=[_score(s) or 0 for s in rows[1::stride]],
             rc=rows[2::stride],
             fr=rows[3::stride],

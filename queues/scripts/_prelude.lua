@@ -64,7 +64,8 @@ local ATTRIBUTES = {"vt", "delay", "maxsize", "totalrecv", "totalsent", "created
 
 -- getQueueAttributes: vt, delay, maxsize, totalrecv, totalsent, created, modified, msgs,
 -- hiddenmsgs (nil if the queue is missing); then what is not a number among them (nil
--- if all are: a field that is not counts as 0); then, when `more` names further fields
+-- if all are: a field that is not counts as 0; created and modified may also be RFC 3339
+-- text, returned as it is); then, when `more` names further fields
 -- of the queue's hash, their values, read by the same HMGET (a list, false when unset)
 local function attributes(zkey, qkey, ms, more)
   local a = redis.call("HMGET", qkey, unpack(more and more.fields or ATTRIBUTES))
@@ -78,6 +79,11 @@ local function attributes(zkey, qkey, ms, more)
   local bad
   for i = 1, 7 do
     local n, why = integer(ATTRIBUTES[i], a[i] or 0)
+    if not n and i >= 6 and string.match(a[i], "^%d%d%d%d%-%d%d%-%d%d[Tt ]%d%d:%d%d") then
+      -- created / modified as an RFC 3339 time (go-rsmq writes them so): the client
+      -- reads it (queues/parse.py's _epoch_s), never "unreadable"
+      n = string.sub(a[i], 1, 64)
+    end
     if not n then
       bad = bad and (bad .. "; " .. why) or why
     end
