@@ -51,7 +51,11 @@ def child(url: str, seconds: float) -> None:
     searches = 0
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        rsmq.browse("big", contains=NEEDLE, limit=50, preview=200)
+        try:
+            rsmq.browse("big", contains=NEEDLE, limit=50, preview=200)
+        except Exception as e:  # the server busy past a timeout: said, not counted
+            print(f"search failed: {e}", file=sys.stderr)
+            continue
         searches += 1
     print(searches)
 
@@ -88,7 +92,7 @@ def round_(server: EmbeddedRedis, tree: Path, viewers: int, seconds: float) -> d
         for _ in range(viewers)
     ]
     pings: list[float] = []
-    p = redis.Redis.from_url(server.url)
+    p = redis.Redis.from_url(server.url, socket_timeout=60)
     end = time.monotonic() + seconds + 1.0
     while time.monotonic() < end and any(x.poll() is None for x in procs):
         t0 = time.perf_counter()
@@ -96,10 +100,14 @@ def round_(server: EmbeddedRedis, tree: Path, viewers: int, seconds: float) -> d
         pings.append((time.perf_counter() - t0) * 1000)
         time.sleep(0.01)
     searches = sum(int(x.communicate()[0].strip() or 0) for x in procs)
-    slow = [e["duration"] / 1000 for e in r.slowlog_get(100_000)]
+    entries = r.slowlog_get(100_000)
+    slow = [e["duration"] / 1000 for e in entries]
+    scripts = [e["duration"] / 1000 for e in entries if e["command"].startswith(b"EVAL")]
     return {
         "searches": searches,
         "over5": len(slow),
+        "scripts5": len(scripts),
+        "longest_script": max(scripts, default=0.0),
         "over50": sum(d > 50 for d in slow),
         "longest": max(slow, default=0.0),
         "ping_p50": statistics.median(pings) if pings else 0.0,
@@ -154,8 +162,9 @@ def main() -> None:
         rs = results[name]
         med = {k: statistics.median(x[k] for x in rs) for k in rs[0]}
         rows.append(
-            f"| {name} | {med['searches']:,.0f} | {med['over5']:,.0f} | {med['over50']:,.0f} |"
-            f" {max(x['longest'] for x in rs):.1f} | {med['ping_p50']:.2f} |"
+            f"| {name} | {med['searches']:,.0f} | {med['over5']:,.0f} | {med['scripts5']:,.0f} |"
+            f" {med['over50']:,.0f} | {max(x['longest'] for x in rs):.1f} |"
+            f" {max(x['longest_script'] for x in rs):.1f} | {med['ping_p50']:.2f} |"
             f" {med['ping_p90']:.2f} | {max(x['ping_max'] for x in rs):.1f} |"
         )
     report = (
@@ -166,9 +175,13 @@ def main() -> None:
         f" over the rounds). Idle PING before the load: median"
         f" {statistics.median(idle):.2f} ms. Load average {load[0]:.1f} (shared machine)."
         + ("  `before`: " + str(args.before) + "'s queues/ (main)." if args.before else "")
-        + "\n\n| code | searches | calls > 5 ms | calls > 50 ms | longest call (ms) |"
-        " PING p50 (ms) | PING p90 (ms) | PING max (ms) |\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n"
+        + "\n\n| code | searches | calls > 5 ms | of them scripts | calls > 50 ms |"
+        " longest call (ms) | longest script (ms) | PING p50 (ms) | PING p90 (ms) |"
+        " PING max (ms) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        + "\n".join(rows)
+        + "\n\nA call over 5 ms that is no script is a plain HGET of the 8 MB body (~1.2 ms on"
+        " a quiet machine): Redis has no way to read part of a hash field, so one HGET per"
+        " long body is the floor; the scripts no longer read long bodies at all.\n"
     )
     print(report)
     if args.write:

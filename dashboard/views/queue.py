@@ -369,6 +369,7 @@ def render_queue(
         other_queues=move_targets(request, place, qname, lambda: around[0]),
         **charts(request, place, qname, params.get("range", ""), stats.now),
         dlq_sources=SimpleLazyObject(lambda: around[1]),
+        leftovers=SimpleLazyObject(lambda: leftovers_of(place, qname)),
         analytics=SimpleLazyObject(
             lambda: queue_analytics(place.conn.name, place.ns, qname, stats.now)
         ),
@@ -379,6 +380,22 @@ def render_queue(
     if request.htmx and request.method == "GET" and params.get("part") == "scan":
         page = "_scan_more.html"  # a scan's next step (browse's auto-continue)
     return render(request, page, ctx, status=status)
+
+
+def leftovers_of(place: Place, qname: str) -> dict[str, Any]:
+    """What other RSMQ ports left in this queue's keys (queues/ops/orphans.py): its
+    orphaned message fields (``orphans``: an Orphans, None if unreadable) and whether its
+    hash is left over (``leftover``: its name is not in the namespace's queue set). Read
+    only when the page's side panel is drawn; bounded calls."""
+    try:
+        orphans = place.rsmq.orphans(qname)
+    except RsmqError:
+        orphans = None
+    try:
+        leftover = place.rsmq.is_leftover_queue(qname)
+    except RsmqError:
+        leftover = False
+    return {"orphans": orphans, "leftover": leftover}
 
 
 def names_and_sources(place: Place, qname: str) -> tuple[list[str], list[str]]:

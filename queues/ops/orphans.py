@@ -76,6 +76,11 @@ class OrphanOps(Base[R]):
         return bool((yield Call(S.LEFTOVER, (h, z, self.queues_key), args, qname)))
 
     @operation
+    def is_leftover_queue(self, qname: str) -> Op[bool]:
+        """Whether a queue hash is left over: its name not in the queue set, no messages."""
+        return (yield from self._leftover(qname, False))
+
+    @operation
     def clean_leftover_queue(self, qname: str) -> Op[bool]:
         """Deletes a left-over queue hash (re-checked in the deleting script: its name not
         in the queue set, no messages); False if it is not one."""
