@@ -369,7 +369,8 @@ def render_queue(
         other_queues=move_targets(request, place, qname, lambda: around[0]),
         **charts(request, place, qname, params.get("range", ""), stats.now),
         dlq_sources=SimpleLazyObject(lambda: around[1]),
-        leftovers=SimpleLazyObject(lambda: leftovers_of(place, qname)),
+        # what other ports left behind: a few more calls, so only when asked (?leftovers=1)
+        leftovers=leftovers_of(place, qname) if params.get("leftovers") else None,
         analytics=SimpleLazyObject(
             lambda: queue_analytics(place.conn.name, place.ns, qname, stats.now)
         ),

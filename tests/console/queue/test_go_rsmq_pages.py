@@ -53,7 +53,7 @@ def test_the_overview_shows_it_with_its_counts(console, go: GoRsmq, viewer: Clie
 
 
 def test_its_queue_page_says_sent_unknown(console, go: GoRsmq, viewer: Client) -> None:
-    page = viewer.get(console.queue("go"))
+    page = viewer.get(console.queue("go", "?leftovers=1"))
     assert page.status_code == 200
     shown = text(page)
     assert shown.count("unknown") >= 3
@@ -82,9 +82,9 @@ def test_an_admin_cleans_up_its_orphans(
     console, go: GoRsmq, admin: Client, viewer: Client, raw: redis.Redis, ns: str
 ) -> None:
     go.delete_message("go", go.ids[0])  # type: ignore[attr-defined]
-    shown = text(viewer.get(console.queue("go")))
+    shown = text(viewer.get(console.queue("go", "?leftovers=1")))
     assert "1 orphaned message field" in shown and "Clean up" not in shown
-    assert "Clean up" in text(admin.get(console.queue("go")))
+    assert "Clean up" in text(admin.get(console.queue("go", "?leftovers=1")))
     live = {k for k in raw.hkeys(f"{ns}:go:Q") if k != go.ids[0].encode()}  # type: ignore[attr-defined]
     wrong = admin.post(console.act("go"), {"action": "clean_orphans", "orphans-confirm": "g"})
     assert wrong.status_code == 422 and raw.hexists(f"{ns}:go:Q", go.ids[0])  # type: ignore[attr-defined]
@@ -95,7 +95,8 @@ def test_an_admin_cleans_up_its_orphans(
     assert set(raw.hkeys(f"{ns}:go:Q")) == live
     row = AuditEntry.objects.filter(outcome="ok").get()
     assert (row.queue, row.action, row.count) == ("go", "clean_orphans", 1)
-    assert "orphaned" not in text(viewer.get(console.queue("go")))
+    assert "Nothing left behind" in text(viewer.get(console.queue("go", "?leftovers=1")))
+    assert "Look for what other clients left behind" in text(viewer.get(console.queue("go")))
 
 
 def test_an_operator_may_not_clean_up(console, go: GoRsmq, operator: Client, raw, ns) -> None:
@@ -108,7 +109,7 @@ def test_an_admin_deletes_a_left_over_hash(
     console, go: GoRsmq, admin: Client, raw: redis.Redis, ns: str, rsmq: RedisSMQ
 ) -> None:
     go.delete_queue("go")
-    shown = text(admin.get(console.queue("go")))
+    shown = text(admin.get(console.queue("go", "?leftovers=1")))
     assert "left over" in shown
     done = admin.post(
         console.act("go"), {"action": "clean_leftover", "leftover-confirm": "go"}, follow=True
@@ -116,3 +117,13 @@ def test_an_admin_deletes_a_left_over_hash(
     assert "Deleted the left-over hash of go." in console.flashes(done)
     assert not raw.exists(f"{ns}:go:Q")
     assert AuditEntry.objects.filter(outcome="ok").get().action == "clean_leftover"
+
+
+def test_the_overview_links_a_left_over_hash(console, go: GoRsmq, admin: Client) -> None:
+    assert "Look for left-over queue hashes" in admin.get(console.overview()).content.decode()
+    assert "No left-over" in admin.get(console.overview("?leftovers=1")).content.decode()
+    go.delete_queue("go")
+    assert "Left-over queue hash" not in admin.get(console.overview()).content.decode()
+    body = admin.get(console.overview("?leftovers=1")).content.decode()
+    assert "Left-over queue hash" in body
+    assert f'href="{console.queue("go")}?leftovers=1#leftovers"' in body
