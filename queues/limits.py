@@ -59,6 +59,10 @@ BROWSE_ROW_BYTES = 256 * 1024
 #: past it a search stops (and says where to go on), a listing's row says its body was
 #: not read
 BROWSE_FETCH_BYTES = 16 * 1024 * 1024
+#: bodies' bytes one move / redrive script call copies, after one message at least
+#: (_prelude.lua's MOVE_BYTES): an 8 MB body took ~28 ms to move in Lua (SLOWLOG), a
+#: chunk of them would take seconds
+MOVE_BYTES = 1024 * 1024
 #: small bodies the client reads together in one HMGET, up to this many bytes
 FETCH_BATCH_BYTES = 1024 * 1024
 #: a browse's time budget (s): it makes calls until its page is full, the state ends

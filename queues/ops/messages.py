@@ -215,12 +215,16 @@ class Messages(Stats[R]):
             if not checked:
                 return 0
             m: int
-            m, _ = yield Call(S.MOVE, keys, (0, CHUNK, *checked), (src, dst))
-            return m
+            total = 0
+            while checked:  # a call stops early past MOVE_BYTES of bodies: the rest again
+                m, _, looked, stopped = yield Call(S.MOVE, keys, (0, CHUNK, *checked), (src, dst))
+                total += m
+                checked = checked[looked:] if stopped else []
+            return total
         moved = skipped = 0
         while True:
-            m, s = yield Call(S.MOVE, keys, (skipped, CHUNK), (src, dst))
+            m, s, _, stopped = yield Call(S.MOVE, keys, (skipped, CHUNK), (src, dst))
             moved += m
             skipped += s
-            if m + s < CHUNK:
+            if m + s < CHUNK and not stopped:
                 return moved

@@ -137,6 +137,11 @@ end
 -- with one plain HGET (~1 ms for 8 MB) — HSTRLEN tells its size without reading it.
 local LUA_BODY_MAX = 32768
 
+-- Bodies' bytes one move / redrive call copies (after one message at least): moving a
+-- body copies it twice in Lua (an 8 MB one ~28 ms), so a call with long bodies stops
+-- early and the client calls again (queues/limits.py MOVE_BYTES says the same).
+local MOVE_BYTES = 1048576
+
 -- Appends a browsed message's row: id, score, size, body (cut to `preview` bytes), rc, fr.
 -- The body is false when it was not read here (longer than LUA_BODY_MAX, or the call's
 -- `room` of row bytes is spent, or `unread` says so): the client reads it alone. `room`
