@@ -330,3 +330,11 @@ if RSMQ_PIPELINE_INTERVAL > 0:
         "schedule": RSMQ_PIPELINE_INTERVAL,
         "options": {"expires": RSMQ_PIPELINE_INTERVAL},
     }
+
+# Outbound requests (alert webhooks and Slack URLs, dashboard/alerting/outbound.py): host
+# names and ranges (CIDR, or one address) the console may reach although they are
+# loopback, private, link-local, multicast, reserved or unspecified, comma-separated:
+# "hooks.internal,10.20.0.0/16". Everything else of that kind is refused.
+RSMQ_OUTBOUND_ALLOW = env_list("RSMQ_OUTBOUND_ALLOW")
+# Failures of a transient kind (down, timed out, 5xx, 429) before a notification is given up.
+RSMQ_ALERT_MAX_ATTEMPTS = int(os.environ.get("RSMQ_ALERT_MAX_ATTEMPTS", "12"))
