@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import scripts as S
-from ..driver import Call, Command, Op, operation
+from ..driver import Batch, Call, Command, Op, operation
 from ..limits import LEFTOVER_SCAN_STEPS, ORPHAN_CHUNK, ORPHAN_FIELDS_MAX, SCAN_COUNT
 from ..models import Leftovers, Orphans
 from ..parse import _queue_name, _text
@@ -48,7 +48,8 @@ class OrphanOps(Base[R]):
     def leftover_queues(self) -> Op[Leftovers]:
         """Names whose queue hash is left with no name in the queue set and no messages
         (go-rsmq's deleteQueue): SCAN steps of SCAN_COUNT keys, LEFTOVER_SCAN_STEPS at
-        most. Read-only."""
+        most, then each name found checked by a short script, ORPHAN_CHUNK of them a
+        pipelined round trip. Read-only."""
         pattern = self._prefix.replace("\\", "\\\\")
         for c in "*?[]":
             pattern = pattern.replace(c, "\\" + c)
@@ -64,16 +65,22 @@ class OrphanOps(Base[R]):
                     seen.add(name)
             if int(cursor) == 0:
                 break
-        names = []
-        for name in sorted(seen):
-            if (yield from self._leftover(name, False)):
-                names.append(name)
+        names: list[str] = []
+        ordered = sorted(seen)
+        for i in range(0, len(ordered), ORPHAN_CHUNK):  # read-only: pipelined checks
+            chunk = ordered[i : i + ORPHAN_CHUNK]
+            calls = [self._leftover_call(name, False) for name in chunk]
+            replies = yield Batch(calls)
+            names += [name for name, left in zip(chunk, replies, strict=True) if left]
         return Leftovers(names, int(cursor) == 0)
 
-    def _leftover(self, qname: str, clean: bool) -> Op[bool]:
+    def _leftover_call(self, qname: str, clean: bool) -> Call:
         z, h = self._queue_keys(qname)
         args = (qname, "clean" if clean else "")
-        return bool((yield Call(S.LEFTOVER, (h, z, self.queues_key), args, qname)))
+        return Call(S.LEFTOVER, (h, z, self.queues_key), args, qname)
+
+    def _leftover(self, qname: str, clean: bool) -> Op[bool]:
+        return bool((yield self._leftover_call(qname, clean)))
 
     @operation
     def is_leftover_queue(self, qname: str) -> Op[bool]:

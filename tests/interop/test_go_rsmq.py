@@ -17,6 +17,7 @@ from support.go_rsmq import GoRsmq
 
 from queues import RedisSMQ
 from queues.cli import main as cli_main
+from queues.server import EmbeddedRedis
 
 
 @pytest.fixture
@@ -121,11 +122,12 @@ def test_what_its_deletes_leave_behind_is_counted_and_cleaned(
 
     go.delete_queue("go")
     assert raw.exists(f"{ns}:go:Q")
-    assert rsmq.leftover_queues().names == ["go"]
+    assert rsmq.is_leftover_queue("go")
     rsmq.create_queue("live")
+    assert not rsmq.is_leftover_queue("live")
     assert rsmq.clean_leftover_queue("live") is False  # a live queue is never one
     assert rsmq.clean_leftover_queue("go") is True
-    assert not raw.exists(f"{ns}:go:Q") and rsmq.leftover_queues().names == []
+    assert not raw.exists(f"{ns}:go:Q") and not rsmq.is_leftover_queue("go")
     assert rsmq.list_queues() == ["live"]
 
 
@@ -151,3 +153,31 @@ def test_the_cli_shows_it(redis_url: str, ns: str, fed: list[str], capsys) -> No
     out = json.loads(capsys.readouterr().out)
     items = out["items"] if isinstance(out, dict) else out
     assert len(items) == 3 and all(m["sent"] is None for m in items)
+
+
+@pytest.fixture(scope="module")
+def own(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
+    """A redis-server of this module's own: a look for left-over hashes SCANs the whole
+    database (LEFTOVER_SCAN_STEPS steps at most), so the session's shared one, holding
+    every other test's keys, could make it stop at its bound."""
+    with EmbeddedRedis(tmp_path_factory.mktemp("leftovers")) as s:
+        yield s
+
+
+def test_the_look_for_left_over_hashes_finds_them_among_many_queues(own: EmbeddedRedis) -> None:
+    raw = redis.Redis.from_url(own.url)
+    rsmq = RedisSMQ(url=own.url, ns="lo")
+    go = GoRsmq(raw, "lo")
+    other = GoRsmq(raw, "other")  # another namespace's left-over hash is not this one's
+    for i in range(1200):
+        go.create_queue(f"q{i}")
+    for i in range(0, 1200, 100):
+        go.delete_queue(f"q{i}")
+    other.create_queue("x")
+    other.delete_queue("x")
+    left = rsmq.leftover_queues()
+    assert left.complete and left.names == sorted(f"q{i}" for i in range(0, 1200, 100))
+    assert rsmq.clean_leftover_queue("q100") and "q100" not in rsmq.leftover_queues().names
+    assert RedisSMQ(url=own.url, ns="other").leftover_queues().names == ["x"]
+    rsmq.close()
+    raw.close()

@@ -17,6 +17,7 @@ from support.go_rsmq import GoRsmq
 from dashboard import snapshots
 from dashboard.models import AuditEntry, Snapshot
 from queues import RedisSMQ
+from queues.server import EmbeddedRedis
 
 pytestmark = pytest.mark.django_db
 
@@ -119,7 +120,24 @@ def test_an_admin_deletes_a_left_over_hash(
     assert AuditEntry.objects.filter(outcome="ok").get().action == "clean_leftover"
 
 
-def test_the_overview_links_a_left_over_hash(console, go: GoRsmq, admin: Client) -> None:
+@pytest.fixture
+def own_redis(tmp_path, settings, console) -> Iterator[EmbeddedRedis]:
+    """The console on a redis-server of this test's own: the look for left-over hashes
+    SCANs the whole database, which the session's shared one fills with every test's keys
+    (past LEFTOVER_SCAN_STEPS the look stops at its bound)."""
+    with EmbeddedRedis(tmp_path / "redis") as s:
+        settings.RSMQ_CONNECTIONS = [
+            {"name": "default", "url": s.url, "namespaces": [console.ns], "environment": "test"}
+        ]
+        yield s
+
+
+def test_the_overview_links_a_left_over_hash(
+    console, own_redis: EmbeddedRedis, admin: Client
+) -> None:
+    raw = redis.Redis.from_url(own_redis.url)
+    go = GoRsmq(raw, console.ns)
+    go.create_queue("go")
     assert "Look for left-over queue hashes" in admin.get(console.overview()).content.decode()
     assert "No left-over" in admin.get(console.overview("?leftovers=1")).content.decode()
     go.delete_queue("go")
