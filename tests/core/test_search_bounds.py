@@ -222,3 +222,27 @@ def test_searchers_leave_redis_to_other_clients(
     p90 = pings[int(0.9 * len(pings))]
     assert searches >= 4
     assert p90 < 100, (p90, statistics.median(idle))
+
+
+def test_a_receive_reads_long_bodies_in_plain_hgets(server: EmbeddedRedis) -> None:
+    """A receive hands out whole bodies, however long, and no script call copies more
+    than MOVE_BYTES of them: long ones (and those past its room) are read with plain
+    HGETs while the messages are in flight. A pop still reads them in its script (it
+    deletes them there)."""
+    q = RedisSMQ(url=server.url, ns="recv")
+    q.create_queue("r", maxsize=-1)
+    bodies = ["a" * MB8, "small", "é" * 20_000] + [f"{i:04d}" + "x" * 30_000 for i in range(60)]
+    for b in bodies:
+        q.send_message("r", b)
+    q.create_queue("warm")
+    q.send_message("warm", "w")
+    q.receive_messages("warm", 1)  # its script loaded
+    slowlog(server)
+    got = q.receive_messages("r", 100, vt=600)
+    assert [m.message for m in got] == bodies
+    assert all(m.rc == 1 for m in got)
+    check_bounds(server)
+    q.send_message("r", "b" * MB8)
+    popped = q.pop_message("r")
+    assert popped is not None and popped.message == "b" * MB8
+    q.close()
