@@ -8,7 +8,7 @@
 -- (maxrc+1)-th time goes to the dead-letter queue instead, in this same script; the
 -- receive goes on with the next message. Without the policy (or with its dead-letter
 -- queue deleted) every message is delivered: nothing is ever dropped.
-local q = redis.call("HMGET", KEYS[2], "vt", "x:maxrc", "x:dlq")
+local q = redis.call("HMGET", KEYS[2], "vt", "x:maxrc", "x:dlq", "maxsize")
 if not q[1] then
   return not_found()
 end
@@ -39,8 +39,10 @@ local received, dead = 0, 0
 local seen = {}
 local again = (vt == 0 and not pop)
 local popped = {}
--- bodies' bytes this call reads for the messages it hands out (a pop reads them all)
+-- bodies' bytes this call reads for the messages it hands out (a pop reads them all);
+-- in a queue of unlimited maxsize each body is measured before it is read
 local room = MOVE_BYTES
+local sized = tonumber(q[4]) == -1 or (tonumber(q[4]) or 0) > 65536
 -- Messages whose rc another client made a non-number: left where they are (the console
 -- lists them with a note, to be deleted), never a failed receive of the others.
 local skipped = 0
@@ -81,10 +83,13 @@ while received < n and dead < 1000 do
           -- a body over LUA_BODY_MAX, or past the call's `room`, is not read here: its
           -- size (a number, never a body: bodies are strings) stands in its place and
           -- the client reads it with a plain HGET (the message is in flight: it stays)
-          local size = redis.call("HSTRLEN", KEYS[2], id)
-          if size <= LUA_BODY_MAX and size <= room then
-            out[#out + 1] = redis.call("HGET", KEYS[2], id) or ""
-            room = room - size
+          -- (a queue whose maxsize bounds its bodies: read while there is room, then
+          -- measured; unlimited (-1): measured first)
+          local size = (sized or room <= 0) and redis.call("HSTRLEN", KEYS[2], id)
+          if not size or (size <= LUA_BODY_MAX and size <= room) then
+            local body = redis.call("HGET", KEYS[2], id) or ""
+            out[#out + 1] = body
+            room = room - #body
           else
             out[#out + 1] = size
           end

@@ -246,3 +246,17 @@ def test_a_receive_reads_long_bodies_in_plain_hgets(server: EmbeddedRedis) -> No
     popped = q.pop_message("r")
     assert popped is not None and popped.message == "b" * MB8
     q.close()
+
+
+def test_a_batch_receive_past_the_scripts_room_reads_the_rest_in_hmgets(
+    server: EmbeddedRedis,
+) -> None:
+    """A queue whose maxsize bounds its bodies (64 KB): the script reads them while its
+    MOVE_BYTES room lasts, the rest come with plain HMGETs — all of them, in order."""
+    q = RedisSMQ(url=server.url, ns="room")
+    q.create_queue("r")  # maxsize 65536
+    bodies = [f"{i:03d}" + "y" * 60_000 for i in range(40)]  # 2.4 MB in all
+    q.send_messages("r", bodies)
+    got = q.receive_messages("r", 100, vt=600)
+    assert [m.message for m in got] == bodies
+    q.close()
