@@ -59,7 +59,8 @@ BROWSE_ROW_BYTES = 256 * 1024
 #: past it a search stops (and says where to go on), a listing's row says its body was
 #: not read
 BROWSE_FETCH_BYTES = 16 * 1024 * 1024
-#: bodies' bytes one move / redrive script call copies, after one message at least
+#: bodies' bytes one move / redrive script call copies, after one message at least, and
+#: one receive call reads (the rest: plain HGET / HMGET after it)
 #: (_prelude.lua's MOVE_BYTES): an 8 MB body took ~28 ms to move in Lua (SLOWLOG), a
 #: chunk of them would take seconds
 MOVE_BYTES = 1024 * 1024

@@ -137,7 +137,8 @@ end
 -- with one plain HGET (~1 ms for 8 MB) — HSTRLEN tells its size without reading it.
 local LUA_BODY_MAX = 32768
 
--- Bodies' bytes one move / redrive call copies (after one message at least): moving a
+-- Bodies' bytes one move / redrive call copies (after one message at least), and one
+-- receive call reads (receive.lua: the client reads the rest): moving a
 -- body copies it twice in Lua (an 8 MB one ~28 ms), so a call with long bodies stops
 -- early and the client calls again (queues/limits.py MOVE_BYTES says the same).
 local MOVE_BYTES = 1048576
