@@ -30,6 +30,9 @@ QUEUE_ACTIONS: Actions = {
     "edit": Action(Role.ADMIN, "edit_queue"),
     "purge": Action(Role.ADMIN, "purge"),
     "delete_queue": Action(Role.ADMIN, "delete_queue"),
+    # what other RSMQ ports leave behind (queues/ops/orphans.py)
+    "clean_orphans": Action(Role.ADMIN, "clean_orphans"),
+    "clean_leftover": Action(Role.ADMIN, "clean_leftover"),
     "policy": Action(Role.ADMIN, "set_policy"),
     # An operator's on a dead-letter queue; elsewhere the admin's (checked by its handler).
     "redrive": Action(Role.OPERATOR, "redrive"),

@@ -163,6 +163,8 @@ def queue_page_forms(stats: QueueStats) -> dict[str, forms.Form]:
         ),
         "purge_form": ConfirmNameForm(qname=stats.qname, prefix="purge"),
         "delete_form": ConfirmNameForm(qname=stats.qname, prefix="delete"),
+        "orphans_form": ConfirmNameForm(qname=stats.qname, prefix="orphans"),
+        "leftover_form": ConfirmNameForm(qname=stats.qname, prefix="leftover"),
         "move_form": MoveForm(),
         "policy_form": PolicyForm(initial={"dlq": stats.dlq, "maxrc": stats.maxrc}),
         # Its confirmation is shown only where the queue is no dead-letter queue.

@@ -64,8 +64,10 @@ def histograms(messages: DataFrame) -> DataFrame:
     for name, bins in HISTOGRAMS.items():
         value = F.col(name)
         labels = F.array(*(F.lit(label) for label, _ in bins))
+        # an age that is unknown (an id with no time in it, go-rsmq's) is in no bin
+        rows = m.where(value.isNotNull()) if name == "age" else m
         parts.append(
-            m.groupBy(*KEY, _bin(value, bins).alias("bin"))
+            rows.groupBy(*KEY, _bin(value, bins).alias("bin"))
             .agg(F.count("*").alias("messages"))
             .withColumn("histogram", F.lit(name))
             .withColumn("label", labels[F.col("bin")])

@@ -39,7 +39,7 @@ MESSAGES = StructType(
     [
         StructField("queue", StringType(), False),
         StructField("id", StringType(), False),
-        StructField("sent", LongType(), False),  # epoch ms, from the id
+        StructField("sent", LongType(), True),  # epoch ms, from the id; null: no time in it
         StructField("visible_at", LongType(), False),  # epoch ms: the zset score
         StructField("rc", LongType(), False),  # receive count
         StructField("fr", LongType(), True),  # epoch ms of the first receive; null: never

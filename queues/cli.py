@@ -123,8 +123,9 @@ def _when(text: str) -> dt.datetime | float:
 
 
 def _received(m: Message) -> dict[str, Any]:
-    """A received message: its fields, and rsmqctl's ``ts`` (when it was sent, epoch ms)."""
-    return {**dataclasses.asdict(m), "ts": int(m.sent)}
+    """A received message: its fields, and rsmqctl's ``ts`` (when it was sent, epoch ms;
+    None for an id with no time in it, as other ports make)."""
+    return {**dataclasses.asdict(m), "ts": None if m.sent is None else int(m.sent)}
 
 
 def _message_receive(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:

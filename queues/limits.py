@@ -39,8 +39,33 @@ MAX_MAXRC = 1000
 #: Redis (the rc test of each; `bench/dashboard.py --calls` with 1,000, load average 6-8
 #: on the 2 cores): too near the 5 ms a call may hold it; 500, half that
 BROWSE_STEP = 500
-#: bodies' bytes one browse call reads for a text search before it stops
+#: bodies' bytes one browse call reads for a text search before it stops (checked with
+#: HSTRLEN before a body is read)
 BROWSE_BYTES = 128 * 1024
+#: Bodies a script reads itself are at most this long (_prelude.lua's LUA_BODY_MAX): a
+#: Lua read copies the body, and one of 8 MB held Redis 10-39 ms (SLOWLOG); a longer one
+#: is read by the client with one plain HGET (~1.2 ms for 8 MB, same run)
+LUA_BODY_MAX = 32 * 1024
+#: browse.lua searches a needle itself only up to this length: string.find (plain) costs
+#: body length x needle length, so at most 64 compares a byte of a <= 32 KB body; a
+#: longer needle is searched by the client, in Python (``in``: linear in the body)
+LUA_NEEDLE_MAX = 64
+#: bodies' bytes one browse call leaves for the client to search (after one at least)
+BROWSE_CLIENT_BYTES = 8 * 1024 * 1024
+#: bodies' bytes one browse call's rows may hold (past it a row's body is read by the
+#: client, like a body longer than LUA_BODY_MAX)
+BROWSE_ROW_BYTES = 256 * 1024
+#: bodies' bytes one browse request reads with plain HGETs (after one body at least):
+#: past it a search stops (and says where to go on), a listing's row says its body was
+#: not read
+BROWSE_FETCH_BYTES = 16 * 1024 * 1024
+#: bodies' bytes one move / redrive script call copies, after one message at least, and
+#: one receive call reads (the rest: plain HGET / HMGET after it)
+#: (_prelude.lua's MOVE_BYTES): an 8 MB body took ~28 ms to move in Lua (SLOWLOG), a
+#: chunk of them would take seconds
+MOVE_BYTES = 1024 * 1024
+#: small bodies the client reads together in one HMGET, up to this many bytes
+FETCH_BATCH_BYTES = 1024 * 1024
 #: a browse's time budget (s): it makes calls until its page is full, the state ends
 #: or this is spent, then says where it stopped
 BROWSE_BUDGET = 0.04
@@ -62,3 +87,11 @@ FAILURE_SCAN_STEPS = 30
 FAILURE_EXAMPLES = 5
 #: records of a namespace's audit stream one read takes (ops/console_api.py)
 AUDIT_READ = 1000
+#: Orphaned fields and leftover hashes (other ports' leftovers, queues/ops/orphans.py):
+#: a queue hash of at most this many fields is listed with one HKEYS (names only: ~1 ms
+#: for 10,000); a bigger one is not counted (None)
+ORPHAN_FIELDS_MAX = 10_000
+#: field names one orphans.lua call checks
+ORPHAN_CHUNK = 500
+#: SCAN steps (of SCAN_COUNT keys each) a look for leftover hashes takes at most
+LEFTOVER_SCAN_STEPS = 100

@@ -31,7 +31,7 @@ class Message:
     message: str
     rc: int
     fr: int  # epoch ms of the first receive
-    sent: float  # epoch ms, from the id
+    sent: float | None  # epoch ms, from the id; None: unknown (an id with no time in it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +43,7 @@ class MessageInfo:
     size: int  # the body's full length in bytes
     rc: int
     fr: int | None  # epoch ms of the first receive, None if never received
-    sent: float  # epoch ms, from the id
+    sent: float | None  # epoch ms, from the id; None: unknown (an id with no time in it)
     visible_at: int  # epoch ms: the zset score
     state: State
     read_at: int = 0  # the Redis server's time (epoch ms) this was read at
@@ -126,7 +126,7 @@ class Slice:
 
     read_at: int  # the Redis server's TIME, epoch ms
     ids: list[str]
-    sent: list[int]  # epoch ms, from the id
+    sent: list[int | None]  # epoch ms, from the id; None: unknown (no time in the id)
     visible_at: list[int]  # epoch ms: the zset score
     rc: list[int]
     fr: list[int | None]  # epoch ms of the first receive; None: never received
@@ -284,3 +284,21 @@ class WorkerInfo:
     @property
     def concurrency(self) -> int:
         return sum(self.queues.values())
+
+
+@dataclass(frozen=True, slots=True)
+class Orphans:
+    """A queue hash's orphaned message fields: ``fields`` None when the hash has more
+    than ORPHAN_FIELDS_MAX fields (not listed: it would hold Redis too long)."""
+
+    fields: int | None
+    bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Leftovers:
+    """Queue hashes with no name in the namespace's queue set (and no messages);
+    ``complete`` False when the look stopped after LEFTOVER_SCAN_STEPS SCAN steps."""
+
+    names: list[str]
+    complete: bool

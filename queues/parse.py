@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -54,12 +55,17 @@ def _shown(raw: bytes | str) -> str:
     return "'" + (text[:40] + "…" if len(text) > 40 else text) + "'"
 
 
+#: an id with a time in it: 10 base-36 digits of the server's epoch µs (the original,
+#: PyRSMQ, this client), then 22 characters. go-rsmq's ids are 22 random characters:
+#: no time is in them, and none is made up.
+_TIMED_ID = re.compile(r"[0-9a-z]{10}[a-zA-Z0-9:]{22}")
+
+
 def _sent(mid: str) -> float | None:
-    """``sent`` from an RSMQ id; None for a member that does not start with base 36."""
-    try:
-        return sent_ms(mid)
-    except ValueError:
+    """``sent`` from an RSMQ id; None (unknown) for an id with no time in it."""
+    if not _TIMED_ID.fullmatch(mid):
         return None
+    return sent_ms(mid)
 
 
 def _pairs(flat: list[Any]) -> list[tuple[Any, Any]]:
@@ -94,13 +100,26 @@ def _message(r: list[Any], i: int) -> Message:
         message=_decode(body) if body is not None else "",
         rc=r[i + 2],
         fr=_whole(r[i + 3] or 0) or 0,
-        sent=_sent(mid) or 0.0,
+        sent=_sent(mid),
     )
+
+
+def _cut_bytes(body: bytes, n: int) -> bytes:
+    """The first ``n`` bytes of a body, never ending inside a UTF-8 character (as
+    _prelude.lua's cut(); ``n`` <= 0: all of it)."""
+    if n <= 0 or len(body) <= n:
+        return body
+    while n > 0 and 0x80 <= body[n] < 0xC0:
+        n -= 1
+    return body[:n]
 
 
 def _info(f: list[Any], now: int) -> MessageInfo:
     mid = _text(f[0])
     notes = []
+    if f[3] is None:  # a body the read's byte budget left unread (see Read._fill)
+        notes.append(f"its body ({f[2]:,} bytes) was not read: past this read's byte budget")
+        f = [*f[:3], b"", *f[4:]]
     member = None
     if not v.ID_RE.fullmatch(mid):
         notes.append("not an RSMQ message id")
@@ -126,15 +145,48 @@ def _info(f: list[Any], now: int) -> MessageInfo:
         state = "inflight" if rc is None or rc >= 1 else "delayed"
     return MessageInfo(
         id=mid, message=_decode(f[3]), size=f[2], rc=rc or 0, fr=fr,
-        sent=sent or 0.0, visible_at=score or 0, state=state, read_at=now,
+        sent=sent, visible_at=score or 0, state=state, read_at=now,
         note="; ".join(notes) or None, member=member,
     )  # fmt: skip
 
 
-def _attributes(a: list[int]) -> QueueAttributes:
+#: epoch seconds past this are epoch milliseconds (1e11 s is the year 5138)
+MS_AFTER = 10**11
+_RFC3339 = re.compile(
+    r"(\d{4}-\d\d-\d\d)[Tt ](\d\d:\d\d(?::\d\d)?)(?:\.(\d+))?\s*([Zz]|[+-]\d\d:?\d\d)?"
+)
+
+
+def _epoch_s(raw: Any) -> int:
+    """``created`` / ``modified`` as epoch seconds, in any form the RSMQ ports write:
+    epoch s (the original, PyRSMQ), epoch ms (past MS_AFTER), or RFC 3339 text (go-rsmq's
+    ``time.Time``: ``2024-05-01T12:34:56.123456Z``, an offset, or none: UTC). What is none
+    of them is 0 (browse.lua and stats.lua report it as unreadable before this)."""
+    if isinstance(raw, int):
+        return raw // 1000 if raw >= MS_AFTER else raw
+    text = _text(raw).strip()
+    try:
+        n = int(text)
+    except ValueError:
+        m = _RFC3339.fullmatch(text)
+        if not m:
+            return 0
+        date, clock, _fraction, zone = m.groups()
+        zone = "+00:00" if not zone or zone in "Zz" else zone
+        if ":" not in zone:
+            zone = zone[:3] + ":" + zone[3:]
+        try:
+            at = dt.datetime.fromisoformat(f"{date}T{clock}{zone}")
+        except ValueError:
+            return 0
+        return int(at.timestamp())
+    return n // 1000 if n >= MS_AFTER else n
+
+
+def _attributes(a: list[Any]) -> QueueAttributes:
     return QueueAttributes(
         vt=a[0], delay=a[1], maxsize=a[2], totalrecv=a[3], totalsent=a[4],
-        created=a[5], modified=a[6], msgs=a[7], hiddenmsgs=a[8],
+        created=_epoch_s(a[5]), modified=_epoch_s(a[6]), msgs=a[7], hiddenmsgs=a[8],
     )  # fmt: skip
 
 
@@ -159,7 +211,7 @@ def _stats(qname: str, row: list[Any], now: int) -> QueueStats:
         why = f"{why}; {bad}" if why else bad
     return QueueStats(
         qname=qname, vt=row[1], delay=row[2], maxsize=row[3], totalsent=row[4],
-        totalrecv=row[5], created=row[6], modified=row[7], msgs=row[8],
+        totalrecv=row[5], created=_epoch_s(row[6]), modified=_epoch_s(row[7]), msgs=row[8],
         visible=row[8] - row[9], hidden=row[9], inflight=row[10], delayed=row[11],
         oldest_sent=_sent(_text(head)) if head else None, now=now, exact=row[13] == 1,
         dlq=policy, maxrc=maxrc or None, deadlettered=row[16], unreadable=why,

@@ -77,3 +77,5 @@ AUDITED = {s.name: _audited(s.name) for s in (SEND, RECEIVE, DELETE, CHANGE_VISI
 WORKER_BEAT = _load("worker_beat")
 WORKERS = _load("workers")
 WORKER_RECORDS = _load("worker_records")
+ORPHANS = _load("orphans")
+LEFTOVER = _load("leftover")

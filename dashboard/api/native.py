@@ -62,7 +62,9 @@ class MessageOut(Schema):
     message: str
     rc: int = Field(description="how often it was received")
     fr: int = Field(description="its first receive, epoch ms")
-    sent: float = Field(description="when it was sent, epoch ms")
+    sent: float | None = Field(
+        description="when it was sent, epoch ms; null: unknown (its id has no time in it)"
+    )
 
 
 class CreateIn(Known):

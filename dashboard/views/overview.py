@@ -15,9 +15,10 @@ from django.db.models import F
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
+from redis.exceptions import RedisError
 
-from queues import RedisSMQ
-from queues.models import QueueStats
+from queues import RedisSMQ, RsmqError
+from queues.models import Leftovers, QueueStats
 
 from .. import conditions, latest, thresholds
 from ..actions import CREATE_QUEUE
@@ -347,5 +348,17 @@ def render_overview(
         sorted_at=sorted_at,
         # Who owns each queue of the page: its row's hover.
         owners=Owners(place.conn.name, place.ns).summaries(s.qname for s in stats),
+        # queue hashes a client's delete-queue left behind (go-rsmq's): bounded SCAN
+        # steps over the whole database, so only when asked (?leftovers=1)
+        leftover_queues=leftover_queues(place) if params.get("leftovers") else None,
     )
     return render(request, template(request, "overview.html", "queue-table"), ctx, status=status)
+
+
+def leftover_queues(place: Place) -> Leftovers | None:
+    """The namespace's left-over queue hashes (queues/ops/orphans.py); None if they
+    can't be looked for here (an error, or a Redis Cluster's keys spread over nodes)."""
+    try:
+        return place.rsmq.leftover_queues()
+    except (RsmqError, RedisError):
+        return None

@@ -374,6 +374,8 @@ def render_queue(
         other_queues=move_targets(request, place, qname, lambda: around[0]),
         **charts(request, place, qname, params.get("range", ""), stats.now),
         dlq_sources=SimpleLazyObject(lambda: around[1]),
+        # what other ports left behind: a few more calls, so only when asked (?leftovers=1)
+        leftovers=leftovers_of(place, qname) if params.get("leftovers") else None,
         analytics=SimpleLazyObject(
             lambda: queue_analytics(place.conn.name, place.ns, qname, stats.now)
         ),
@@ -403,6 +405,22 @@ def live_workers(place: Place, qname: str) -> list[WorkerInfo]:
     except (RsmqError, RedisError) as e:
         log.warning("live workers of %s not read: %s", qname, e)
         return []
+
+
+def leftovers_of(place: Place, qname: str) -> dict[str, Any]:
+    """What other RSMQ ports left in this queue's keys (queues/ops/orphans.py): its
+    orphaned message fields (``orphans``: an Orphans, None if unreadable) and whether its
+    hash is left over (``leftover``: its name is not in the namespace's queue set). Read
+    only when the page's side panel is drawn; bounded calls."""
+    try:
+        orphans = place.rsmq.orphans(qname)
+    except RsmqError:
+        orphans = None
+    try:
+        leftover = place.rsmq.is_leftover_queue(qname)
+    except RsmqError:
+        leftover = False
+    return {"orphans": orphans, "leftover": leftover}
 
 
 def names_and_sources(place: Place, qname: str) -> tuple[list[str], list[str]]:

@@ -181,6 +181,20 @@ def _delete_queue(post: Posted) -> tuple[str, int | None]:
     return f"Deleted queue {post.qname} and its {plural(msgs, 'message')}.", msgs
 
 
+def _clean_orphans(post: Posted) -> tuple[str, int | None]:
+    o = post.place.rsmq.clean_orphans(post.qname)
+    if o.fields is None:
+        return f"{post.qname}'s hash has too many fields to list in one short call.", 0
+    gone = plural(o.fields, "orphaned message field")
+    return f"Deleted {gone} ({o.bytes:,} bytes) from {post.qname}.", o.fields
+
+
+def _clean_leftover(post: Posted) -> tuple[str, int | None]:
+    if post.place.rsmq.clean_leftover_queue(post.qname):
+        return f"Deleted the left-over hash of {post.qname}.", 1
+    return f"{post.qname} is no left-over hash (it is in the queue set, or has messages).", 0
+
+
 def _policy(post: Posted) -> Result:
     form = PolicyForm(post.data)
     if not form.is_valid():
@@ -232,6 +246,8 @@ QUEUE_HANDLERS: Handlers = {
     "edit": _edit,
     "purge": _confirmed("purge", _purge),
     "delete_queue": _confirmed("delete", _delete_queue, then="rsmq-overview"),
+    "clean_orphans": _confirmed("orphans", _clean_orphans),
+    "clean_leftover": _confirmed("leftover", _clean_leftover, then="rsmq-overview"),
     "policy": _policy,
     # An operator's on a dead-letter queue; elsewhere the admin's (checked in _redrive).
     "redrive": _redrive,

@@ -17,6 +17,7 @@ carry that work to Redis: `RedisSMQ` runs it on a thread's own redis-py connecti
 * `failures.py` — failure histories and their groups;
 * `console_api.py` — the console API's audited calls, audit stream and token counters.
 * `workers.py` — the live-worker registry (outside the RSMQ layout).
+* `orphans.py` — what other ports leave behind: orphaned message fields, leftover hashes.
 
 Bounds live in `queues/limits.py`, reply parsing in `queues/parse.py`.
 """
@@ -38,6 +39,7 @@ from .console_api import AUDITED_MODES, ApiRate, ConsoleApi
 from .dead_letters import DeadLetters
 from .failures import Failures
 from .messages import Messages
+from .orphans import OrphanOps
 from .read import Read
 from .workers import Workers
 
@@ -55,6 +57,8 @@ __all__ = [
 ]
 
 
-class Operations(DeadLetters[R], ConsoleApi[R], Messages[R], Failures[R], Read[R], Workers[R]):
+class Operations(
+    DeadLetters[R], ConsoleApi[R], Messages[R], Failures[R], Read[R], Workers[R], OrphanOps[R]
+):
     """The RSMQ API. A subclass is a driver (queues/driver.py): it supplies ``_drive``,
     and ``_open`` to set up the redis-py client ``R`` it runs on."""

@@ -115,7 +115,7 @@ class DeadLetters(Stats[R]):
         moved = skipped = 0
         while limit is None or moved < limit:
             chunk = CHUNK if limit is None else min(CHUNK, limit - moved)
-            m, s, seen = yield Call(
+            m, s, seen, stopped = yield Call(
                 S.REDRIVE,
                 keys,
                 (self._prefix, to or "", skipped, chunk, FAILURES_SUFFIX),
@@ -123,6 +123,6 @@ class DeadLetters(Stats[R]):
             )
             moved += m
             skipped += s
-            if seen < chunk:
+            if seen < chunk and not stopped:
                 break
         return moved

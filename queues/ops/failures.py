@@ -32,11 +32,11 @@ from ..models import (
 from ..parse import (
     _cut,
     _failures,
-    _info,
     _text,
     _trace_lines,
 )
 from .base import R
+from .read import Read
 from .stats import Stats
 
 
@@ -126,7 +126,8 @@ class Failures(Stats[R]):
                 Call(S.FAILURE_HISTORY, (self._failures_key(qname),), (id,), qname),
             ]
         )
-        return (None if r is None else _info([id, *r[1:]], r[0])), self._history(raw)
+        info = None if r is None else (yield from Read._whole(keys[1], id, r))
+        return info, self._history(raw)
 
     @staticmethod
     def _history(raw: Any) -> list[Failure]:

@@ -9,15 +9,20 @@ from typing import Any
 
 from .. import scripts as S
 from .. import validation as v
-from ..driver import Call, Op, operation
+from ..driver import Call, Command, Op, operation
 from ..errors import InvalidArgument
 from ..limits import (
     BROWSE_BUDGET,
     BROWSE_BYTES,
+    BROWSE_CLIENT_BYTES,
+    BROWSE_FETCH_BYTES,
+    BROWSE_ROW_BYTES,
     BROWSE_STEP,
     CENSUS_BYTES,
     CENSUS_MESSAGE_BYTES,
     DEFAULT_SCAN_BUDGET,
+    FETCH_BATCH_BYTES,
+    LUA_NEEDLE_MAX,
     MAX_CENSUS_COUNT,
 )
 from ..models import (
@@ -28,6 +33,7 @@ from ..models import (
     Slice,
 )
 from ..parse import (
+    _cut_bytes,
     _decode,
     _info,
     _member,
@@ -90,6 +96,7 @@ class Read(Base[R]):
         matched = looked = 0
         score, member = "", b""
         now: int | None = None
+        fetch = [BROWSE_FETCH_BYTES, 0]
         while True:
             skip = max(0, offset - matched)
             rows = max(0, offset + limit - matched - skip)
@@ -101,7 +108,8 @@ class Read(Base[R]):
             now = r[0] if now is None else now
             looked += r[1]
             matched += r[9]
-            items += [_info(r[i : i + 6], now) for i in range(10, len(r), 6)]
+            got, _, _ = yield from self._fill(keys[1], r[10:], "", preview, fetch)
+            items += [_info(got[i : i + 6], now) for i in range(0, len(got), 6)]
             if r[2] == 1 or looked >= scan_budget or not r[1]:
                 break
             score, member = _str(r[3]), _member(r[4])
@@ -130,8 +138,64 @@ class Read(Base[R]):
     ) -> Call:
         """One call of browse.lua (its arguments in its order)."""
         args = (state, direction, score, member, limit, preview, step, min_rc, contains,
-                BROWSE_BYTES, skip, "1" if counting else "")  # fmt: skip
+                BROWSE_BYTES, skip, "1" if counting else "", LUA_NEEDLE_MAX,
+                BROWSE_CLIENT_BYTES, BROWSE_ROW_BYTES)  # fmt: skip
         return Call(S.BROWSE, keys, args, qname)
+
+    @staticmethod
+    def _fill(
+        qkey: str, rows: list[Any], contains: str, preview: int, fetch: list[int]
+    ) -> Op[tuple[list[Any], bool, tuple[Any, Any] | None]]:
+        """browse.lua's rows (6 values each) with the bodies it left unread (false: too
+        long to read in Lua, or a needle it does not search) read here: one plain HGET a
+        body (a few small ones in one HMGET), never a script reading it. With
+        ``contains`` such a row is a candidate: searched here (Python's ``in``, linear in
+        the body) and dropped if the text is not in it. ``fetch`` is the request's byte
+        budget ([bytes left, bodies read]): once spent (after one body at least) a search
+        stops before the first unread candidate — returns the rows kept, True and the
+        (score, member) of the last row it decided, if any — and a listing's row keeps a
+        None body (``_info`` says it was not read)."""
+        rows = list(rows)
+        unread = [i for i in range(0, len(rows), 6) if rows[i + 3] is None]
+        needle = contains.encode("utf-8", "surrogateescape") if contains else b""
+        k = 0
+        done: tuple[Any, Any] | None = None
+        dropped: set[int] = set()
+        while k < len(unread):
+            # a batch: one body alone, or small ones together up to FETCH_BATCH_BYTES
+            batch, size = [unread[k]], int(rows[unread[k] + 2])
+            while k + len(batch) < len(unread):
+                more = int(rows[unread[k + len(batch)] + 2])
+                if size + more > FETCH_BATCH_BYTES:
+                    break
+                size += more
+                batch.append(unread[k + len(batch)])
+            if fetch[1] and size > fetch[0]:
+                if needle:
+                    if unread[k]:
+                        done = (rows[unread[k] - 5], rows[unread[k] - 6])
+                    kept = [rows[i : i + 6] for i in range(0, unread[k], 6) if i not in dropped]
+                    return [x for row in kept for x in row], True, done
+                break  # a listing: the rows left keep a None body
+            fields = [rows[i] for i in batch]
+            if len(batch) == 1:
+                got = [(yield Command(("HGET", qkey, fields[0])))]
+            else:
+                got = list((yield Command(("HMGET", qkey, *fields))))
+            fetch[0] -= size
+            fetch[1] += len(batch)
+            for i, body in zip(batch, got, strict=True):
+                done = (rows[i + 1], rows[i])
+                body = body if body is not None else b""  # deleted since: an empty body
+                if isinstance(body, str):
+                    body = body.encode("utf-8", "surrogateescape")
+                if needle and needle not in body:
+                    dropped.add(i)  # not a match
+                else:
+                    rows[i + 3] = _cut_bytes(body, preview)
+            k += len(batch)
+        kept = [rows[i : i + 6] for i in range(0, len(rows), 6) if i not in dropped]
+        return [x for row in kept for x in row], False, done
 
     @staticmethod
     def _filters(min_rc: int, contains: str) -> tuple[int, str]:
@@ -210,6 +274,7 @@ class Read(Base[R]):
         looked = calls = 0
         position: int | None = None
         start = time.monotonic()
+        fetch = [BROWSE_FETCH_BYTES, 0]
         while True:
             # one more than the page: whether anything follows it is then known
             r: list[Any] = yield self._browse_call(
@@ -219,12 +284,19 @@ class Read(Base[R]):
             calls += 1
             now, at_end, first, last = r[0], r[2] == 1, r[5], r[6]
             looked += r[1]
-            rows = r[10:]
+            rows, stopped, done = yield from self._fill(keys[1], r[10:], contains, preview, fetch)
             found += rows  # in the order met: backwards for "prev", reversed below
             if rows and direction == "prev":
                 position = r[8] - first
             elif rows and position is None:
                 position = r[7] - first
+            if stopped:
+                # the request's byte budget ran out before a candidate: go on after the
+                # last row decided (or from where this call began)
+                if done is not None:
+                    score, member = _str(done[0]), _member(done[1])
+                at_end = False
+                break
             if r[4] is not None:
                 score, member = _str(r[3]), _member(r[4])
                 if direction == "rank":
@@ -274,12 +346,17 @@ class Read(Base[R]):
             rows += r[2:]
             if r[1] == 0:  # not cut short by the byte budget: the range, or the queue, ended
                 break
+        if body:  # bodies longer than the script reads: one plain HGET each
+            for i in range(5, len(rows), stride):
+                if rows[i] is None:
+                    got = yield Command(("HGET", keys[1], rows[i - 5]))
+                    rows[i] = got if got is not None else b""
         ids = [_text(i) for i in rows[0::stride]]
         return Slice(
             read_at=read_at,
             ids=ids,
-            # 0: a member that is no RSMQ id, a score that is no time (another client's)
-            sent=[int(_sent(i) or 0) for i in ids],
+            # None: an id with no time in it (go-rsmq's); 0: a score that is no time
+            sent=[None if (t := _sent(i)) is None else int(t) for i in ids],
             visible_at=[_score(s) or 0 for s in rows[1::stride]],
             rc=rows[2::stride],
             fr=rows[3::stride],
@@ -294,4 +371,14 @@ class Read(Base[R]):
         r = yield Call(S.GET_MESSAGE, keys, (v.message_id(id),), qname)
         if r is None:
             return None
-        return _info([id, *r[1:]], r[0])
+        return (yield from self._whole(keys[1], id, r))
+
+    @staticmethod
+    def _whole(qkey: str, id: str, r: list[Any]) -> Op[MessageInfo]:
+        """get_message.lua's reply as a MessageInfo, its body read with one HGET when the
+        script left it unread (longer than it reads)."""
+        row = [id, *r[1:]]
+        if row[3] is None:
+            body = yield Command(("HGET", qkey, id))
+            row[3] = body if body is not None else b""
+        return _info(row, r[0])

@@ -64,7 +64,8 @@ local ATTRIBUTES = {"vt", "delay", "maxsize", "totalrecv", "totalsent", "created
 
 -- getQueueAttributes: vt, delay, maxsize, totalrecv, totalsent, created, modified, msgs,
 -- hiddenmsgs (nil if the queue is missing); then what is not a number among them (nil
--- if all are: a field that is not counts as 0); then, when `more` names further fields
+-- if all are: a field that is not counts as 0; created and modified may also be RFC 3339
+-- text, returned as it is); then, when `more` names further fields
 -- of the queue's hash, their values, read by the same HMGET (a list, false when unset)
 local function attributes(zkey, qkey, ms, more)
   local a = redis.call("HMGET", qkey, unpack(more and more.fields or ATTRIBUTES))
@@ -78,6 +79,11 @@ local function attributes(zkey, qkey, ms, more)
   local bad
   for i = 1, 7 do
     local n, why = integer(ATTRIBUTES[i], a[i] or 0)
+    if not n and i >= 6 and string.match(a[i], "^%d%d%d%d%-%d%d%-%d%d[Tt ]%d%d:%d%d") then
+      -- created / modified as an RFC 3339 time (go-rsmq writes them so): the client
+      -- reads it (queues/parse.py's _epoch_s), never "unreadable"
+      n = string.sub(a[i], 1, 64)
+    end
     if not n then
       bad = bad and (bad .. "; " .. why) or why
     end
@@ -125,16 +131,37 @@ local function state_range(zkey, state, ms)
   return first, last, msgs, visible
 end
 
+-- Bodies a script reads itself are at most this long (ARGV-free: the client's
+-- queues/limits.py LUA_BODY_MAX says the same). Reading a body into Lua copies it (an
+-- 8 MB one held Redis 10-39 ms); a longer body is left for the client, which reads it
+-- with one plain HGET (~1 ms for 8 MB) — HSTRLEN tells its size without reading it.
+local LUA_BODY_MAX = 32768
+
+-- Bodies' bytes one move / redrive call copies (after one message at least), and one
+-- receive call reads (receive.lua: the client reads the rest): moving a
+-- body copies it twice in Lua (an 8 MB one ~28 ms), so a call with long bodies stops
+-- early and the client calls again (queues/limits.py MOVE_BYTES says the same).
+local MOVE_BYTES = 1048576
+
 -- Appends a browsed message's row: id, score, size, body (cut to `preview` bytes), rc, fr.
-local function append_row(out, zkey, qkey, id, preview)
-  local f = redis.call("HMGET", qkey, id, id .. ":rc", id .. ":fr")
-  local body = f[1] or ""
+-- The body is false when it was not read here (longer than LUA_BODY_MAX, or the call's
+-- `room` of row bytes is spent, or `unread` says so): the client reads it alone. `room`
+-- (a table {n}) is the bytes of bodies this call may still read for rows; nil: no limit
+-- but LUA_BODY_MAX.
+local function append_row(out, zkey, qkey, id, preview, room, unread)
+  local f = redis.call("HMGET", qkey, id .. ":rc", id .. ":fr")
+  local size = redis.call("HSTRLEN", qkey, id)
+  local body = false
+  if not unread and size <= LUA_BODY_MAX and (not room or size <= room[1]) then
+    body = cut(redis.call("HGET", qkey, id) or "", preview)
+    if room then room[1] = room[1] - size end
+  end
   out[#out + 1] = id
   out[#out + 1] = redis.call("ZSCORE", zkey, id)
-  out[#out + 1] = #body
-  out[#out + 1] = cut(body, preview)
-  out[#out + 1] = f[2] or "0"
-  out[#out + 1] = f[3] or ""
+  out[#out + 1] = size
+  out[#out + 1] = body
+  out[#out + 1] = f[1] or "0"
+  out[#out + 1] = f[2] or ""
 end
 
 -- Whether a key is a hash: a failure key some other client overwrote with another type

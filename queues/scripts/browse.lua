@@ -2,7 +2,9 @@
 -- ARGV: state, direction, cursor score, cursor member, limit, preview bytes, step,
 --       min rc (0 = any), needle ("" = any), body bytes budget,
 --       skip (matches passed over before the rows start), count ("1": look at the whole
---       step, counting every match, however many rows it returns)
+--       step, counting every match, however many rows it returns), the longest needle
+--       searched here, the bytes of bodies left for the client to search (a budget),
+--       the bytes of bodies the rows may hold
 -- Read-only keyset browsing over (score, member), the zset's own order, so a page never
 -- depends on how many messages came or went before it. direction:
 --   "next": members after (cursor score, cursor member), forwards ("" score: from the start)
@@ -10,8 +12,14 @@
 --   "rank": forwards from the state's rank `cursor score` (an exact page of all / visible
 --           / hidden, whose ranks are contiguous)
 -- A call looks at no more than `step` members (and reads no more than `body bytes
--- budget` of bodies for a needle), so it holds Redis a few ms at most however sparse the
--- matches; the client calls again from where it stopped.
+-- budget` of bodies for a needle, checked with HSTRLEN before a body is read), so it
+-- holds Redis a few ms at most however sparse the matches or large the bodies; the
+-- client calls again from where it stopped. A needle is searched here (string.find,
+-- plain: its cost is body length x needle length) only in bodies of at most
+-- LUA_BODY_MAX bytes and when it is at most `needle max` bytes long: so at most a
+-- constant per byte. Any other body a needle must be searched in is a candidate: its
+-- row comes back with a false body, like a match's, and the client reads it with one
+-- HGET and searches it itself (Python's `in`, linear in the body).
 -- Returns: now, looked at, reached the state's end (1/0), score and member of the last
 -- one looked at (false if none), the state's first and last rank, the rank of the first
 -- and last match (-1 if none), how many matched (with those skipped or past the limit
@@ -25,6 +33,9 @@ local state, dir, cscore, cmember = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local limit, preview, step = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local min_rc, needle, byte_budget = tonumber(ARGV[8]), ARGV[9], tonumber(ARGV[10])
 local skip, counting = tonumber(ARGV[11]), ARGV[12] == "1"
+local needle_max, client_budget = tonumber(ARGV[13] or 64), tonumber(ARGV[14] or 8388608)
+local room = {tonumber(ARGV[15] or 262144)}
+local lua_search = #needle <= needle_max
 local _, ms = now()
 local first, last = state_range(zkey, state, ms)
 
@@ -68,10 +79,14 @@ end
 
 local found, ranks = {}, {}
 local looked, bytes, last_id, last_score, matched = 0, 0, false, false, 0
+local client_bytes = 0
+local candidates = {} -- ids whose body the client searches (their rows' bodies: false)
 
 -- The filter: whether message `id` is one the read wants beyond its rank range (in
 -- flight / delayed, received at least min rc times, a text in its body). Every condition
 -- a read may set is decided here, and checked in queues/ops/read.py's _filters().
+-- Returns true, false, or "stop": reading its body would pass a byte budget (then it is
+-- not looked at: the next call starts with it).
 local filtered = state == "inflight" or state == "delayed" or min_rc > 0 or needle ~= ""
 local function matches(id)
   local rc_raw = redis.call("HGET", qkey, id .. ":rc")
@@ -81,15 +96,25 @@ local function matches(id)
   local rc = rc_raw and (tonumber(rc_raw) or 1) or 0
   if rc < min_rc then return false end
   if needle ~= "" then
-    local body = redis.call("HGET", qkey, id) or ""
-    bytes = bytes + #body
-    return string.find(body, needle, 1, true) ~= nil
+    local size = redis.call("HSTRLEN", qkey, id)
+    if size < #needle then return false end
+    if not lua_search or size > LUA_BODY_MAX then
+      -- a candidate: the client searches it (its row's body is false)
+      if looked > 0 and client_bytes + size > client_budget then return "stop" end
+      client_bytes = client_bytes + size
+      candidates[id] = true
+      return true
+    end
+    if looked > 0 and bytes + size > byte_budget then return "stop" end
+    bytes = bytes + size
+    return string.find(redis.call("HGET", qkey, id) or "", needle, 1, true) ~= nil
   end
   return true
 end
 
+local stopped = false
 while rank >= first and rank <= last and looked < step and (counting or #found < limit)
-    and bytes < byte_budget do
+    and not stopped do
   local n = math.min(200, step - looked)
   if not filtered and not counting then n = math.min(n, limit - #found) end
   local lo, hi
@@ -100,9 +125,15 @@ while rank >= first and rank <= last and looked < step and (counting or #found <
   for k = 1, count do
     local j = delta == 1 and k or (count - k + 1)
     local id, score = batch[2 * j - 1], batch[2 * j]
+    local verdict = true
+    if filtered then verdict = matches(id) end
+    if verdict == "stop" then
+      stopped = true
+      break
+    end
     looked = looked + 1
     last_id, last_score = id, score
-    if not filtered or matches(id) then
+    if verdict then
       matched = matched + 1
       if matched > skip and #found < limit then
         found[#found + 1] = id
@@ -110,7 +141,7 @@ while rank >= first and rank <= last and looked < step and (counting or #found <
       end
     end
     rank = rank + delta
-    if (#found >= limit and not counting) or looked >= step or bytes >= byte_budget then break end
+    if (#found >= limit and not counting) or looked >= step then break end
   end
 end
 
@@ -118,6 +149,6 @@ local at_end = (rank < first or rank > last) and 1 or 0
 local out = {ms, looked, at_end, last_score, last_id, first, last,
   ranks[1] or -1, ranks[#ranks] or -1, matched}
 for _, id in ipairs(found) do
-  append_row(out, zkey, qkey, id, preview)
+  append_row(out, zkey, qkey, id, preview, room, candidates[id])
 end
 return out

@@ -4,6 +4,9 @@
 -- changing rc, fr or totalrecv. Stops early, after at least one message, once what it
 -- read passes the byte budget: a call's time grows with the bodies it copies into the
 -- reply and with the messages it looks up, so it counts both.
+-- A body is measured (HSTRLEN) before it is read, and the call stops before a body that
+-- would pass the budget; a body longer than LUA_BODY_MAX is not read here (its body
+-- comes back false: the client reads it with one plain HGET).
 -- Returns the server's now (epoch ms), 1 if the budget cut the range short (else 0),
 -- then 5 values per message (6 with the body): id, score, rc, fr (false: never
 -- received), body size in bytes[, body].
@@ -26,22 +29,24 @@ local rank, last = first, first + count - 1
 while rank <= last do
   local range = redis.call("ZRANGE", zkey, rank, math.min(rank + WINDOW - 1, last), "WITHSCORES")
   for i = 1, #range, 2 do
-    if bytes >= budget or read >= MAX_MESSAGES then
+    local id = range[i]
+    local size = with_body and redis.call("HSTRLEN", qkey, id) or 0
+    local reads = size <= LUA_BODY_MAX
+    if bytes >= budget or read >= MAX_MESSAGES
+        or (read > 0 and bytes + size > budget) then
       out[2] = 1
       return out
     end
     read = read + 1
-    local id = range[i]
     out[#out + 1] = id
     out[#out + 1] = range[i + 1] -- a string: "inf" and 1e300 are not integers
     if with_body then
-      local f = redis.call("HMGET", qkey, id, id .. ":rc", id .. ":fr")
-      local body = f[1] or ""
-      out[#out + 1] = integer("rc", f[2] or 0) or 0
-      out[#out + 1] = f[3] and integer("fr", f[3]) or false
-      out[#out + 1] = #body
-      out[#out + 1] = body
-      bytes = bytes + #body
+      local f = redis.call("HMGET", qkey, id .. ":rc", id .. ":fr")
+      out[#out + 1] = integer("rc", f[1] or 0) or 0
+      out[#out + 1] = f[2] and integer("fr", f[2]) or false
+      out[#out + 1] = size
+      out[#out + 1] = reads and (redis.call("HGET", qkey, id) or "")
+      bytes = bytes + size -- read here or by the client: the call's share either way
     else
       local f = redis.call("HMGET", qkey, id .. ":rc", id .. ":fr")
       out[#out + 1] = integer("rc", f[1] or 0) or 0

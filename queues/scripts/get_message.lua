@@ -1,4 +1,6 @@
 -- KEYS: zset, queue hash. ARGV: id. Read-only.
+-- Returns now, score, size, body (false when longer than LUA_BODY_MAX: the client reads
+-- it with one plain HGET), rc, fr.
 if queue_missing(KEYS[2]) then
   return not_found()
 end
@@ -7,6 +9,10 @@ if not score then
   return false
 end
 local _, ms = now()
-local f = redis.call("HMGET", KEYS[2], ARGV[1], ARGV[1] .. ":rc", ARGV[1] .. ":fr")
-local body = f[1] or ""
-return {ms, score, #body, body, f[2] or "0", f[3] or ""}
+local f = redis.call("HMGET", KEYS[2], ARGV[1] .. ":rc", ARGV[1] .. ":fr")
+local size = redis.call("HSTRLEN", KEYS[2], ARGV[1])
+local body = false
+if size <= LUA_BODY_MAX then
+  body = redis.call("HGET", KEYS[2], ARGV[1]) or ""
+end
+return {ms, score, size, body, f[1] or "0", f[2] or ""}

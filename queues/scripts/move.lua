@@ -2,7 +2,9 @@
 -- ARGV: offset, limit, ids... (no ids: the source's first `limit` messages from rank `offset`)
 -- Moves each message with its id, body, rc and fr; it is visible in the destination at
 -- once. Neither queue's totalsent / totalrecv changes. A body over the destination's
--- maxsize stays where it is. Returns {moved, skipped}.
+-- maxsize stays where it is. Stops early once the bodies it moved pass MOVE_BYTES
+-- (measured before one is read). Returns {moved, skipped, ids looked at, 1 if it
+-- stopped early (else 0)}.
 if queue_missing(KEYS[2]) then
   return redis.error_reply("queueNotFound src")
 end
@@ -24,15 +26,21 @@ else
 end
 local _, ms = now()
 local score = int(ms)
-local moved, skipped = 0, 0
+local moved, skipped, looked, bytes = 0, 0, 0, 0
 for _, id in ipairs(ids) do
   if redis.call("ZSCORE", KEYS[1], id) then
-    if dmax ~= -1 and redis.call("HSTRLEN", KEYS[2], id) > dmax then
+    local size = redis.call("HSTRLEN", KEYS[2], id)
+    if dmax ~= -1 and size > dmax then
       skipped = skipped + 1
     else
+      if moved > 0 and bytes + size > MOVE_BYTES then
+        return {moved, skipped, looked, 1}
+      end
+      bytes = bytes + size
       transfer(KEYS[1], KEYS[2], KEYS[3], KEYS[4], id, score, true, nil, KEYS[5], KEYS[6])
       moved = moved + 1
     end
   end
+  looked = looked + 1
 end
-return {moved, skipped}
+return {moved, skipped, looked, 0}

@@ -2,12 +2,13 @@
 -- ("{ns}:"), qname, "pop" to delete each message as it is received (the original
 -- popMessage: it still counts as a receive in rc and totalrecv), the failure key's
 -- suffix (a dead-lettered message's failure history goes to its DLQ's failure key)
--- Returns id, body, rc, fr for each message received (FIFO by score), flat.
+-- Returns id, body, rc, fr for each message received (FIFO by score), flat; a body not
+-- read here (a receive's long one) is its size, an integer.
 -- Dead-letter policy (x:maxrc, x:dlq): a message that would be handed out for the
 -- (maxrc+1)-th time goes to the dead-letter queue instead, in this same script; the
 -- receive goes on with the next message. Without the policy (or with its dead-letter
 -- queue deleted) every message is delivered: nothing is ever dropped.
-local q = redis.call("HMGET", KEYS[2], "vt", "x:maxrc", "x:dlq")
+local q = redis.call("HMGET", KEYS[2], "vt", "x:maxrc", "x:dlq", "maxsize")
 if not q[1] then
   return not_found()
 end
@@ -38,6 +39,10 @@ local received, dead = 0, 0
 local seen = {}
 local again = (vt == 0 and not pop)
 local popped = {}
+-- bodies' bytes this call reads for the messages it hands out (a pop reads them all);
+-- in a queue of unlimited maxsize each body is measured before it is read
+local room = MOVE_BYTES
+local sized = tonumber(q[4]) == -1 or (tonumber(q[4]) or 0) > 65536
 -- Messages whose rc another client made a non-number: left where they are (the console
 -- lists them with a note, to be deleted), never a failed receive of the others.
 local skipped = 0
@@ -72,7 +77,23 @@ while received < n and dead < 1000 do
         end
         -- never a nil: it would cut the flat reply short
         out[#out + 1] = id
-        out[#out + 1] = redis.call("HGET", KEYS[2], id) or ""
+        if pop then
+          out[#out + 1] = redis.call("HGET", KEYS[2], id) or "" -- deleted below: read here
+        else
+          -- a body over LUA_BODY_MAX, or past the call's `room`, is not read here: its
+          -- size (a number, never a body: bodies are strings) stands in its place and
+          -- the client reads it with a plain HGET (the message is in flight: it stays)
+          -- (a queue whose maxsize bounds its bodies: read while there is room, then
+          -- measured; unlimited (-1): measured first)
+          local size = (sized or room <= 0) and redis.call("HSTRLEN", KEYS[2], id)
+          if not size or (size <= LUA_BODY_MAX and size <= room) then
+            local body = redis.call("HGET", KEYS[2], id) or ""
+            out[#out + 1] = body
+            room = room - #body
+          else
+            out[#out + 1] = size
+          end
+        end
         out[#out + 1] = rc
         out[#out + 1] = fr or false
         if pop then

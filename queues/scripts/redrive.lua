@@ -6,7 +6,9 @@
 -- are dropped, or the policy would dead-letter them again on their next receive. A
 -- hidden message (in flight: a consumer holds it; delayed: not due yet) is never taken,
 -- or it would be delivered twice. A message with no known source, a source that is
--- gone, or a body over the destination's maxsize stays. Returns {moved, skipped, looked at}.
+-- gone, or a body over the destination's maxsize stays. Stops early once the bodies it
+-- moved pass MOVE_BYTES (measured before one is read). Returns {moved, skipped, looked
+-- at, 1 if it stopped early (else 0)}.
 if queue_missing(KEYS[2]) then
   return not_found()
 end
@@ -20,7 +22,7 @@ if ARGV[2] ~= "" then
 end
 local _, ms = now()
 local ids = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", int(ms), "LIMIT", ARGV[3], ARGV[4])
-local moved, skipped = 0, 0
+local moved, skipped, looked, bytes = 0, 0, 0, 0
 for _, id in ipairs(ids) do
   local dz, dq = to_z, to_q
   if not dz then
@@ -31,11 +33,17 @@ for _, id in ipairs(ids) do
     end
   end
   local max = dq and integer("maxsize", redis.call("HGET", dq, "maxsize") or "")
-  if max and (max == -1 or redis.call("HSTRLEN", KEYS[2], id) <= max) then
+  local size = redis.call("HSTRLEN", KEYS[2], id)
+  if max and (max == -1 or size <= max) then
+    if moved > 0 and bytes + size > MOVE_BYTES then
+      return {moved, skipped, looked, 1}
+    end
+    bytes = bytes + size
     transfer(KEYS[1], KEYS[2], dz, dq, id, int(ms), false, nil, KEYS[3], dz .. ARGV[5])
     moved = moved + 1
   else
     skipped = skipped + 1
   end
+  looked = looked + 1
 end
-return {moved, skipped, #ids}
+return {moved, skipped, looked, 0}

@@ -68,6 +68,18 @@ def test_histograms_put_each_message_in_one_bin(frame):
     ]  # fmt: skip
 
 
+def test_a_message_with_no_time_in_its_id_has_no_age(frame):
+    """go-rsmq's ids hold no time: its messages' ``sent`` is null, so their age is
+    unknown — in no age bin, not the oldest — while they count everywhere else."""
+    go = ("q1", "Zr4kq0T1wXb8mN2pLc7vYd", None, NOW, 2, NOW - 1000, 10, None, NOW)
+    rows = [message(1, age=30), go]
+    (summary,) = census.summary(frame(rows)).collect()
+    assert (summary.messages, summary.age_max, summary.rc_max) == (2, 30.0, 2)
+    got = sorted((r.histogram, r.bin, r.messages) for r in census.histograms(frame(rows)).collect())
+    assert [g for g in got if g[0] == "age"] == [("age", 0, 1)]
+    assert sum(g[2] for g in got if g[0] == "rc") == 2
+
+
 def test_poison_candidates_are_the_most_received_then_the_oldest(frame):
     rows = [
         message(1, rc=4),  # below min_rc

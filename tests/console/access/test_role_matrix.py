@@ -90,6 +90,14 @@ ACTS: dict[str, Act] = {
     "delete_queue": Act(
         "q1", lambda ids: {"action": "delete_queue", "delete-confirm": "q1"}, "delete_queue"
     ),
+    "clean_orphans": Act(
+        "q1", lambda ids: {"action": "clean_orphans", "orphans-confirm": "q1"}, "clean_orphans"
+    ),
+    "clean_leftover": Act(
+        "gone",
+        lambda ids: {"action": "clean_leftover", "leftover-confirm": "gone"},
+        "clean_leftover",
+    ),
 }
 
 
@@ -98,15 +106,18 @@ def test_the_readme_table_names_every_action_and_only_those() -> None:
 
 
 @pytest.fixture
-def ids(console, rsmq: RedisSMQ) -> list[str]:
+def ids(console, rsmq: RedisSMQ, r) -> list[str]:
     """q1 with three messages, the first in flight; q2 empty; "dead": q2's dead-letter
-    queue, with one visible message that came from q1."""
+    queue, with one visible message that came from q1; what another port (go-rsmq) leaves
+    behind: an orphaned body in q1's hash, and "gone", a left-over queue hash."""
     for q in ("q1", "q2", "dead"):
         rsmq.create_queue(q)
     rsmq.set_dead_letter_policy("q2", "dead", 1)
     ids = rsmq.send_messages("q1", ["one", "two", "three"])
     rsmq.receive_message("q1", vt=60)
     rsmq.send_message("dead", "dead letter")
+    r.hset(f"{console.ns}:q1:Q", "Zr4kq0T1wXb8mN2pLc7vYd", "a body left by a delete")
+    r.hset(f"{console.ns}:gone:Q", mapping={"vt": 30, "delay": 0, "maxsize": 65536})
     return ids
 
 
