@@ -60,3 +60,13 @@ FAILURE_TRACE_MAX = 8000  # ... and at most this many bytes of them
 FAILURE_SCAN_COUNT = 1000
 FAILURE_SCAN_STEPS = 30
 FAILURE_EXAMPLES = 5
+#: Wait and processing times. The project's worker records each message it deletes in
+#: an extension key next to the queue's own, {ns}:{qname}:x:timings (same prefix, so the
+#: same Cluster slot; the original never reads it): a list, newest first, of
+#: "recorded fr wait processing" (epoch ms, ms, ms), capped and expiring:
+TIMINGS_SUFFIX = ":x:timings"
+TIMINGS_MAX = 1000  # entries kept per queue (a snapshot reads them all: one LRANGE)
+TIMINGS_TTL = 24 * 3600  # s after the last record
+#: messages a wait scan looks at per queue (scored since the last snapshot; more: evenly
+#: spaced ranks are sampled, and the reading says so): each one ZRANGE + HGET
+WAIT_SAMPLE = 500

@@ -14,7 +14,8 @@ carry that work to Redis: `RedisSMQ` runs it on a thread's own redis-py connecti
 * `dead_letters.py` — dead-letter policy, sources, redrive;
 * `messages.py` — send, receive, pop, visibility, delete, requeue, purge, move;
 * `read.py` — reading without changing: `browse` (the one read path), census ranges;
-* `failures.py` — failure histories and their groups.
+* `failures.py` — failure histories and their groups;
+* `timings.py` — the worker's wait and processing records, and wait readings.
 
 Bounds live in `queues/limits.py`, reply parsing in `queues/parse.py`.
 """
@@ -29,6 +30,7 @@ from .dead_letters import DeadLetters
 from .failures import Failures
 from .messages import Messages
 from .read import Read
+from .timings import Timings
 
 __all__ = [
     "CHUNK",
@@ -41,6 +43,6 @@ __all__ = [
 ]
 
 
-class Operations(DeadLetters[R], Messages[R], Failures[R], Read[R]):
+class Operations(DeadLetters[R], Messages[R], Failures[R], Read[R], Timings[R]):
     """The RSMQ API. A subclass is a driver (queues/driver.py): it supplies ``_drive``,
     and ``_open`` to set up the redis-py client ``R`` it runs on."""
