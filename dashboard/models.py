@@ -82,6 +82,18 @@ class Snapshot(models.Model):
     totalrecv = models.BigIntegerField()
     oldest_age = models.FloatField(null=True, blank=True)  # s; None: nothing visible
     created = models.BigIntegerField()  # epoch s
+    # Wait (send -> first receive) and processing (first receive -> delete, as the
+    # project's worker recorded it) of the messages since the previous snapshot, in
+    # seconds (dashboard/timing.py); None: no message to tell.
+    wait_p50 = models.FloatField(null=True, blank=True)
+    wait_p95 = models.FloatField(null=True, blank=True)
+    wait_p99 = models.FloatField(null=True, blank=True)
+    wait_samples = models.BigIntegerField(null=True, blank=True)
+    processing_p50 = models.FloatField(null=True, blank=True)
+    processing_p95 = models.FloatField(null=True, blank=True)
+    processing_p99 = models.FloatField(null=True, blank=True)
+    processing_samples = models.BigIntegerField(null=True, blank=True)
+    timings_sampled = models.BooleanField(null=True, blank=True)  # from a sample, not all
 
     class Meta:
         indexes = [
