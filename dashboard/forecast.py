@@ -1,0 +1,191 @@
+"""Where a queue is heading, from the trend of its last snapshots: when its backlog
+drains, when its oldest message will be over its SLO; and its latest wait and
+processing times. For the queue page, the overview and /metrics alike (``outlooks``), so
+that the three say the same.
+
+A trend is the least-squares line through the snapshots of the last
+``RSMQ_BACKLOG_WINDOW`` seconds. Nothing is said when the data is missing (fewer than
+``MIN_POINTS`` snapshots, or spanning less than ``MIN_SPAN`` s) or the trend is flat (the
+line changes by less than one message, or one second of age, over the window).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from . import thresholds
+from .formatting import duration, exact
+from .models import Snapshot
+
+MIN_POINTS = 3
+MIN_SPAN = 60.0  # s
+
+
+@dataclass(frozen=True, slots=True)
+class Trend:
+    """A least-squares line through (epoch ms, value) points."""
+
+    slope: float  # per second
+    span: float  # s from the first point to the last
+    last: float  # the last point's value
+    points: int
+
+    @property
+    def flat(self) -> bool:
+        return abs(self.slope * self.span) < 1
+
+
+def trend(points: Sequence[tuple[int, float]]) -> Trend | None:
+    """The line through ``points`` (time order); None: too few, or too short a span."""
+    n = len(points)
+    if n < MIN_POINTS:
+        return None
+    t0 = points[-1][0]
+    xs = [(t - t0) / 1000 for t, _ in points]
+    ys = [float(v) for _, v in points]
+    span = xs[-1] - xs[0]
+    if span < MIN_SPAN:
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
+    return Trend(sxy / sxx, span, ys[-1], n)
+
+
+@dataclass(frozen=True, slots=True)
+class Drain:
+    """A backlog's way: draining (``seconds`` until empty at ``rate``) or growing."""
+
+    rate: float  # messages per second: < 0 draining, > 0 growing
+    seconds: float | None  # until empty at this rate; None: not draining
+
+    def __str__(self) -> str:
+        if self.seconds is not None:
+            return f"drains in ~{duration(self.seconds)}"
+        return f"not draining: +{_rate(self.rate)}/s"
+
+    @property
+    def short(self) -> str:
+        """For a table cell: "~25 min", "+3/s"."""
+        if self.seconds is not None:
+            return f"~{duration(self.seconds)}"
+        return f"+{_rate(self.rate)}/s"
+
+    def sort_key(self) -> float:
+        """Longer to drain sorts later; not draining, last of all."""
+        return self.seconds if self.seconds is not None else float("inf")
+
+
+def _rate(rate: float) -> str:
+    return exact(round(rate)) if abs(rate) >= 10 else f"{abs(rate):.2g}"
+
+
+def drain(backlog: Trend | None) -> Drain | None:
+    """Backlog ÷ its net drain rate; None: no trend, flat, or nothing to drain."""
+    if backlog is None or backlog.flat:
+        return None
+    if backlog.slope < 0:
+        if backlog.last <= 0:
+            return None  # drained already
+        return Drain(backlog.slope, backlog.last / -backlog.slope)
+    return Drain(backlog.slope, None)
+
+
+def breach_in(age: Trend | None, slo: float) -> float | None:
+    """Seconds until the oldest message's age reaches ``slo`` on its trend (0: it is
+    over already); None: no trend, or the age is not rising."""
+    if age is None or age.flat or age.slope <= 0 or slo <= 0:
+        return None
+    if age.last >= slo:
+        return 0.0
+    return (slo - age.last) / age.slope
+
+
+def breach_text(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    if seconds == 0:
+        return "oldest-age SLO breached"
+    return f"oldest-age SLO breached in ~{duration(seconds)}"
+
+
+@dataclass(frozen=True, slots=True)
+class Times:
+    """A snapshot's percentiles (seconds) and how many messages they are of."""
+
+    at: int  # epoch ms of the snapshot
+    p50: float
+    p95: float
+    p99: float
+    samples: int
+    sampled: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Outlook:
+    """One queue's forecasts and latest times (each None when there is nothing to say)."""
+
+    drain: Drain | None = None
+    breach_in: float | None = None  # s
+    wait: Times | None = None
+    processing: Times | None = None
+
+    @property
+    def breach(self) -> str:
+        return breach_text(self.breach_in)
+
+    @property
+    def drain_seconds(self) -> float | None:
+        return self.drain.seconds if self.drain else None
+
+
+FIELDS = (
+    "queue", "taken_at", "msgs", "oldest_age",
+    "wait_p50", "wait_p95", "wait_p99", "wait_samples",
+    "processing_p50", "processing_p95", "processing_p99", "processing_samples",
+    "timings_sampled",
+)  # fmt: skip
+
+
+def window_ms() -> int:
+    return round(settings.RSMQ_BACKLOG_WINDOW * 1000)
+
+
+def outlooks(conn: str, ns: str, names: Iterable[str] | None, now_ms: int) -> dict[str, Outlook]:
+    """The Outlook of each named queue (None: every queue) from its snapshots of the
+    last window up to ``now_ms``: one query."""
+    rows = Snapshot.objects.filter(
+        connection=conn, namespace=ns, taken_at__gt=now_ms - window_ms(), taken_at__lte=now_ms
+    )
+    if names is not None:
+        rows = rows.filter(queue__in=list(names))
+    found = rows.order_by("queue", "taken_at").values_list(*FIELDS)
+    return {
+        qname: outlook(conn, ns, qname, list(group))
+        for qname, group in itertools.groupby(found, key=lambda r: r[0])
+    }
+
+
+def outlook(conn: str, ns: str, qname: str, rows: Sequence[tuple]) -> Outlook:  # type: ignore[type-arg]
+    """``rows``: the queue's FIELDS in time order."""
+    backlog = trend([(r[1], r[2]) for r in rows])
+    last_age = rows[-1][3] if rows else None
+    # The age's trend while a message is visible: a None (nothing visible) ends it.
+    ages: list[tuple[int, float]] = []
+    for r in rows:
+        ages = [] if r[3] is None else [*ages, (r[1], r[3])]
+    age = trend(ages) if last_age is not None else None
+    wait = processing = None
+    for r in reversed(rows):
+        if wait is None and r[4] is not None:
+            wait = Times(r[1], r[4], r[5], r[6], r[7] or 0, bool(r[12]))
+        if processing is None and r[8] is not None:
+            processing = Times(r[1], r[8], r[9], r[10], r[11] or 0, bool(r[12]))
+        if wait is not None and processing is not None:
+            break
+    slo = thresholds.oldest_age_slo(conn, ns, qname)
+    return Outlook(drain(backlog), breach_in(age, slo), wait, processing)
