@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 
@@ -170,14 +171,13 @@ def outlooks(conn: str, ns: str, names: Iterable[str] | None, now_ms: int) -> di
     }
 
 
-def outlook(conn: str, ns: str, qname: str, rows: Sequence[tuple]) -> Outlook:  # type: ignore[type-arg]
+def outlook(conn: str, ns: str, qname: str, rows: Sequence[tuple[Any, ...]]) -> Outlook:
     """``rows``: the queue's FIELDS in time order."""
     backlog = trend([(r[1], r[2]) for r in rows])
     last_age = rows[-1][3] if rows else None
     # The age's trend while a message is visible: a None (nothing visible) ends it.
-    ages: list[tuple[int, float]] = []
-    for r in rows:
-        ages = [] if r[3] is None else [*ages, (r[1], r[3])]
+    first = next((i + 1 for i in range(len(rows) - 1, -1, -1) if rows[i][3] is None), 0)
+    ages = [(r[1], r[3]) for r in rows[first:]]
     age = trend(ages) if last_age is not None else None
     wait = processing = None
     for r in reversed(rows):

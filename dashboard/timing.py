@@ -65,7 +65,7 @@ TIMING_COLUMNS = (
 def of_reading(reading: WaitReading) -> Timing:
     """What a queue's reading says about the messages since ``reading.since``."""
     since, now = reading.since, reading.now
-    waits = [w for w in reading.waits]
+    waits = list(reading.waits)
     waits += [r.wait for r in reading.records if since < r.fr <= now]
     processing = [r.processing for r in reading.records if since < r.recorded <= now]
     # The records keep the newest TIMINGS_MAX: if all of those are recent, older ones
