@@ -95,7 +95,8 @@ def axis(low: float, high: float) -> tuple[float, float]:
     number over ``high``, unless the data is far from zero (``low`` above half of
     ``high``): then from a round number under ``low`` to one over ``high``, in steps of
     a round half (or third) of the range."""
-    if low <= 0 or high <= low or low <= high / 2:
+    # A change under 1% of the values is noise (rates wobble by their rounding): from 0.
+    if low <= 0 or high - low < high / 100 or low <= high / 2:
         return 0.0, nice_ceiling(high)
     step = nice_ceiling((high - low) / 2)
     bottom = math.floor(low / step) * step
@@ -105,7 +106,7 @@ def axis(low: float, high: float) -> tuple[float, float]:
     return bottom, top
 
 
-def scale(lines: Sequence[Line]) -> tuple[float, float]:
+def scale(lines: Sequence[Line], from_zero: bool = False) -> tuple[float, float]:
     """The y axis of ``lines``: decided by the first (the backlog's visible messages),
     up to the highest of all. Lines wholly under a bottom that is not 0 are left off
     the plot (their legend says so); a line that crosses it brings the axis down to 0."""
@@ -113,6 +114,8 @@ def scale(lines: Sequence[Line]) -> tuple[float, float]:
     if not drawn:
         return axis(0, 0)
     high = max(line.highest for line in drawn)
+    if from_zero:
+        return 0.0, nice_ceiling(high)
     bottom, top = axis(drawn[0].lowest, high)
     if bottom > 0 and any(line.lowest < bottom <= line.highest for line in drawn):
         bottom, top = axis(min(line.lowest for line in drawn), high)
@@ -144,10 +147,13 @@ def chart(
     hovers: Sequence[Hover] = (),
     note: str = "",
     markers: Sequence[Marker] = (),
+    from_zero: bool = True,
 ) -> SafeString:
     """A line chart of ``lines`` over [start, end] (epoch ms) with its legend; ``hovers``
-    say the values over each stretch of time, ``note`` is said beside the title."""
-    bottom, top = scale(lines)
+    say the values over each stretch of time, ``note`` is said beside the title. The
+    backlog's chart (``from_zero=False``) may start its axis above 0 (``scale``); rates
+    and times start at 0."""
+    bottom, top = scale(lines, from_zero)
     below = {line.label for line in lines if line.segments and line.highest < bottom}
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     span = max(end - start, 1)
@@ -162,13 +168,15 @@ def chart(
     def y(v: float) -> str:
         return f"{TOP + plot_h - (v - bottom) / (top - bottom) * plot_h:.1f}"
 
+    levels = (bottom, (bottom + top) / 2, top)
+    labels = _labels(levels)
     grid = format_html_join(
         "",
         '<line class="grid" x1="{}" x2="{}" y1="{}" y2="{}"/>'
         '<text class="y" x="{}" y="{}" dy="4">{}</text>',
         (
-            (LEFT, WIDTH - RIGHT, y(v), y(v), LEFT - 6, y(v), amount(v) + unit)
-            for v in (bottom, (bottom + top) / 2, top)
+            (LEFT, WIDTH - RIGHT, y(v), y(v), LEFT - 6, y(v), label + unit)
+            for v, label in zip(levels, labels, strict=True)
         ),
     )
     hits = format_html_join(
@@ -239,7 +247,7 @@ def chart(
     if bottom > 0:
         range_note = format_html(
             ' <small class="axis" data-axis="{}-{}">axis {}–{}, not from 0</small>',
-            f"{bottom:g}", f"{top:g}", amount(bottom) + unit, amount(top) + unit,
+            _plain(bottom), _plain(top), labels[0] + unit, labels[-1] + unit,
         )  # fmt: skip
     caption = format_html(
         '{}{}{}', title,
@@ -256,6 +264,16 @@ def chart(
         caption, WIDTH, HEIGHT, f"{title}: {summary or 'no data'}", summary or "no data",
         grid, ticks, paths, dots, marks, hits, legend, readout,
     )  # fmt: skip
+
+
+def _labels(levels: Sequence[float]) -> list[str]:
+    """The axis' labels, short (180k) unless that makes two of them the same."""
+    short = [amount(v) for v in levels]
+    return short if len(set(short)) == len(short) else [exact(v) for v in levels]
+
+
+def _plain(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 def _when(ms: int, span: int) -> str:
@@ -304,7 +322,10 @@ def backlog_chart(history: History) -> SafeString:
         ],
         span,
     )
-    return chart("Backlog", lines, history.start, history.end, hovers=hovers, note=growth(history))
+    return chart(
+        "Backlog", lines, history.start, history.end, hovers=hovers, note=growth(history),
+        from_zero=False,
+    )  # fmt: skip
 
 
 def _steps(history: History, rate: str) -> list[list[Point]]:

@@ -115,10 +115,31 @@ def test_a_backlog_near_zero_keeps_zero_on_its_axis(
 @pytest.mark.parametrize(
     ("low", "high", "axis"),
     [(189_000, 203_200, (180_000, 210_000)), (60, 100, (60, 100)), (0, 7, (0, 10)),
-     (40, 130, (0, 200)), (500, 500, (0, 500)), (950, 1010, (950, 1050)), (955, 1010, (950, 1050))],
+     (40, 130, (0, 200)), (500, 500, (0, 500)), (950, 1010, (950, 1050)),
+     (955, 1010, (950, 1050)), (19_670, 19_750, (0, 20_000))],  # the last: under 1%, noise
 )  # fmt: skip
 def test_the_axis(low: float, high: float, axis: tuple[float, float]) -> None:
     assert charts.axis(low, high) == pytest.approx(axis)
+
+
+def test_rates_and_times_start_at_zero(console, growing, viewer: Client) -> None:
+    page = viewer.get(console.queue("q1")).content.decode()
+    rates = _figure(page, "Messages per second")
+    assert "not from 0" not in rates
+    assert re.findall(r'<text class="y"[^>]*>([^<]+)</text>', rates)[0] == "0/s"
+
+
+def test_axis_labels_never_read_the_same(console, settings, queue, add_snapshot, redis_now,
+                                         viewer: Client) -> None:  # fmt: skip
+    settings.RSMQ_SNAPSHOT_INTERVAL = 60
+    now = redis_now()
+    for i, msgs in enumerate((1_000_000, 1_004_000, 1_018_000)):
+        add_snapshot("q1", now - (2 - i) * MIN, msgs=msgs)
+    figure = _figure(viewer.get(console.queue("q1")).content.decode(), "Backlog")
+    # 1M, 1M, 1M would say nothing: in full
+    labels = re.findall(r'<text class="y"[^>]*>([^<]+)</text>', figure)
+    assert labels == ["1,000,000", "1,010,000", "1,020,000"]
+    assert 'data-axis="1000000-1020000"' in figure and "axis 1,000,000–1,020,000" in figure
 
 
 def test_every_chart_has_a_place_for_markers() -> None:
