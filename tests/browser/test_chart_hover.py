@@ -75,3 +75,24 @@ def test_hovering_a_point_shows_its_values(
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     shot(page, f"h21-queue-{width}-{scheme}")
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+AXE = Path(__file__).parent / "vendor" / "axe-core-4.10.3.min.js"
+
+
+@pytest.mark.parametrize(("scheme", "width"), [("light", 1440), ("dark", 390)])
+def test_the_charts_with_their_hover_areas_pass_axe(
+    console, payments, queue: str, make_user, page_as, scheme: str, width: int
+) -> None:
+    page = page_as(
+        make_user("viewer"),
+        color_scheme=scheme,
+        viewport={"width": width, "height": 900},
+        bypass_csp=True,  # to inject axe (tests/browser/test_axe.py's way)
+    )
+    page.goto(f"{console}/q/{queue}/")
+    expect(page.locator("figure.chart")).to_have_count(3)
+    page.add_script_tag(path=str(AXE))
+    found = page.evaluate("async () => (await axe.run(document)).violations")
+    bad = [f"{v['id']}: {v['help']}" for v in found if v["impact"] in ("serious", "critical")]
+    assert bad == []
