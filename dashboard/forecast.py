@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Case, Max, QuerySet, When
 
 from . import thresholds
 from .formatting import duration, exact
+from .history import TIMED
 from .models import Snapshot
 
 MIN_POINTS = 3
@@ -144,8 +146,7 @@ class Outlook:
         return self.drain.seconds if self.drain else None
 
 
-FIELDS = (
-    "queue", "taken_at", "msgs", "oldest_age",
+TIMES = (
     "wait_p50", "wait_p95", "wait_p99", "wait_samples",
     "processing_p50", "processing_p95", "processing_p99", "processing_samples",
     "timings_sampled",
@@ -156,36 +157,68 @@ def window_ms() -> int:
     return round(settings.RSMQ_BACKLOG_WINDOW * 1000)
 
 
+Row = tuple[Any, ...]
+
+
 def outlooks(conn: str, ns: str, names: Iterable[str] | None, now_ms: int) -> dict[str, Outlook]:
     """The Outlook of each named queue (None: every queue) from its snapshots of the
-    last window up to ``now_ms``: one query."""
+    last window up to ``now_ms``: the counts from the history index alone (no table
+    reads), the latest times from the timed rows' index; three queries."""
     rows = Snapshot.objects.filter(
         connection=conn, namespace=ns, taken_at__gt=now_ms - window_ms(), taken_at__lte=now_ms
     )
     if names is not None:
         rows = rows.filter(queue__in=list(names))
-    found = rows.order_by("queue", "taken_at").values_list(*FIELDS)
+    counts = rows.order_by("queue", "taken_at").values_list(
+        "queue", "taken_at", "msgs", "oldest_age"
+    )
+    latest = _latest_times(rows.filter(TIMED))
     return {
-        qname: outlook(conn, ns, qname, list(group))
-        for qname, group in itertools.groupby(found, key=lambda r: r[0])
+        qname: outlook(conn, ns, qname, list(group), *latest.get(qname, (None, None)))
+        for qname, group in itertools.groupby(counts, key=lambda r: r[0])
     }
 
 
-def outlook(conn: str, ns: str, qname: str, rows: Sequence[tuple[Any, ...]]) -> Outlook:
-    """``rows``: the queue's FIELDS in time order."""
+def _latest_times(timed: QuerySet[Snapshot]) -> dict[str, tuple[Times | None, Times | None]]:
+    """Each queue's latest wait and latest processing times among ``timed`` rows."""
+    lasts = (
+        timed.values("queue")
+        .annotate(
+            w=Max(Case(When(wait_p50__isnull=False, then="taken_at"))),
+            p=Max(Case(When(processing_p50__isnull=False, then="taken_at"))),
+        )
+        .values_list("queue", "w", "p")
+    )
+    wanted = {q: (w, p) for q, w, p in lasts}
+    if not wanted:
+        return {}
+    at = {t for w, p in wanted.values() for t in (w, p) if t is not None}
+    out: dict[str, tuple[Times | None, Times | None]] = {}
+    for q, t, *r in timed.filter(taken_at__in=at).values_list("queue", "taken_at", *TIMES):
+        w, p = wanted.get(q, (None, None))
+        wait, processing = out.get(q, (None, None))
+        if t == w:
+            wait = Times(t, r[0], r[1], r[2], r[3] or 0, bool(r[8]))
+        if t == p:
+            processing = Times(t, r[4], r[5], r[6], r[7] or 0, bool(r[8]))
+        out[q] = (wait, processing)
+    return out
+
+
+def outlook(
+    conn: str,
+    ns: str,
+    qname: str,
+    rows: Sequence[Row],
+    wait: Times | None = None,
+    processing: Times | None = None,
+) -> Outlook:
+    """``rows``: the queue's (queue, taken_at, msgs, oldest_age) in time order."""
     backlog = trend([(r[1], r[2]) for r in rows])
     last_age = rows[-1][3] if rows else None
     # The age's trend while a message is visible: a None (nothing visible) ends it.
     first = next((i + 1 for i in range(len(rows) - 1, -1, -1) if rows[i][3] is None), 0)
     ages = [(r[1], r[3]) for r in rows[first:]]
     age = trend(ages) if last_age is not None else None
-    wait = processing = None
-    for r in reversed(rows):
-        if wait is None and r[4] is not None:
-            wait = Times(r[1], r[4], r[5], r[6], r[7] or 0, bool(r[12]))
-        if processing is None and r[8] is not None:
-            processing = Times(r[1], r[8], r[9], r[10], r[11] or 0, bool(r[12]))
-        if wait is not None and processing is not None:
-            break
     slo = thresholds.oldest_age_slo(conn, ns, qname)
     return Outlook(drain(backlog), breach_in(age, slo), wait, processing)

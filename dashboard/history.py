@@ -60,6 +60,8 @@ class TimesPoint:
     samples: int | None  # the waits' messages
 
 
+#: the snapshots with times (the partial index ``snapshot_timed`` holds just these)
+TIMED = Q(wait_p50__isnull=False) | Q(processing_p50__isnull=False)
 TIMES = ("wait_p50", "wait_p95", "wait_p99", "processing_p50", "processing_p95",
          "processing_p99", "wait_samples")  # fmt: skip
 
@@ -104,7 +106,7 @@ def queue_history(conn: str, ns: str, qname: str, range_: str, now_ms: int) -> H
         snaps = list(rows.order_by("taken_at").values_list(*fields))
         backlog = [Backlog(s[5], s[0], s[0] - s[1], s[2], s[3], s[4]) for s in snaps]
         parts = intervals(Counters(*s[5:]) for s in snaps)
-        timed = rows.filter(Q(wait_p50__isnull=False) | Q(processing_p50__isnull=False))
+        timed = rows.filter(TIMED)
         times = [TimesPoint(*t) for t in timed.order_by("taken_at").values_list("taken_at", *TIMES)]
         return History(range_, start, now_ms, 0, backlog, parts, times)
     width = -(-RANGES[range_] * 1000 // MAX_POINTS)
@@ -126,7 +128,7 @@ def queue_history(conn: str, ns: str, qname: str, range_: str, now_ms: int) -> H
     parts = intervals(Counters(*e) for e in ends.values_list(*COUNTERS))
     times = [
         TimesPoint(*t)
-        for t in rows.filter(Q(wait_p50__isnull=False) | Q(processing_p50__isnull=False))
+        for t in rows.filter(TIMED)
         .annotate(bucket=F("taken_at") / width)
         .values("bucket")
         .annotate(at=Max("taken_at"), **{f"m_{c}": Max(c) for c in TIMES})
