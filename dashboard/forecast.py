@@ -11,13 +11,24 @@ line changes by less than one message, or one second of age, over the window).
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Case, Max, QuerySet, When
+from django.db.models import (
+    Case,
+    Count,
+    ExpressionWrapper,
+    F,
+    FloatField,
+    Max,
+    Min,
+    Q,
+    QuerySet,
+    Sum,
+    When,
+)
 
 from . import thresholds
 from .formatting import duration, exact
@@ -50,13 +61,29 @@ def trend(points: Sequence[tuple[int, float]]) -> Trend | None:
     t0 = points[-1][0]
     xs = [(t - t0) / 1000 for t, _ in points]
     ys = [float(v) for _, v in points]
-    span = xs[-1] - xs[0]
-    if span < MIN_SPAN:
-        return None
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
-    return Trend(sxy / sxx, span, ys[-1], n)
+    xy = sum(x * y for x, y in zip(xs, ys, strict=True))
+    sums = Sums(n, sum(xs), sum(ys), sum(x * x for x in xs), xy)
+    return sums.trend(xs[-1] - xs[0], ys[-1])
+
+
+@dataclass(frozen=True, slots=True)
+class Sums:
+    """What a least-squares line needs of its points (x in seconds from any origin)."""
+
+    n: int
+    x: float
+    y: float
+    xx: float
+    xy: float
+
+    def trend(self, span: float, last: float) -> Trend | None:
+        """The line; None: too few points, or too short a span."""
+        if self.n < MIN_POINTS or span < MIN_SPAN:
+            return None
+        spread = self.n * self.xx - self.x * self.x
+        if spread <= 0:
+            return None
+        return Trend((self.n * self.xy - self.x * self.y) / spread, span, last, self.n)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,21 +189,78 @@ Row = tuple[Any, ...]
 
 def outlooks(conn: str, ns: str, names: Iterable[str] | None, now_ms: int) -> dict[str, Outlook]:
     """The Outlook of each named queue (None: every queue) from its snapshots of the
-    last window up to ``now_ms``: the counts from the history index alone (no table
-    reads), the latest times from the timed rows' index; three queries."""
+    last window up to ``now_ms``. The trends are summed by the database (one GROUP BY
+    over the history index: no row read into Python, no table read), the last counts and
+    the latest times read at their snapshots; a queue whose oldest message's age was
+    interrupted (nothing visible) inside the window has its rows read to fit the age's
+    trend since then."""
     rows = Snapshot.objects.filter(
         connection=conn, namespace=ns, taken_at__gt=now_ms - window_ms(), taken_at__lte=now_ms
     )
     if names is not None:
         rows = rows.filter(queue__in=list(names))
-    counts = rows.order_by("queue", "taken_at").values_list(
-        "queue", "taken_at", "msgs", "oldest_age"
-    )
-    latest = _latest_times(rows.filter(TIMED))
-    return {
-        qname: outlook(conn, ns, qname, list(group), *latest.get(qname, (None, None)))
-        for qname, group in itertools.groupby(counts, key=lambda r: r[0])
+    x = ExpressionWrapper((F("taken_at") - now_ms) / 1000.0, output_field=FloatField())
+    aged = Q(oldest_age__isnull=False)
+
+    def when_aged(value: Any) -> Case:
+        return Case(When(aged, then=value), output_field=FloatField())
+
+    sums = rows.values("queue").annotate(
+        n=Count("taken_at"), sx=Sum(x), sy=Sum(F("msgs") * 1.0), sxx=Sum(x * x),
+        sxy=Sum(x * F("msgs")), first=Min("taken_at"), last=Max("taken_at"),
+        an=Count("oldest_age"), asx=Sum(when_aged(x)), asy=Sum("oldest_age"),
+        asxx=Sum(when_aged(x * x)), asxy=Sum(when_aged(x * F("oldest_age"))),
+        afirst=Min(Case(When(aged, then="taken_at"))),
+        gap=Max(Case(When(oldest_age__isnull=True, then="taken_at"))),
+    ).values_list(
+        "queue", "n", "sx", "sy", "sxx", "sxy", "first", "last",
+        "an", "asx", "asy", "asxx", "asxy", "afirst", "gap",
+    )  # fmt: skip
+    found = {r[0]: r for r in sums}
+    if not found:
+        return {}
+    at_last = rows.filter(taken_at__in={r[7] for r in found.values()})
+    lasts = {
+        (q, t): (m, a)
+        for q, t, m, a in at_last.values_list("queue", "taken_at", "msgs", "oldest_age")
     }
+    broken = [
+        q for q, r in found.items()
+        if r[14] is not None and r[13] is not None and r[14] > r[13]
+        and lasts.get((q, r[7]), (0, None))[1] is not None
+    ]  # fmt: skip
+    resumed = _ages_since_gap(rows.filter(queue__in=broken)) if broken else {}
+    latest = _latest_times(rows.filter(TIMED))
+    out = {}
+    for q, r in found.items():
+        msgs, age = lasts.get((q, r[7]), (0, None))
+        backlog = Sums(r[1], r[2] or 0, r[3] or 0, r[4] or 0, r[5] or 0).trend(
+            (r[7] - r[6]) / 1000, msgs
+        )
+        if age is None:
+            ages = None
+        elif q in resumed:
+            ages = trend(resumed[q])
+        else:
+            ages = Sums(r[8], r[9] or 0, r[10] or 0, r[11] or 0, r[12] or 0).trend(
+                (r[7] - r[13]) / 1000, age
+            )
+        slo = thresholds.oldest_age_slo(conn, ns, q)
+        wait, processing = latest.get(q, (None, None))
+        out[q] = Outlook(drain(backlog), breach_in(ages, slo), wait, processing)
+    return out
+
+
+def _ages_since_gap(rows: QuerySet[Snapshot]) -> dict[str, list[tuple[int, float]]]:
+    """Each queue's oldest ages since its last snapshot with nothing visible."""
+    out: dict[str, list[tuple[int, float]]] = {}
+    found = rows.order_by("queue", "taken_at").values_list("queue", "taken_at", "oldest_age")
+    for q, t, age in found:
+        if age is None:
+            out[q] = []
+        else:
+            out.setdefault(q, []).append((t, age))
+    return out
 
 
 def _latest_times(timed: QuerySet[Snapshot]) -> dict[str, tuple[Times | None, Times | None]]:
@@ -203,22 +287,3 @@ def _latest_times(timed: QuerySet[Snapshot]) -> dict[str, tuple[Times | None, Ti
             processing = Times(t, r[4], r[5], r[6], r[7] or 0, bool(r[8]))
         out[q] = (wait, processing)
     return out
-
-
-def outlook(
-    conn: str,
-    ns: str,
-    qname: str,
-    rows: Sequence[Row],
-    wait: Times | None = None,
-    processing: Times | None = None,
-) -> Outlook:
-    """``rows``: the queue's (queue, taken_at, msgs, oldest_age) in time order."""
-    backlog = trend([(r[1], r[2]) for r in rows])
-    last_age = rows[-1][3] if rows else None
-    # The age's trend while a message is visible: a None (nothing visible) ends it.
-    first = next((i + 1 for i in range(len(rows) - 1, -1, -1) if rows[i][3] is None), 0)
-    ages = [(r[1], r[3]) for r in rows[first:]]
-    age = trend(ages) if last_age is not None else None
-    slo = thresholds.oldest_age_slo(conn, ns, qname)
-    return Outlook(drain(backlog), breach_in(age, slo), wait, processing)

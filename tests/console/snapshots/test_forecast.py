@@ -103,3 +103,22 @@ def test_the_overview_and_the_queue_page_read_the_same_outlook(
     assert o.wait is not None and (o.wait.p50, o.wait.p95, o.wait.p99) == (0.5, 2.0, 4.0)
     assert o.processing is None
     assert every["q2"].drain is None  # two snapshots only: too few
+
+
+@pytest.mark.django_db
+def test_the_age_trend_starts_again_after_nothing_was_visible(
+    console, settings, add_snapshot, redis_now
+) -> None:
+    settings.RSMQ_OLDEST_AGE_SLO = 300
+    now = redis_now()
+    # old ages fall away when the queue empties: the trend is that of the new messages
+    for i, age in enumerate([250.0, 280.0, None, 0.0, 30.0, 60.0, 90.0]):
+        add_snapshot("q1", now - (6 - i) * 30_000, msgs=1 if age is not None else 0, oldest_age=age)
+    o = forecast.outlooks("default", console.ns, ["q1"], now)["q1"]
+    assert o.breach_in == pytest.approx((300 - 90) / 1.0)  # ageing a second a second
+    # the same from the points alone
+    points = [(now - (6 - i) * 30_000, a) for i, a in enumerate([0.0, 30.0, 60.0, 90.0], 3)]
+    assert breach_in(trend(points), 300) == pytest.approx(o.breach_in)
+    # nothing visible at the last snapshot: no age, no breach ahead
+    add_snapshot("q1", now + 1, msgs=0, oldest_age=None)
+    assert forecast.outlooks("default", console.ns, ["q1"], now + 1)["q1"].breach_in is None
