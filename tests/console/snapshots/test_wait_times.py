@@ -14,11 +14,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import redis
-from workers.harness import Records, WorkerProcess, wait_for
+from workers.harness import Monitor, Records, WorkerProcess, wait_for
 
 from dashboard import snapshots
 from dashboard.models import Snapshot
 from queues import RedisSMQ
+from queues import scripts as S
 
 pytestmark = pytest.mark.django_db
 
@@ -58,7 +59,7 @@ def worker(redis_url: str, ns: str, tmp_path: Path, rsmq: RedisSMQ) -> Iterator[
 
 
 def test_any_clients_receives_are_timed_from_the_raw_ids_and_fr(
-    console, lake: Path, rsmq: RedisSMQ, r: redis.Redis, ns: str
+    console, lake: Path, rsmq: RedisSMQ, r: redis.Redis, ns: str, redis_url: str
 ) -> None:
     rsmq.create_queue("other")
     rsmq.send_messages("other", [f"m{i}" for i in range(30)])
@@ -90,9 +91,12 @@ def test_any_clients_receives_are_timed_from_the_raw_ids_and_fr(
         (first.wait_p50, first.wait_p99, 2),
         (second.wait_p50, second.wait_p99, 15),
     ]
-    # nothing received since: the next snapshot has no times to tell
-    snapshots.take()
+    # nothing received since: the next snapshot has no times to tell, and reads none
+    with Monitor(redis_url) as monitor:
+        snapshots.take()
     assert waits(rows("other")[-1]) == (None, None, None)
+    assert monitor.calls(S.STATS.sha, f"{ns}:other") != []
+    assert monitor.calls(S.WAIT_SCAN.sha, f"{ns}:other") == []
 
 
 def test_a_real_workers_messages_are_timed_from_its_own_records(
