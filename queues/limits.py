@@ -68,5 +68,7 @@ TIMINGS_SUFFIX = ":x:timings"
 TIMINGS_MAX = 1000  # entries kept per queue (a snapshot reads them all: one LRANGE)
 TIMINGS_TTL = 24 * 3600  # s after the last record
 #: messages a wait scan looks at per queue (scored since the last snapshot; more: evenly
-#: spaced ranks are sampled, and the reading says so): each one ZRANGE + HGET
+#: spaced ranks are sampled, and the reading says so): each one ZRANGE + HGET. The worst
+#: call (500 looked at among 100,000 new members, and 1,000 worker records) cost Redis
+#: 3.2 ms of CPU, the stats script (400 sampled) 1.8 ms in the same run (load ~15)
 WAIT_SAMPLE = 500
