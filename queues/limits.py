@@ -70,5 +70,6 @@ TIMINGS_TTL = 24 * 3600  # s after the last record
 #: messages a wait scan looks at per queue (scored since the last snapshot; more: evenly
 #: spaced ranks are sampled, and the reading says so): each one ZRANGE + HGET. The worst
 #: call (500 looked at among 100,000 new members, and 1,000 worker records) cost Redis
-#: 3.2 ms of CPU, the stats script (400 sampled) 1.8 ms in the same run (load ~15)
+#: 3.9 ms of CPU, the stats script (400 sampled) 2.4 ms in the same run (load 14,
+#: bench/wait_scan.py)
 WAIT_SAMPLE = 500
