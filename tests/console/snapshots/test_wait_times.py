@@ -172,3 +172,18 @@ def test_the_queue_page_and_metrics_show_them(
         f'rsmq_queue_processing_samples{{connection="default",namespace="{console.ns}",'
         f'queue="jobs"}} 10.0'
     ) in body
+
+
+def test_a_run_reads_the_busiest_queues_wait_times_at_most(
+    console, lake: Path, rsmq: RedisSMQ, monkeypatch
+) -> None:
+    monkeypatch.setattr(snapshots, "WAIT_QUEUES_MAX", 2)
+    for q in "abc":
+        rsmq.create_queue(q)
+        rsmq.send_messages(q, ["x"] * 5)
+    snapshots.take()
+    for q, n in (("a", 1), ("b", 3), ("c", 2)):
+        rsmq.receive_messages(q, n, vt=600)
+    snapshots.take()
+    got = {q: rows(q)[-1].wait_samples for q in "abc"}
+    assert got == {"a": None, "b": 3, "c": 2}
