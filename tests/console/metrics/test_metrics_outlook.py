@@ -56,3 +56,14 @@ def test_it_exposes_the_percentiles_and_forecasts(console, token, histories) -> 
     assert samples[("rsmq_queue_oldest_age_slo_breach_seconds", drains)] == pytest.approx(280)
     assert ("rsmq_queue_oldest_age_slo_breach_seconds", quiet) not in samples
     assert ("rsmq_queue_wait_samples", grows) not in samples
+
+
+def test_a_namespace_over_the_limit_has_no_such_series(
+    console, token, histories, monkeypatch
+) -> None:
+    from dashboard import metrics
+
+    monkeypatch.setattr(metrics, "OUTLOOK_MAX", 2)  # the namespace holds 3 queues
+    samples = scrape(Client())
+    assert not [k for k in samples if k[0].startswith(("rsmq_queue_wait", "rsmq_queue_drain"))]
+    assert samples[("rsmq_queue_messages", ("default", console.ns, "drains"))] == 0
