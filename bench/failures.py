@@ -62,7 +62,7 @@ def main() -> int:
         shas |= {("tree", "delete"): r.script_load(S.DELETE.source)}
         assert shas[("ref", "receive")] == hashlib.sha1(old["receive"]).hexdigest()
         z, h, f = "b:q", "b:q:Q", "b:q" + FAILURES_SUFFIX
-        # Each side gets its keys exactly as its ops.py passes them.
+        # Each side gets its keys exactly as its operations pass them.
         keys = {"ref": (z, h), "tree": (z, h, f)}
         extra = {"ref": (), "tree": (FAILURES_SUFFIX,)}
         costs: dict[tuple[str, str], list[float]] = {}

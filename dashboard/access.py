@@ -22,7 +22,7 @@ class Role(IntEnum):
     # dead-letter queue
     OPERATOR = 2
     # create / edit / delete queue, policy, purge, bulk over "all in this state", redrive
-    # any other queue (README: the table of who may do what)
+    # any other queue (docs/console.md: the table of who may do what)
     ADMIN = 3
 
 

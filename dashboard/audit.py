@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Iterable
 from typing import Any, Protocol
 
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.http import HttpRequest
+from django.utils import timezone
 
 from .access import Role, refusal
 from .connections import Connection
@@ -57,6 +60,40 @@ def record(
         outcome=outcome,
         detail=detail[:MAX_DETAIL],
     )
+
+
+FOLD_SECONDS = 60  # refusals of one kind by one actor within this long: one row, counted
+
+
+def record_refused(
+    request: HttpRequest,
+    place: Place,
+    action: str,
+    outcome: str,
+    queue: str = "",
+    detail: str = "",
+    actor: str = "",
+) -> None:
+    """A refused call that anyone can repeat at will (no token, an unknown one, or one
+    over its rate): the first in FOLD_SECONDS gets a row, the repeats of the same actor,
+    action and outcome count on it (``params["repeats"]``), so a flood of refused calls
+    adds at most one row a minute per kind."""
+    who = _fit("username", actor or request.user.get_username())
+    since = timezone.now() - dt.timedelta(seconds=FOLD_SECONDS)
+    with transaction.atomic():
+        last = (
+            AuditEntry.objects.select_for_update()
+            .filter(username=who, action=_fit("action", action), outcome=outcome, at__gte=since)
+            .filter(params__has_key="repeats")
+            .order_by("-at", "-id")
+            .first()
+        )
+        if last is not None:
+            last.params = {**last.params, "repeats": int(last.params["repeats"]) + 1}
+            last.save(update_fields=["params"])
+            return
+        record(request, place, action, outcome, queue, params={"repeats": 1}, detail=detail,
+               actor=who)  # fmt: skip
 
 
 def require(request: HttpRequest, place: Place, role: Role, action: str, queue: str = "") -> None:

@@ -14,6 +14,7 @@ from queues import validation as v
 from queues.models import QueueStats
 from queues.ops import MAX_MAXRC
 
+from .alerting import outbound
 from .models import AlertRule
 
 
@@ -240,6 +241,31 @@ class AlertRuleForm(forms.ModelForm):
         self.order_fields(["name", "place"])
         if self.instance.pk:
             self.initial["place"] = f"{self.instance.connection}/{self.instance.namespace}"
+
+    def clean_name(self) -> str:
+        name: str = self.cleaned_data["name"]
+        if name and name.splitlines() != [name]:
+            raise forms.ValidationError(
+                "name must be one line: 1 to 100 characters, no line breaks", code="name"
+            )
+        return name
+
+    def _outbound(self, field: str) -> str:
+        """The URL as outbound.py will check it before each delivery, checked now: a
+        target it would refuse is a form error naming the field."""
+        url: str = self.cleaned_data[field]
+        if url:
+            try:
+                outbound.check(url, resolve=False)
+            except (outbound.Refused, outbound.Unresolved) as e:
+                raise forms.ValidationError(f"{field}: {e}", code=field) from None
+        return url
+
+    def clean_webhook_url(self) -> str:
+        return self._outbound("webhook_url")
+
+    def clean_slack_url(self) -> str:
+        return self._outbound("slack_url")
 
     def clean_emails(self) -> str:
         addresses = [a.strip() for a in self.cleaned_data["emails"].split(",") if a.strip()]

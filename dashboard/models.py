@@ -420,6 +420,9 @@ class Notification(models.Model):
     claimed_until = models.DateTimeField(null=True)  # a worker is sending it
     sent = models.DateTimeField(null=True, db_index=True)
     last_error = models.TextField(blank=True)
+    # Retries ended: an error that can't go away (a refused target, a 4xx, a bad
+    # address), or too many failures; last_error says which.
+    gave_up = models.DateTimeField(null=True, blank=True, db_index=True)
 
     class Meta:
         ordering = ["-created", "-id"]

@@ -1,4 +1,4 @@
-"""Settings, read from the environment (see README: "Pointing it at real services")."""
+"""Settings, read from the environment (see docs/production.md)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ SECRET_KEY = os.environ.get("SECRET_KEY") or INSECURE_SECRET_KEY
 ALLOWED_HOSTS = [*env_list("ALLOWED_HOSTS"), "localhost", "127.0.0.1", "[::1]"]
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
 
-# -- Production, behind HTTPS (README: "Production"); all off by default -------------------
+# -- Production, behind HTTPS (docs/production.md); all off by default -------------------
 # "X-Forwarded-Proto": the proxy in front says the request came over HTTPS.
 _proxy_header = os.environ.get("SECURE_PROXY_SSL_HEADER", "").strip()
 if _proxy_header:
@@ -79,7 +79,7 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "django_htmx",
     "template_partials",
-    # Login throttling: failed logins counted per user name and address (README: Roles).
+    # Login throttling: failed logins counted per user name and address (docs/console.md: roles).
     "axes",
     "dashboard",
 ]
@@ -330,3 +330,11 @@ if RSMQ_PIPELINE_INTERVAL > 0:
         "schedule": RSMQ_PIPELINE_INTERVAL,
         "options": {"expires": RSMQ_PIPELINE_INTERVAL},
     }
+
+# Outbound requests (alert webhooks and Slack URLs, dashboard/alerting/outbound.py): host
+# names and ranges (CIDR, or one address) the console may reach although they are
+# loopback, private, link-local, multicast, reserved or unspecified, comma-separated:
+# "hooks.internal,10.20.0.0/16". Everything else of that kind is refused.
+RSMQ_OUTBOUND_ALLOW = env_list("RSMQ_OUTBOUND_ALLOW")
+# Failures of a transient kind (down, timed out, 5xx, 429) before a notification is given up.
+RSMQ_ALERT_MAX_ATTEMPTS = int(os.environ.get("RSMQ_ALERT_MAX_ATTEMPTS", "12"))

@@ -33,6 +33,7 @@ class RateLimited(Exception):
             f"try again in {retry_after} s."
         )
         self.retry_after = retry_after
+        self.name = name
 
 
 def digest(token: str) -> str:

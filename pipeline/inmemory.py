@@ -1,8 +1,9 @@
 """The rules of rollups.py and anomalies.py over Arrow tables, in this process: for an
 hourly increment (an hour of 1,000 queues is 360,000 snapshots) a Spark job costs far
 more in planning, tasks and shuffles than the work itself. jobs.py does an increment
-here when it is small (``jobs.ON_THE_DRIVER_ROWS``) and Spark does the rest; the property
-tests (tests/pipeline/test_incremental.py) hold both to the same results, and to a plain
+here when it is small (``jobs.ON_THE_DRIVER_ROWS``, in rollup_driver.py) and Spark does
+the rest (rollup_spark.py). A rule changed here changes there too: the property test
+tests/pipeline/test_engines_agree.py holds both to the same results, and to a plain
 Python computation of the rules.
 
 Same rules, same arithmetic: sums of integers as integers, averages as a double sum over

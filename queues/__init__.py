@@ -25,7 +25,6 @@ from .models import (
     Page,
     QueueAttributes,
     QueueStats,
-    SearchResult,
 )
 
 __all__ = [
@@ -49,5 +48,4 @@ __all__ = [
     "QueueUnreadable",
     "RedisSMQ",
     "RsmqError",
-    "SearchResult",
 ]

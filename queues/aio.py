@@ -4,7 +4,7 @@
     await rsmq.send_message("jobs", "hello")
     msg = await rsmq.receive_message("jobs")
 
-Every method of RedisSMQ is here with the same arguments and results (queues/ops.py
+Every method of RedisSMQ is here with the same arguments and results (queues/ops/
 holds them once); each returns an awaitable.
 
 Concurrent callers share a few connections, pipelined: the round trips that coroutines

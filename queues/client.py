@@ -1,6 +1,6 @@
 """RedisSMQ: the RSMQ client, wire-compatible with the original Node rsmq 0.12.4.
 
-Every public operation (see queues/ops.py, shared with the asyncio client) is one network
+Every public operation (see queues/ops/, shared with the asyncio client) is one network
 round trip: one EVALSHA of a script in ``scripts/``; ``queue_stats`` of every queue is
 one SMEMBERS, then one pipeline.
 """

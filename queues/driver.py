@@ -1,6 +1,6 @@
 """How an operation reaches Redis, the same for the sync and the asyncio client.
 
-An operation (queues/ops.py) is a generator of steps: a `Call` of a Lua script, a `Batch`
+An operation (queues/ops/) is a generator of steps: a `Call` of a Lua script, a `Batch`
 of read-only script calls in one pipeline, or a plain `Command`. `rounds` turns it into
 the round trips it takes — each a list of commands, answered by a list of replies in
 which an error reply is a ``ResponseError`` value — and handles NOSCRIPT for both

@@ -74,16 +74,6 @@ class Page:
 
 
 @dataclass(frozen=True, slots=True)
-class SearchResult:
-    """Matches among at most ``scanned`` messages; go on from ``next_cursor`` if not None."""
-
-    items: list[MessageInfo]
-    scanned: int
-    next_cursor: int | None  # None: the whole state was looked at
-    now: int = 0
-
-
-@dataclass(frozen=True, slots=True)
 class Cursor:
     """A place in a queue's order, between messages: a zset score (as Redis wrote it)
     and a member. Keyset browsing goes on after (or before) it, whatever came or went."""

@@ -186,7 +186,7 @@ def test_the_core_and_the_pipeline_never_import_django(package: str) -> None:
     assert not offenders, f"{package}/ imports Django: {offenders}"
 
 
-#: The key parts only RSMQ's layout uses (queues/ops.py): the set of queue names
+#: The key parts only RSMQ's layout uses (queues/ops/base.py): the set of queue names
 #: ({ns}:QUEUES), a queue's hash ({ns}:{q}:Q), the console's own keys ({ns}:{q}:x:…).
 KEY_PARTS = (":QUEUES", ":Q", ":x:")
 

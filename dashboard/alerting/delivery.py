@@ -2,7 +2,11 @@
 Slack incoming webhook, or e-mail through Django's e-mail backend. A row is claimed
 before it is sent (two workers never send it both), marked sent once its receiver took
 it, and otherwise tried again later, each wait twice the one before (up to
-``MAX_BACKOFF``): a receiver that is down gets everything once it is back.
+``MAX_BACKOFF``): a receiver that is down gets everything once it is back. An error that
+can never go away (a target outbound.py refuses, a 3xx or a 4xx other than 408/425/429, an
+address the mail server refuses, a header that can't be sent) ends the retries at once;
+a transient one (down, timed out, a 5xx, a 429) ends them after ``max_attempts()``
+failures. Either way the row keeps ``gave_up`` and its error for the admins' /alerts/.
 
 The webhook's headers: ``X-RSMQ-Signature: sha256=<hex HMAC-SHA256 of the body, keyed
 with the rule's secret>``, ``X-RSMQ-Delivery: <the notification's id>`` (the same on every
@@ -16,21 +20,22 @@ import hashlib
 import hmac
 import json
 import logging
+import smtplib
+import ssl
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from celery import shared_task
 from django.conf import settings
-from django.core.mail import send_mail
+from django.core.mail import BadHeaderError, send_mail
 from django.db.models import Q
 from django.utils import timezone
 
 from ..celery import SWEEP_SECONDS
 from ..models import Notification
+from . import outbound
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +46,12 @@ BATCH = 200
 MAX_BACKOFF = 3600.0  # s
 SIGNATURE = "X-RSMQ-Signature"
 DELIVERY = "X-RSMQ-Delivery"
+
+
+def max_attempts() -> int:
+    """Failures of a transient kind before a notification is given up (the waits between
+    them add up to about 3.5 hours with the defaults)."""
+    return max(1, int(getattr(settings, "RSMQ_ALERT_MAX_ATTEMPTS", 12)))
 
 
 def first_backoff() -> float:
@@ -73,9 +84,9 @@ def send_due() -> Sent:
     deadline = time.monotonic() + BUDGET
     result = Sent()
     down: set[str] = set()
-    due = Notification.objects.filter(sent__isnull=True, next_attempt__lte=now).filter(
-        Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
-    )
+    due = Notification.objects.filter(
+        sent__isnull=True, gave_up__isnull=True, next_attempt__lte=now
+    ).filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
     for pk, target in due.order_by("next_attempt", "pk").values_list("pk", "target")[:BATCH]:
         if time.monotonic() > deadline:
             result.retry_in = 0.0
@@ -90,7 +101,7 @@ def send_due() -> Sent:
             result.errors.append(outcome)
             down.add(target)
     waiting = (
-        Notification.objects.filter(sent__isnull=True)
+        Notification.objects.filter(sent__isnull=True, gave_up__isnull=True)
         .exclude(target__in=down, next_attempt__lte=now)  # left for their own backoff
         .order_by("next_attempt")
         .values_list("next_attempt", flat=True)
@@ -102,11 +113,11 @@ def send_due() -> Sent:
 
 
 def send_one(pk: int) -> bool | str | None:
-    """True: sent; an error's text: it failed (tried again later); None: another worker
-    has it, or it went already."""
+    """True: sent; an error's text: it failed (tried again later, or given up); None:
+    another worker has it, or it went already."""
     now = timezone.now()
     claimed = (
-        Notification.objects.filter(pk=pk, sent__isnull=True)
+        Notification.objects.filter(pk=pk, sent__isnull=True, gave_up__isnull=True)
         .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
         .update(claimed_until=now + CLAIM)
     )
@@ -115,17 +126,23 @@ def send_one(pk: int) -> bool | str | None:
     n = Notification.objects.get(pk=pk)
     try:
         SENDERS[n.channel](n)
-    except Exception as e:  # noqa: BLE001 - whatever the receiver did, it is tried again
+    except Exception as e:  # noqa: BLE001 - whatever the receiver did, it is told
         n.attempts += 1
-        error = f"{type(e).__name__}: {e}"[:2000]
+        error, final = describe(e)
+        if not final and n.attempts >= max_attempts():
+            error, final = f"{error} (gave up after {n.attempts} attempts)", True
+        elif final:
+            error = f"{error} (gave up: this can't succeed as it is)"
+        error = error[:2000]
         wait = backoff(n.attempts)
         log.warning(
-            "alert notification %s to %s failed (attempt %d, again in %.0f s): %s",
-            n.pk, n.channel, n.attempts, wait, error,
+            "alert notification %s to %s failed (attempt %d, %s): %s",
+            n.pk, n.channel, n.attempts, "given up" if final else f"again in {wait:.0f} s", error,
         )  # fmt: skip
         Notification.objects.filter(pk=pk).update(
             attempts=n.attempts, last_error=error, claimed_until=None,
             next_attempt=timezone.now() + dt.timedelta(seconds=wait),
+            gave_up=timezone.now() if final else None,
         )  # fmt: skip
         return error
     Notification.objects.filter(pk=pk).update(
@@ -134,11 +151,44 @@ def send_one(pk: int) -> bool | str | None:
     return True
 
 
+def describe(e: Exception) -> tuple[str, bool]:
+    """A failure in words for the admins' /alerts/, and whether it is permanent (trying
+    again can't help)."""
+    if isinstance(e, outbound.Refused):
+        return str(e), True
+    if isinstance(e, outbound.Answered):
+        return str(e), e.permanent
+    if isinstance(e, outbound.Unresolved):
+        return str(e), False
+    if isinstance(e, smtplib.SMTPRecipientsRefused):
+        codes = {code for code, _ in e.recipients.values()}
+        told = "; ".join(f"{a}: {c} {_text(m)}" for a, (c, m) in sorted(e.recipients.items()))
+        # 5xx: the address is refused for good; 4xx: try again later.
+        return f"the mail server refused every recipient ({told})", min(codes, default=500) >= 500
+    if isinstance(e, smtplib.SMTPSenderRefused):
+        return f"the mail server refused the sender {e.sender}: {_text(e.smtp_error)}", True
+    if isinstance(e, smtplib.SMTPResponseException) and 500 <= e.smtp_code < 600:
+        return f"the mail server answered {e.smtp_code}: {_text(e.smtp_error)}", True
+    if isinstance(e, ssl.SSLCertVerificationError):  # a ValueError too: before those
+        return f"the receiver's TLS certificate was refused: {e.verify_message}", False
+    if isinstance(e, ssl.SSLError):
+        return f"the TLS handshake with the receiver failed: {e.reason or e}", False
+    if isinstance(e, (BadHeaderError, UnicodeError, KeyError, TypeError, ValueError)):
+        return f"the notification can't be sent as it is: {type(e).__name__}: {e}", True
+    if isinstance(e, TimeoutError):
+        return "could not reach the receiver: timed out", False
+    if isinstance(e, OSError):
+        reason = e.strerror or str(e) or type(e).__name__
+        return f"could not reach the receiver: {reason}", False
+    return f"{type(e).__name__}: {e}", False
+
+
+def _text(said: bytes | str) -> str:
+    return said.decode("utf-8", "replace") if isinstance(said, bytes) else said
+
+
 def _post(url: str, body: bytes, headers: dict[str, str]) -> None:
-    request = urllib.request.Request(url, data=body, method="POST", headers=headers)
-    with urllib.request.urlopen(request, timeout=TIMEOUT) as response:  # noqa: S310 - admins' URLs
-        if not 200 <= response.status < 300:
-            raise urllib.error.HTTPError(url, response.status, "not a 2xx", response.headers, None)
+    outbound.post(url, body, headers, TIMEOUT)
 
 
 def _webhook(n: Notification) -> None:
@@ -165,15 +215,27 @@ def lines(payload: dict[str, Any]) -> list[str]:
     return out
 
 
+def one_line(text: str) -> str:
+    """``text`` with its line breaks (any str.splitlines takes) as spaces: a rule saved
+    before names had to be one line can't break an e-mail's subject."""
+    return " ".join(text.splitlines())
+
+
 def subject(payload: dict[str, Any]) -> str:
-    return (
+    return one_line(
         f"[RSMQ] {payload['rule']['name']}: {payload['firing']} firing,"
         f" {payload['resolved']} resolved"
     )
 
 
+def slack_escape(text: str) -> str:
+    """Slack's own escapes (its "formatting text" rules): ``<!channel>`` and
+    ``<http://…|click here>`` in a rule's name arrive as text, not a mention or a link."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _slack(n: Notification) -> None:
-    text = "\n".join([f"*{subject(n.payload)}*", *lines(n.payload)])
+    text = "\n".join(slack_escape(line) for line in [f"*{subject(n.payload)}*", *lines(n.payload)])
     body = json.dumps({"text": text}).encode()
     _post(n.target, body, {"Content-Type": "application/json"})
 

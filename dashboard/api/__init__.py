@@ -15,7 +15,7 @@ from ninja import NinjaAPI
 from ninja.parser import Parser
 
 from . import native, rest_rsmq
-from .calls import HANDLERS
+from .calls import HANDLERS, BadInput, surrogate_refusal, unpaired
 
 
 class JsonOrForm(Parser):
@@ -26,7 +26,11 @@ class JsonOrForm(Parser):
         if request.content_type == "application/x-www-form-urlencoded":
             form = QueryDict(request.body, encoding=request.encoding)
             return {k: vs if len(vs) > 1 else vs[0] for k, vs in form.lists()}
-        return super().parse_body(request)
+        data: dict[str, Any] = super().parse_body(request)
+        where = unpaired(data)
+        if where is not None:  # ninja answers 400; calls.on_http_error says this
+            raise BadInput(surrogate_refusal(where))
+        return data
 
 
 api = NinjaAPI(

@@ -5,6 +5,7 @@ audit row, and the one answer for each failure (web_errors.py's table; 400 for i
 from __future__ import annotations
 
 import inspect
+import sys
 import typing
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
@@ -59,6 +60,49 @@ class BadInput(Exception):
     """The call's input, refused before anything ran: 400."""
 
 
+ANONYMOUS = "anonymous"  # the audit log's actor of a call without a token it knows
+READ = "api_read"  # the audit log's action of a refused read
+
+
+def unpaired(data: Any) -> str | None:
+    """Where the first string (or key) of a parsed JSON body holds a lone surrogate
+    (``"\\ud800"``: JSON can spell it, UTF-8 can't encode it): "message",
+    "messages[1]"; None when there is none. Iterative: a body nested a thousand deep
+    doesn't overflow the stack."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            if not _utf8(value):
+                return path or "body"
+        elif isinstance(value, dict):
+            for key, item in reversed(list(value.items())):
+                name = key if _utf8(key) else key.encode("utf-8", "backslashreplace").decode()
+                if name != key:
+                    return f"{path}.{name}" if path else name
+                stack.append((f"{path}.{key}" if path else key, item))
+        elif isinstance(value, list):
+            stack.extend(
+                (f"{path or 'body'}[{i}]", item) for i, item in reversed(list(enumerate(value)))
+            )
+    return None
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def surrogate_refusal(field: str) -> str:
+    return (
+        f"{field} must be valid Unicode text: it holds a lone surrogate (\\ud800 to"
+        " \\udfff), which UTF-8 can't encode"
+    )
+
+
 def actor(row: ApiToken) -> str:
     """A token's name in the audit log: never taken for a console user's."""
     return f"token:{row.name}"
@@ -82,8 +126,17 @@ class TokenAuth(HttpBearer):
         super().__init__()
         self.action = action
 
+    def __call__(self, request: HttpRequest) -> Any:
+        # The refusal handlers audit under the action's name, a token or none.
+        request.rsmq_action = self.action  # type: ignore[attr-defined]
+        return super().__call__(request)
+
     def authenticate(self, request: HttpRequest, token: str) -> ApiToken:
-        row = tokens.admit(token.strip())
+        try:
+            row = tokens.admit(token.strip())
+        except tokens.RateLimited as e:
+            request.rsmq_actor = f"token:{e.name}"  # type: ignore[attr-defined]
+            raise
         needed = self.action.role if self.action else Role.VIEWER
         reason = refusal(tokens.role_of(row), needed)
         if reason:
@@ -94,6 +147,7 @@ class TokenAuth(HttpBearer):
                     request, place, self.action.audit_name, AuditEntry.Outcome.DENIED,
                     queue=kwargs.get("qname", ""), detail=reason, actor=actor(row),
                 )  # fmt: skip
+                request.rsmq_audited = True  # type: ignore[attr-defined]
             raise PermissionDenied(reason)
         return row
 
@@ -122,6 +176,7 @@ def run(
             request, place, action.audit_name, outcome, qname, ids, count, params, detail,
             actor=name,
         )  # fmt: skip
+        request.rsmq_audited = True  # type: ignore[attr-defined]
 
     try:
         answer, count = work()
@@ -180,27 +235,73 @@ def queue_in_url(qname: str) -> str:
         raise Http404(f"{e}: not a valid queue name.") from None
 
 
+# -- refusals, audited --------------------------------------------------------------------
+
+
+OUTCOMES = {
+    401: AuditEntry.Outcome.DENIED,
+    403: AuditEntry.Outcome.DENIED,
+    429: AuditEntry.Outcome.THROTTLED,
+}
+
+
+def audit_refusal(request: HttpRequest, status: int, text: str) -> None:
+    """Every refused call gets an audit row (unless its action wrote one already): with
+    the action's name ("api_read" for a read), the token's name or "anonymous", and the
+    answer's text. A refusal anyone can repeat at will (no token or an unknown one, a
+    token over its rate, a session without the viewer role) is folded into one row a
+    minute per kind (audit.record_refused); the others come from a token that each of
+    them counts against its rate."""
+    if getattr(request, "rsmq_audited", False) or not 400 <= status < 500:
+        return
+    request.rsmq_audited = True  # type: ignore[attr-defined]
+    action: Action | None = getattr(request, "rsmq_action", None)
+    name = action.audit_name if action is not None else READ
+    row = getattr(request, "auth", None)
+    token = isinstance(row, ApiToken)
+    who = actor(row) if isinstance(row, ApiToken) else getattr(request, "rsmq_actor", "")
+    if not who and request.user.is_authenticated:  # a session on the read API
+        who = request.user.get_username()
+    kwargs = request.resolver_match.kwargs if request.resolver_match else {}
+    try:
+        place = places.resolve(kwargs.get("conn"), kwargs.get("ns"))
+    except Http404:
+        place = places.resolve()
+    queue = str(kwargs.get("qname", ""))
+    outcome = OUTCOMES.get(status, AuditEntry.Outcome.INVALID)
+    detail = f"{status}: {text}"
+    if status in (401, 429) or not token:  # nothing counts these calls but this
+        audit.record_refused(request, place, name, outcome, queue, detail, who or ANONYMOUS)
+    else:
+        audit.record(request, place, name, outcome, queue, detail=detail, actor=who)
+
+
 # -- answers ---------------------------------------------------------------------------
 
 
-def error(status: int, text: str) -> JsonResponse:
+def error(status: int, text: str, request: HttpRequest | None = None) -> JsonResponse:
+    """The answer; with ``request``, a refusal (4xx) is audited too."""
+    if request is not None:
+        audit_refusal(request, status, text)
     return JsonResponse({"error": text}, status=status)
 
 
-def unauthorized(text: str) -> JsonResponse:
-    response = error(401, text)
+def unauthorized(text: str, request: HttpRequest | None = None) -> JsonResponse:
+    response = error(401, text, request)
     response["WWW-Authenticate"] = 'Bearer realm="rsmq-console"'
     return response
 
 
 def on_unauthenticated(request: HttpRequest, exc: Exception) -> HttpResponse:
     if isinstance(exc, AuthenticationError):
-        return unauthorized("Authentication required: an API token, as Authorization: Bearer.")
-    return unauthorized(str(exc))
+        return unauthorized(
+            "Authentication required: an API token, as Authorization: Bearer.", request
+        )
+    return unauthorized(str(exc), request)
 
 
 def on_rate_limited(request: HttpRequest, exc: tokens.RateLimited) -> HttpResponse:
-    response = error(429, str(exc))
+    response = error(429, str(exc), request)
     response["Retry-After"] = str(exc.retry_after)
     return response
 
@@ -213,20 +314,31 @@ def on_schema_error(request: HttpRequest, exc: SchemaError) -> HttpResponse:
         field = loc[0] if loc else "body"
         allowed = RANGES.get(field)
         texts.append(f"{field} must be {allowed}" if allowed else f"{field}: {e.get('msg', '')}")
-    return error(400, "; ".join(dict.fromkeys(texts)) or "Invalid request.")
+    return error(400, "; ".join(dict.fromkeys(texts)) or "Invalid request.", request)
 
 
 def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
-    """ninja's own refusals (a body that is no JSON: 400), in our shape."""
-    return error(exc.status_code, f"{exc.message}.")
+    """ninja's own refusals (a body that is no JSON: 400), in our shape, saying why."""
+    cause = exc.__cause__
+    if isinstance(cause, BadInput):
+        text = str(cause)
+    elif isinstance(cause, RecursionError):
+        text = "body must be JSON: it is nested too deeply"
+    elif isinstance(cause, ValueError) and "digits" in str(cause):
+        text = f"body must be JSON with numbers of at most {sys.get_int_max_str_digits()} digits"
+    elif isinstance(cause, ValueError):  # json's own errors
+        text = f"body must be JSON: {cause}"
+    else:
+        text = f"{exc.message}."
+    return error(exc.status_code, text, request)
 
 
 def on_bad_input(request: HttpRequest, exc: BadInput) -> HttpResponse:
-    return error(400, str(exc))
+    return error(400, str(exc), request)
 
 
 def on_queue_exists(request: HttpRequest, exc: QueueExists) -> HttpResponse:
-    return error(409, str(exc))
+    return error(409, str(exc), request)
 
 
 def on_error(request: HttpRequest, exc: Exception) -> HttpResponse:
@@ -235,7 +347,7 @@ def on_error(request: HttpRequest, exc: Exception) -> HttpResponse:
     found = web_error(exc, get_connection(kwargs.get("conn")))
     if found is None:
         raise exc
-    return error(found.status, found.text)
+    return error(found.status, found.text, request)
 
 
 HANDLERS: list[tuple[type[Exception], Callable[[HttpRequest, Any], HttpResponse]]] = [

@@ -13,6 +13,7 @@ Auth: an API token (any role), RSMQ_METRICS_TOKEN as a bearer token, or a logged
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -35,6 +36,7 @@ from ..history import RANGES, Backlog, current_rates, queue_history
 from ..place import Place
 from ..rates import Interval
 from ..web_errors import web_error
+from .calls import audit_refusal
 
 COUNTS = ("msgs", "visible", "hidden", "inflight", "delayed", "exact", "totalsent",
           "totalrecv", "oldest_age")  # fmt: skip
@@ -153,27 +155,41 @@ class FailureHistoryOut(Out):
 
 
 def readers(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """An API token of any role (counted against its rate), else access.token_or_viewer."""
+    """An API token of any role (counted against its rate), else access.token_or_viewer;
+    a refusal (401, 403, 429) is audited (calls.audit_refusal: folded, one row a minute)."""
     checked = token_or_viewer(view)
 
     @wraps(view)
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         scheme, _, given = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not given.strip().startswith(tokens.PREFIX):
-            return checked(request, *args, **kwargs)
+            response = checked(request, *args, **kwargs)
+            if response.status_code in (401, 403):
+                audit_refusal(request, response.status_code, _text(response))
+            return response
         try:
             tokens.admit(given.strip())
         except tokens.Unauthenticated as e:
             response = JsonResponse({"error": str(e)}, status=401)
             response["WWW-Authenticate"] = 'Bearer realm="rsmq-console"'
+            audit_refusal(request, 401, str(e))
             return response
         except tokens.RateLimited as e:
             response = JsonResponse({"error": str(e)}, status=429)
             response["Retry-After"] = str(e.retry_after)
+            request.rsmq_actor = f"token:{e.name}"  # type: ignore[attr-defined]
+            audit_refusal(request, 429, str(e))
             return response
         return view(request, *args, **kwargs)
 
     return wrapped
+
+
+def _text(response: HttpResponse) -> str:
+    try:
+        return str(json.loads(response.content)["error"])
+    except (ValueError, KeyError, TypeError):
+        return ""
 
 
 def api_view(view: Callable[..., JsonResponse]) -> Callable[..., HttpResponse]:

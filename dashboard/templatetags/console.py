@@ -111,14 +111,19 @@ def warn(context: template.Context, what: str, subject: Any, stats: Any = None) 
 
 @register.filter
 def pretty_body(body: str) -> str:
-    """The body pretty-printed when it is JSON; as it is otherwise (escaped by the template)."""
+    """The body pretty-printed when it is JSON; as it is otherwise (escaped by the
+    template), and when it can't be pretty-printed: nested too deep for the parser or the
+    printer (RecursionError), a number of over 4300 digits (ValueError), a lone surrogate
+    spelled ``\\ud800`` (UTF-8 can't encode the printed text)."""
     try:
         parsed = json.loads(body)
-    except (ValueError, TypeError):
+        if not isinstance(parsed, (dict, list)):
+            return body
+        pretty = json.dumps(parsed, indent=2, ensure_ascii=False)
+        pretty.encode("utf-8")
+    except (ValueError, TypeError, RecursionError, MemoryError):  # UnicodeError is a ValueError
         return body
-    if not isinstance(parsed, (dict, list)):
-        return body
-    return json.dumps(parsed, indent=2, ensure_ascii=False)
+    return pretty
 
 
 #: what acting on a whole state does to its messages, said before it is done

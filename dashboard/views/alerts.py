@@ -51,7 +51,8 @@ def alerts_page(request: HtmxHttpRequest) -> HttpResponse:
     # Rules span every place, so there is none to resolve: only the role.
     require(request.user, Role.VIEWER)
     live = Alert.objects.exclude(state=Alert.State.RESOLVED).select_related("rule")
-    outbox = Notification.objects.filter(sent__isnull=True)
+    outbox = Notification.objects.filter(sent__isnull=True, gave_up__isnull=True)
+    given_up = Notification.objects.filter(sent__isnull=True, gave_up__isnull=False)
     ctx = context(
         None,
         rules=AlertRule.objects.annotate(
@@ -62,6 +63,10 @@ def alerts_page(request: HtmxHttpRequest) -> HttpResponse:
         history=AlertEvent.objects.select_related("alert__rule")[:HISTORY_SHOWN],
         waiting=outbox.count(),
         failing=outbox.filter(attempts__gt=0).order_by("-attempts")[:FAILED_SHOWN],
+        # Their errors are shown to admins only: they name addresses and ports (and
+        # whether something answered there).
+        given_up=given_up.order_by("-gave_up", "-pk")[:FAILED_SHOWN],
+        given_up_count=given_up.count(),
     )
     return render(request, "alerts.html", ctx)
 

@@ -3,6 +3,7 @@ rank ranges, one message."""
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -24,7 +25,6 @@ from ..models import (
     Cursor,
     MessageInfo,
     Page,
-    SearchResult,
     Slice,
 )
 from ..parse import (
@@ -40,6 +40,12 @@ from .base import Base, R
 
 
 class Read(Base[R]):
+    # -- the one read path ------------------------------------------------------------
+    # Every read of a queue's messages (the console's browser, the API, the CLI, the
+    # tests) goes through browse.lua, called by _browse(); list_messages() is a page of
+    # it in SPEC §4's shape. Which messages match (a state, min_rc, a text in the body)
+    # is decided in one place: _filters() here, and matches() in browse.lua.
+
     @operation
     def list_messages(
         self,
@@ -55,50 +61,86 @@ class Read(Base[R]):
         ``preview`` > 0 cuts each body to that many bytes (``MessageInfo.size`` keeps the
         full size). ``inflight`` and ``delayed`` look at no more than ``scan_budget`` hidden
         messages; past that ``Page.exact`` is False and ``total`` is an estimate.
+        Read through browse's script: all / visible / hidden from the ``offset``-th
+        message of the state; in flight / delayed in its steps over the hidden messages.
         """
-        keys = self._queue_keys(qname)
+        self._queue_keys(qname)
         v.state(state)
         v.integer("offset", offset, 0, 2**53)
         v.integer("limit", limit, 1, v.MAX_PAGE)
         v.integer("preview", preview, 0, 2**31)
         v.integer("scan_budget", scan_budget, 1, 10**9)
-        r = yield Call(S.LIST, keys, (state, offset, limit, preview, scan_budget), qname)
-        now, total, exact = r[0], r[1], r[2] == 1
-        items = [_info(r[i : i + 6], now) for i in range(3, len(r), 6)]
-        return Page(items=items, total=total, offset=offset, limit=limit, exact=exact, now=now)
+        if state in ("inflight", "delayed"):
+            return (
+                yield from self._counted_page(qname, state, offset, limit, preview, scan_budget)
+            )
+        # A rank range: at most limit / step + 1 calls, so no time budget is needed.
+        b = yield from self._browse(qname, state, rank=offset, limit=limit, preview=preview,
+                                    budget=math.inf)  # fmt: skip
+        return Page(b.items, b.state_size, offset, limit, exact=True, now=b.now)
 
-    @operation
-    def search_messages(
-        self,
-        qname: str,
-        contains: str = "",
-        min_rc: int = 0,
-        state: str = "all",
-        cursor: int = 0,
-        limit: int = 50,
-        scan_limit: int = DEFAULT_SCAN_BUDGET,
-        preview: int = 0,
-    ) -> Op[SearchResult]:
-        """Messages whose body contains a text and/or received at least ``min_rc`` times.
-
-        Bounded: looks at no more than ``scan_limit`` messages of the state, in queue order,
-        from ``cursor`` on; ``SearchResult.next_cursor`` continues where it stopped.
-        Read-only, like every browse.
-        """
+    def _counted_page(
+        self, qname: str, state: str, offset: int, limit: int, preview: int, scan_budget: int
+    ) -> Op[Page]:
+        """In flight / delayed: browse.lua's steps over the hidden messages, up to
+        ``scan_budget`` of them, counting every match (rows only for the page's); past
+        the budget the total is an estimate."""
         keys = self._queue_keys(qname)
-        v.state(state)
+        items: list[MessageInfo] = []
+        matched = looked = 0
+        score, member = "", b""
+        now: int | None = None
+        while True:
+            skip = max(0, offset - matched)
+            rows = max(0, offset + limit - matched - skip)
+            step = min(BROWSE_STEP, scan_budget - looked)
+            r: list[Any] = yield self._browse_call(
+                keys, qname, state, "next", score, member, rows, preview, step, skip=skip,
+                counting=True,
+            )  # fmt: skip
+            now = r[0] if now is None else now
+            looked += r[1]
+            matched += r[9]
+            items += [_info(r[i : i + 6], now) for i in range(10, len(r), 6)]
+            if r[2] == 1 or looked >= scan_budget or not r[1]:
+                break
+            score, member = _str(r[3]), _member(r[4])
+        hidden = max(0, r[6] - r[5] + 1)
+        exact = looked >= hidden
+        total = matched
+        if not exact and looked:
+            total = max(matched, math.floor(matched * hidden / looked + 0.5))
+        return Page(items, total, offset, limit, exact=exact, now=now)
+
+    @staticmethod
+    def _browse_call(
+        keys: tuple[str, str],
+        qname: str,
+        state: str,
+        direction: str,
+        score: str,
+        member: bytes,
+        limit: int,
+        preview: int,
+        step: int,
+        min_rc: int = 0,
+        contains: str = "",
+        skip: int = 0,
+        counting: bool = False,
+    ) -> Call:
+        """One call of browse.lua (its arguments in its order)."""
+        args = (state, direction, score, member, limit, preview, step, min_rc, contains,
+                BROWSE_BYTES, skip, "1" if counting else "")  # fmt: skip
+        return Call(S.BROWSE, keys, args, qname)
+
+    @staticmethod
+    def _filters(min_rc: int, contains: str) -> tuple[int, str]:
+        """The filters a read may apply beyond its state, validated, in browse.lua's
+        argument order (see its matches())."""
+        v.integer("min_rc", min_rc, 0, 2**31)
         if not isinstance(contains, str):
             raise InvalidArgument("contains", "contains must be a string")
-        v.integer("min_rc", min_rc, 0, 2**31)
-        v.integer("cursor", cursor, 0, 2**53)
-        v.integer("limit", limit, 1, v.MAX_PAGE)
-        v.integer("scan_limit", scan_limit, 1, 10**7)
-        v.integer("preview", preview, 0, 2**31)
-        args = (state, cursor, scan_limit, limit, min_rc, contains, preview)
-        r = yield Call(S.SEARCH, keys, args, qname)
-        now, scanned, nxt = r[0], r[1], r[2]
-        items = [_info(r[i : i + 6], now) for i in range(3, len(r), 6)]
-        return SearchResult(items, scanned, None if nxt < 0 else nxt, now)
+        return min_rc, contains
 
     @operation
     def browse(
@@ -126,20 +168,38 @@ class Read(Base[R]):
         seconds are spent (``patience`` seconds more while nothing was found), and
         ``Browse.resume`` says where to go on. Read-only.
         """
-        keys = self._queue_keys(qname)
+        self._queue_keys(qname)
         v.state(state)
         v.integer("limit", limit, 1, v.MAX_PAGE)
         v.integer("preview", preview, 0, 2**31)
-        v.integer("min_rc", min_rc, 0, 2**31)
         v.integer("step", step, 1, 10_000)
-        if not isinstance(contains, str):
-            raise InvalidArgument("contains", "contains must be a string")
+        min_rc, contains = self._filters(min_rc, contains)
         if sum(x is not None for x in (after, before, rank)) > 1:
             raise InvalidArgument("cursor", "after, before and rank exclude each other")
         if rank is not None:
             v.integer("rank", rank, 0, 2**53)
             if min_rc or contains or state in ("inflight", "delayed"):
                 raise InvalidArgument("rank", "a rank is a place in all / visible / hidden")
+        return (yield from self._browse(qname, state, after, before, rank, limit, preview,
+                                        min_rc, contains, budget, step, patience))  # fmt: skip
+
+    def _browse(
+        self,
+        qname: str,
+        state: str,
+        after: Cursor | None = None,
+        before: Cursor | None = None,
+        rank: int | None = None,
+        limit: int = 50,
+        preview: int = 0,
+        min_rc: int = 0,
+        contains: str = "",
+        budget: float = BROWSE_BUDGET,
+        step: int = BROWSE_STEP,
+        patience: float = 0.0,
+    ) -> Op[Browse]:
+        """browse() with its arguments checked: the loop of browse.lua calls."""
+        keys = self._queue_keys(qname)
         direction, at = "next", after
         if before is not None:
             direction, at = "prev", before
@@ -152,13 +212,14 @@ class Read(Base[R]):
         start = time.monotonic()
         while True:
             # one more than the page: whether anything follows it is then known
-            args = (state, direction, score, member, limit + 1 - len(found) // 6, preview,
-                    step, min_rc, contains, BROWSE_BYTES)  # fmt: skip
-            r: list[Any] = yield Call(S.BROWSE, keys, args, qname)
+            r: list[Any] = yield self._browse_call(
+                keys, qname, state, direction, score, member, limit + 1 - len(found) // 6,
+                preview, step, min_rc, contains,
+            )  # fmt: skip
             calls += 1
             now, at_end, first, last = r[0], r[2] == 1, r[5], r[6]
             looked += r[1]
-            rows = r[9:]
+            rows = r[10:]
             found += rows  # in the order met: backwards for "prev", reversed below
             if rows and direction == "prev":
                 position = r[8] - first

@@ -167,7 +167,7 @@ def test_browse_search_requeue_move_and_purge(arun: Run, queue: str):
         assert (await a.list_messages(queue, state="delayed")).total == 1
         visible = await a.list_messages(queue, state="visible")
         assert [m.id for m in visible.items] == ids[2:]
-        found = await a.search_messages(queue, contains="an")
+        found = await a.browse(queue, contains="an")
         assert [m.message for m in found.items] == ["banana"]
         assert await a.requeue(queue, [ids[0]]) == 1
         assert await a.requeue_state(queue, "delayed") == 1

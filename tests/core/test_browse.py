@@ -186,6 +186,35 @@ def test_list_messages_estimates_inflight_past_the_scan_budget(rsmq: RedisSMQ, q
     assert page.total == 40
 
 
+def test_list_messages_pages_and_counts_inflight_and_delayed_across_browse_steps(
+    rsmq: RedisSMQ, queue: str
+):
+    # 300 delayed (visible in 100 s) before 700 in flight (in 1 h) in the hidden range:
+    # the pages and counts span several browse steps of 500.
+    for _ in range(7):
+        rsmq.send_messages(queue, ["i"] * 100)
+    for _ in range(7):
+        rsmq.receive_messages(queue, 100, vt=3600)
+    for _ in range(3):
+        rsmq.send_messages(queue, ["d"] * 100, delay=100)
+    inflight, after = [], None
+    while not (b := rsmq.browse(queue, state="inflight", after=after, limit=1000)).at_end:
+        inflight += [m.id for m in b.items]
+        after = b.resume
+    inflight += [m.id for m in b.items]
+    assert len(inflight) == 700
+
+    page = rsmq.list_messages(queue, state="inflight", offset=450, limit=100)
+    delayed = rsmq.list_messages(queue, state="delayed", offset=250, limit=100)
+    estimate = rsmq.list_messages(queue, state="inflight", limit=10, scan_budget=600)
+
+    assert (ids_of(page), page.total, page.exact) == (inflight[450:550], 700, True)
+    assert (len(delayed.items), delayed.total, delayed.exact) == (50, 300, True)
+    assert {m.message for m in delayed.items} == {"d"}
+    # 600 looked at (300 delayed, 300 in flight) of 1000 hidden: 300 * 1000 / 600
+    assert (ids_of(estimate), estimate.total, estimate.exact) == (inflight[:10], 500, False)
+
+
 def test_list_messages_is_exact_when_the_hidden_messages_fit_the_scan_budget(
     rsmq: RedisSMQ, queue: str, mixed: Mixed
 ):

@@ -172,7 +172,7 @@ def test_receive_leaves_a_message_with_a_bad_receive_count_and_gets_the_next(
 
     assert got is not None and got.id == good
     assert rsmq.receive_message("b") is None
-    assert rsmq.search_messages("b", min_rc=1).items[0].id == bad
+    assert rsmq.browse("b", min_rc=1).items[0].id == bad
 
 
 @pytest.mark.parametrize(

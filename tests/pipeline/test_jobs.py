@@ -13,7 +13,7 @@ import pytest
 from support.pipeline_rows import at, ms
 
 from dashboard import lake as lake_writer
-from pipeline import jobs, results
+from pipeline import jobs, results, rollup_driver
 from pipeline.anomalies import Rules
 from pipeline.lake import files as listed
 
@@ -234,7 +234,7 @@ def test_a_run_that_died_after_rewriting_a_partition_is_simply_done_again(spark,
 
     lake_writer.append(lake, [row("10:01:00", 90)])
     assert jobs.run_rollups(spark, lake, out).engine == "driver"
-    assert [f.name for f in partition.glob("*.parquet")] == [jobs.ROLLUP_FILE]
+    assert [f.name for f in partition.glob("*.parquet")] == [rollup_driver.ROLLUP_FILE]
     # As if it died after its rename: Spark's files back, the state not yet written.
     for name, data in spark_files.items():
         (partition / name).write_bytes(data)

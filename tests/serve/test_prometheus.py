@@ -103,8 +103,9 @@ def receiver() -> Iterator[Receiver]:
 @pytest.fixture
 def served(clone: Path) -> Iterator[Served]:
     console = start(
-        clone, log_name="prometheus.log", RSMQ_SNAPSHOT_INTERVAL="1", RSMQ_METRICS_TOKEN=TOKEN
-    )
+        clone, log_name="prometheus.log", RSMQ_SNAPSHOT_INTERVAL="1", RSMQ_METRICS_TOKEN=TOKEN,
+        RSMQ_OUTBOUND_ALLOW="127.0.0.1",  # the webhook's receiver is the test's, on loopback
+    )  # fmt: skip
     try:
         console.wait_ready()
         console.login()

@@ -237,7 +237,7 @@ def every_operation(rsmq: RedisSMQ) -> dict[str, object]:
     rsmq.send_at("jobs", "later", time.time() + 3600)
     got["stats"] = {s.qname: (s.msgs, s.visible, s.delayed) for s in rsmq.queue_stats()}
     got["page"] = [m.message for m in rsmq.list_messages("jobs", "visible").items]
-    got["search"] = [m.message for m in rsmq.search_messages("jobs", contains="amm").items]
+    got["search"] = [m.message for m in rsmq.browse("jobs", contains="amm").items]
     got["census"] = rsmq.census_range("jobs", 0, 10, body=True).body
     got["get"] = rsmq.get_message("jobs", a).message  # type: ignore[union-attr]
     first = rsmq.receive_message("jobs", vt=0)

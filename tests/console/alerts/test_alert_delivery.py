@@ -29,6 +29,12 @@ from queues.server import free_port
 T = TypeVar("T")
 
 
+@pytest.fixture(autouse=True)
+def loopback_allowed(settings) -> None:
+    """The receivers here listen on 127.0.0.1, which the console refuses unless told."""
+    settings.RSMQ_OUTBOUND_ALLOW = ["127.0.0.1"]
+
+
 class Receiver:
     """A webhook receiver on a port of its own, started and stopped by the test."""
 

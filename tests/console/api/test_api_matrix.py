@@ -2,8 +2,8 @@
 read-only mode, none, a revoked one — on the native routes and the rest-rsmq mount.
 
 An allowed call runs (2xx, its audit row "ok" under the token's name, Redis changed); a
-refused one changes nothing: 403 audited as denied (the role; read-only), or 401 with no
-audit row (no token, a revoked one: nobody to name)."""
+refused one changes nothing: 403 audited as denied (the role; read-only), or 401 audited
+as denied under "anonymous" (no token, a revoked one: nobody to name; issue 23)."""
 
 from __future__ import annotations
 
@@ -152,7 +152,9 @@ def test_each_action_for_each_token(ids, client_for, ns_state, name: str, who: s
     if who in ("no token", "revoked"):
         assert response.status_code == 401
         assert response["WWW-Authenticate"].startswith("Bearer")
-        assert not AuditEntry.objects.exists()
+        row = AuditEntry.objects.get()
+        assert (row.action, row.outcome, row.username) == (call.audited_as, "denied", "anonymous")
+        assert row.detail.startswith("401: ") and row.params == {"repeats": 1}
         return
     assert response.status_code == 403
     row = AuditEntry.objects.get()

@@ -43,7 +43,7 @@ def test_demo_creates_queues_in_every_state_and_one_login_per_role(
     assert sum(s.visible for s in stats.values()) > 0
     assert sum(s.inflight for s in stats.values()) > 0
     assert sum(s.delayed for s in stats.values()) > 0
-    poison = rsmq.search_messages("webhooks", min_rc=3)
+    poison = rsmq.browse("webhooks", min_rc=3)
     assert poison.items, "some messages were received several times"
     for role in ("admin", "operator", "viewer"):
         user = authenticate(username=role, password=role)

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("dashboard", "0009_api_tokens"),
+        ("dashboard", "0010_h23_out_notification_gave_up"),
     ]
 
     operations = [
