@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db.models import F, Max, QuerySet
+from django.db.models import F, Max, Q, QuerySet
 
 from .models import Snapshot
 from .rates import Counters, Interval, intervals, recent
@@ -45,6 +45,27 @@ class Backlog:
     oldest_age: float | None
 
 
+@dataclass(frozen=True, slots=True)
+class TimesPoint:
+    """A queue's wait and processing percentiles (s) at a snapshot (the largest of each
+    over a bucket); None: no message to time."""
+
+    at: int
+    wait_p50: float | None
+    wait_p95: float | None
+    wait_p99: float | None
+    processing_p50: float | None
+    processing_p95: float | None
+    processing_p99: float | None
+    samples: int | None  # the waits' messages
+
+
+#: the snapshots with times (the partial index ``snapshot_timed`` holds just these)
+TIMED = Q(wait_p50__isnull=False) | Q(processing_p50__isnull=False)
+TIMES = ("wait_p50", "wait_p95", "wait_p99", "processing_p50", "processing_p95",
+         "processing_p99", "wait_samples")  # fmt: skip
+
+
 @dataclass(frozen=True)
 class History:
     range: str
@@ -53,6 +74,7 @@ class History:
     bucket: int  # ms a point stands for; 0: one point per snapshot
     backlog: list[Backlog]
     rates: list[Interval]
+    times: list[TimesPoint] = field(default_factory=list)  # the snapshots with times
 
     @property
     def latest(self) -> Backlog | None:
@@ -84,7 +106,9 @@ def queue_history(conn: str, ns: str, qname: str, range_: str, now_ms: int) -> H
         snaps = list(rows.order_by("taken_at").values_list(*fields))
         backlog = [Backlog(s[5], s[0], s[0] - s[1], s[2], s[3], s[4]) for s in snaps]
         parts = intervals(Counters(*s[5:]) for s in snaps)
-        return History(range_, start, now_ms, 0, backlog, parts)
+        timed = rows.filter(TIMED)
+        times = [TimesPoint(*t) for t in timed.order_by("taken_at").values_list("taken_at", *TIMES)]
+        return History(range_, start, now_ms, 0, backlog, parts, times)
     width = -(-RANGES[range_] * 1000 // MAX_POINTS)
     # The largest counts of each bucket: a spike between two pixels still shows.
     peaks = [
@@ -102,7 +126,16 @@ def queue_history(conn: str, ns: str, qname: str, range_: str, now_ms: int) -> H
     # and a reset still shows (the counter drops, or `created` changes, across buckets).
     ends = rows.filter(taken_at__in=[p.at for p in peaks]).order_by("taken_at")
     parts = intervals(Counters(*e) for e in ends.values_list(*COUNTERS))
-    return History(range_, start, now_ms, width, peaks, parts)
+    times = [
+        TimesPoint(*t)
+        for t in rows.filter(TIMED)
+        .annotate(bucket=F("taken_at") / width)
+        .values("bucket")
+        .annotate(at=Max("taken_at"), **{f"m_{c}": Max(c) for c in TIMES})
+        .order_by("bucket")
+        .values_list("at", *(f"m_{c}" for c in TIMES))
+    ]
+    return History(range_, start, now_ms, width, peaks, parts, times)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,20 @@
     rsmq_redis_persistence                                1: AOF or an RDB schedule, 0: none,
                                                           -1: unknown (CONFIG refused)
     rsmq_redis_last_save_age_seconds                      since the last RDB save
+    rsmq_queue_wait_seconds{...,quantile}                 gauges: send -> first receive, the
+    rsmq_queue_processing_seconds{...,quantile}           worker's first receive -> delete
+                                                          (0.5, 0.95, 0.99), and how many
+    rsmq_queue_wait_samples / _processing_samples         messages: from the queue's latest
+                                                          snapshot of the last window that
+                                                          had any (dashboard/forecast.py)
+    rsmq_queue_drain_seconds{connection,namespace,queue}  until the backlog is empty on its
+                                                          trend (+Inf: growing); no series
+                                                          without a trend
+    rsmq_queue_oldest_age_slo_breach_seconds              until the oldest message's age
+                                                          reaches its SLO on its trend (0:
+                                                          over it); none when not rising
+                                                          (these four: namespaces of at most
+                                                          OUTLOOK_MAX queues)
 
 A namespace is read live at each scrape (``queue_stats``: its queue list and counters in
 one pipeline), unless its last snapshot holds more than ``latest.LIVE_MAX`` queues: reading
@@ -50,13 +64,17 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from queues.models import QueueStats
 from queues.urls import redacted
 
-from . import latest, redis_health
+from . import forecast, latest, redis_health
 from .api.reads import readers  # an API token of any role, RSMQ_METRICS_TOKEN or a viewer
 from .connections import Connection, connections, stats_of_all
 from .exposition import Family, escape, labels, render
 from .models import QueueCondition
 
 log = logging.getLogger(__name__)
+
+#: namespaces of at most this many queues have their wait, processing and forecast
+#: series in /metrics
+OUTLOOK_MAX = 1_000
 
 # The per-queue families, in the order they are written; QueueRow's fields feed them.
 FAMILIES = (
@@ -147,9 +165,19 @@ class Scrape:
         self.unreadable: list[list[str]] = []  # labels
         self.up: list[tuple[list[str], int]] = []
         self.age: list[tuple[list[str], float]] = []
+        self.outlooks: list[tuple[list[str], forecast.Outlook]] = []  # [conn, ns, queue]
         live = [(conn, ns) for conn, ns in places if not self._from_snapshot(conn, ns)]
+        sizes = []
         for (conn, ns), stats in zip(live, stats_of_all(live), strict=True):
             self._live(conn, ns, stats)
+            sizes.append(len(stats) if isinstance(stats, list) else 0)
+        now = round(time.time() * 1000)
+        # The trends sum every queue's last window of snapshots at each scrape (32,000
+        # rows took ~0.2 s under load 15): only namespaces of OUTLOOK_MAX queues or fewer.
+        for (conn, ns), size in zip(live, sizes, strict=True):
+            if size <= OUTLOOK_MAX:
+                for queue, o in forecast.outlooks(conn.name, ns, None, now).items():
+                    self.outlooks.append(([conn.name, ns, queue], o))
 
     def _from_snapshot(self, conn: Connection, ns: str) -> bool:
         """A big namespace's rows from its last snapshot, if recent; False: read it live."""
@@ -210,6 +238,7 @@ class Scrape:
             age.add_metric(place, seconds)
         yield from (unreadable, up, age)
         yield from self.redis()
+        yield from self._times()
 
     def redis(self) -> Iterator[Metric]:
         """Each connection's Redis health (cached a few seconds, as the banner's)."""
@@ -264,6 +293,65 @@ class Scrape:
                 head = f'{STATE_FAMILY}{{{place}{escape(queue)}",state="'
                 lines += [f'{head}{s}"}} {1.0 if s == state else 0.0}\n' for s in STATES]
             yield "".join(lines)
+
+    def _times(self) -> Iterator[Metric]:
+        """The wait and processing percentiles and the forecasts (from snapshots)."""
+        queue = [*PLACE, "queue"]
+        families = {
+            "wait": (
+                GaugeMetricFamily(
+                    "rsmq_queue_wait_seconds",
+                    "Seconds from send to first receive, at the quantile, of the messages "
+                    "first received between the queue's latest snapshots that had any",
+                    labels=[*queue, "quantile"],
+                ),
+                GaugeMetricFamily(
+                    "rsmq_queue_wait_samples",
+                    "Messages rsmq_queue_wait_seconds is of",
+                    labels=queue,
+                ),
+            ),
+            "processing": (
+                GaugeMetricFamily(
+                    "rsmq_queue_processing_seconds",
+                    "Seconds from first receive to delete, at the quantile, as the "
+                    "project's worker recorded them between the latest snapshots",
+                    labels=[*queue, "quantile"],
+                ),
+                GaugeMetricFamily(
+                    "rsmq_queue_processing_samples",
+                    "Messages rsmq_queue_processing_seconds is of",
+                    labels=queue,
+                ),
+            ),
+        }
+        drain = GaugeMetricFamily(
+            "rsmq_queue_drain_seconds",
+            "Seconds until the backlog is empty on its trend over the last window "
+            "(+Inf: growing); no series without a trend",
+            labels=queue,
+        )
+        breach = GaugeMetricFamily(
+            "rsmq_queue_oldest_age_slo_breach_seconds",
+            "Seconds until the oldest visible message's age reaches its SLO on its "
+            "trend (0: over it already); no series when the age is not rising",
+            labels=queue,
+        )
+        for names, o in self.outlooks:
+            for kind, (seconds, samples) in families.items():
+                times = getattr(o, kind)
+                if times is None:
+                    continue
+                for q, value in (("0.5", times.p50), ("0.95", times.p95), ("0.99", times.p99)):
+                    seconds.add_metric([*names, q], value)
+                samples.add_metric(names, times.samples)
+            if o.drain is not None:
+                drain.add_metric(names, o.drain.sort_key())
+            if o.breach_in is not None:
+                breach.add_metric(names, o.breach_in)
+        for seconds, samples in families.values():
+            yield from (seconds, samples)
+        yield from (drain, breach)
 
     def body(self) -> Iterator[bytes]:
         """The scrape's text, a family at a time."""

@@ -87,6 +87,18 @@ class Snapshot(models.Model):
     totalrecv = models.BigIntegerField()
     oldest_age = models.FloatField(null=True, blank=True)  # s; None: nothing visible
     created = models.BigIntegerField()  # epoch s
+    # Wait (send -> first receive) and processing (first receive -> delete, as the
+    # project's worker recorded it) of the messages since the previous snapshot, in
+    # seconds (dashboard/timing.py); None: no message to tell.
+    wait_p50 = models.FloatField(null=True, blank=True)
+    wait_p95 = models.FloatField(null=True, blank=True)
+    wait_p99 = models.FloatField(null=True, blank=True)
+    wait_samples = models.BigIntegerField(null=True, blank=True)
+    processing_p50 = models.FloatField(null=True, blank=True)
+    processing_p95 = models.FloatField(null=True, blank=True)
+    processing_p99 = models.FloatField(null=True, blank=True)
+    processing_samples = models.BigIntegerField(null=True, blank=True)
+    timings_sampled = models.BooleanField(null=True, blank=True)  # from a sample, not all
 
     class Meta:
         indexes = [
@@ -116,6 +128,13 @@ class Snapshot(models.Model):
             # A namespace's last snapshot run (the overview of a big namespace sorts by
             # it): without it SQLite reads the namespace's whole history to find it.
             models.Index(fields=["connection", "namespace", "taken_at"], name="snapshot_run"),
+            # The snapshots with wait or processing times (a queue's time chart, its
+            # latest times): few of a quiet namespace's rows, read without the others.
+            models.Index(
+                fields=["connection", "namespace", "queue", "taken_at"],
+                condition=models.Q(wait_p50__isnull=False) | models.Q(processing_p50__isnull=False),
+                name="snapshot_timed",
+            ),
         ]
         get_latest_by = "taken_at"
 

@@ -12,22 +12,27 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import redis
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
 from pipeline.lake import SCHEMA
+from queues.errors import RsmqError
 from queues.locks import Busy
-from queues.models import QueueStats
+from queues.models import QueueStats, WaitReading
 from queues.urls import redacted
 
-from . import conditions, lake, locks
+from . import conditions, lake, latest, locks, timing
 from .connections import Connection, connections, get_rsmq, stats_of_all
 from .models import Snapshot
 
 log = logging.getLogger(__name__)
 
 PRUNE_BATCH = 10_000
+#: queues of a namespace whose wait times one run reads at most (one script call each,
+#: in one pipeline): past that, the ones that received the most since their last snapshot
+WAIT_QUEUES_MAX = 2_000
 
 
 @dataclass
@@ -75,7 +80,7 @@ def _take() -> Run:
             )  # fmt: skip
             run.skipped.append(f"{conn.name}/{ns}")
             continue
-        rows += _rows(conn, ns, stats, run)
+        rows += _rows(conn, ns, stats, run, _wait_readings(conn, ns, stats))
         read.append((conn, ns, stats))
     if rows:
         run.files = store(rows)
@@ -104,7 +109,14 @@ FROM_STATS = attrgetter(
 )  # fmt: skip
 
 
-def _rows(conn: Connection, ns: str, stats: list[QueueStats], run: Run) -> list[Row]:
+def _rows(
+    conn: Connection,
+    ns: str,
+    stats: list[QueueStats],
+    run: Run,
+    readings: dict[str, WaitReading] | None = None,
+) -> list[Row]:
+    readings = readings or {}
     rows = []
     for s in stats:
         if s.unreadable:
@@ -114,8 +126,49 @@ def _rows(conn: Connection, ns: str, stats: list[QueueStats], run: Run) -> list[
             )
             run.unreadable.append(f"{conn.name}/{ns}/{s.qname}")
             continue
-        rows.append((conn.name, ns, *FROM_STATS(s)))
+        reading = readings.get(s.qname)
+        times = timing.of_reading(reading).columns() if reading else timing.NO_TIMING
+        rows.append((conn.name, ns, *FROM_STATS(s), *times))
     return rows
+
+
+def _wait_readings(conn: Connection, ns: str, stats: list[QueueStats]) -> dict[str, WaitReading]:
+    """The wait readings of the queues that received or lost messages since their
+    previous snapshot (the others have nothing new to time), each from that snapshot."""
+    interval = round(settings.RSMQ_SNAPSHOT_INTERVAL * 1000)
+    before: dict[str, tuple[int, int, int, int]] = {}
+    run = latest.last_run(conn.name, ns)
+    if run is not None:
+        for q, at, recv, msgs, created in run[1].values_list(
+            "queue", "taken_at", "totalrecv", "msgs", "created"
+        ):
+            before[q] = (at, recv, msgs, created)
+    since: dict[str, int] = {}
+    received: dict[str, int] = {}
+    for s in stats:
+        if s.unreadable:
+            continue
+        prev = before.get(s.qname)
+        if prev is not None and prev[3] == s.created and prev[0] < s.now:
+            if (prev[1], prev[2]) != (s.totalrecv, s.msgs):
+                since[s.qname] = prev[0]
+                received[s.qname] = s.totalrecv - prev[1]
+        elif s.totalrecv:  # no previous snapshot of it: the interval before this one
+            since[s.qname] = max(s.now - interval, s.created * 1000)
+            received[s.qname] = s.totalrecv
+    if not since:
+        return {}
+    if len(since) > WAIT_QUEUES_MAX:
+        # Bounded: the queues that received the most since their previous snapshot.
+        busiest = sorted(since, key=lambda q: -received[q])[:WAIT_QUEUES_MAX]
+        since = {q: since[q] for q in busiest}
+    try:
+        readings = get_rsmq(conn, ns).wait_readings(since)
+    except (redis.RedisError, RsmqError) as e:
+        # The counts are stored all the same; only the times are missing this time.
+        log.warning("wait times of %s/%s not read: %s", conn.name, ns, " ".join(str(e).split()))
+        return {}
+    return {r.qname: r for r in readings}
 
 
 def store(rows: list[Row]) -> list[Path]:

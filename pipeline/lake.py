@@ -44,6 +44,18 @@ SCHEMA = pa.schema(
         ("totalrecv", pa.int64()),
         ("oldest_age", pa.float64()),  # seconds; null: no visible message
         ("created", pa.int64()),  # the queue's creation, epoch s: a change = counters reset
+        # Wait (send -> first receive) and processing (first receive -> delete, recorded
+        # by the project's worker) of the messages since the previous snapshot, seconds;
+        # null: none seen (and in files written before these columns existed).
+        ("wait_p50", pa.float64()),
+        ("wait_p95", pa.float64()),
+        ("wait_p99", pa.float64()),
+        ("wait_samples", pa.int64()),
+        ("processing_p50", pa.float64()),
+        ("processing_p95", pa.float64()),
+        ("processing_p99", pa.float64()),
+        ("processing_samples", pa.int64()),
+        ("timings_sampled", pa.bool_()),  # true: from a sample of the messages, not all
     ]
 )
 

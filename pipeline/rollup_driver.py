@@ -85,9 +85,12 @@ def _roll_up_here(
 
 
 def _lake_table(rows: Sequence[Row]) -> pa.Table:
-    """Lake rows kept in the state (``taken_at`` in epoch ms) as a lake table."""
+    """Lake rows kept in the state (``taken_at`` in epoch ms) as a lake table. A row kept
+    before the lake had its later columns (they are nullable) has them as nulls."""
     names = lake.SCHEMA.names
-    columns: dict[str, Any] = {c: [r[i] for r in rows] for i, c in enumerate(names)}
+    columns: dict[str, Any] = {
+        c: [r[i] if i < len(r) else None for r in rows] for i, c in enumerate(names)
+    }
     at = pa.array(columns["taken_at"], pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
     columns["taken_at"] = at
     return pa.table(columns, schema=lake.SCHEMA)

@@ -302,3 +302,34 @@ class Leftovers:
 
     names: list[str]
     complete: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TimingRecord:
+    """One message the project's worker deleted, as it recorded it (queues/worker.py)."""
+
+    recorded: int  # epoch ms, the Redis server's time of the delete
+    fr: int  # epoch ms of the message's first receive
+    wait: float  # ms from its send to its first receive
+    processing: float  # ms from its first receive to its delete
+
+
+@dataclass(frozen=True, slots=True)
+class WaitReading:
+    """What one queue says about its wait times since ``since`` (``wait_readings``)."""
+
+    qname: str
+    now: int  # the Redis server's time (epoch ms) of the reading
+    since: int  # epoch ms
+    #: ms from send to first receive of the messages first received in (since, now]
+    #: that are still in the queue (of those looked at: see ``sampled``)
+    waits: list[float]
+    scored: int  # messages scored after ``since``: the candidates
+    looked: int  # ... of which this many were looked at
+    #: the worker's records, newest first (at most TIMINGS_MAX: older ones are gone)
+    records: list[TimingRecord]
+
+    @property
+    def sampled(self) -> bool:
+        """Whether ``waits`` come from a sample of the candidates, not all of them."""
+        return self.looked < self.scored

@@ -44,6 +44,11 @@ How it behaves, per queue:
   started: ``RedisSMQ.live_workers``), renewed every ``REGISTRY_BEAT`` s and kept for
   ``registry_ttl`` s after the last renewal, so a worker that dies disappears from the
   console's list of live workers; one that stops removes itself.
+* Each message it deletes is timed: its wait (send → first receive, from its id and
+  ``fr``) and its processing (first receive → delete), recorded in the queue's timings
+  key (``record_timings``: the newest ``TIMINGS_MAX`` kept) by the heartbeat thread,
+  at most one call per queue every 0.2 s, off the receive path. The console's snapshots
+  read them (``timings=False``: none recorded).
 * SIGTERM / SIGINT / ``stop()``: stop receiving, let running handlers finish for up to
   ``grace`` s, delete what finished, then release what is still running (visible again
   at once) and return.
@@ -72,6 +77,7 @@ from redis.client import PubSub
 from . import validation as v
 from .client import RedisSMQ
 from .errors import InvalidArgument, RsmqError
+from .limits import TIMINGS_MAX
 from .models import Message
 
 log = logging.getLogger("queues.worker")
@@ -121,6 +127,7 @@ class _Job:
     deadline: float  # its vt runs out then at the earliest (as the last success set it)
     given_up: bool = False  # timed out or released: its handler's outcome is ignored
     finishing: bool = False  # its handler returned: being deleted or released
+    wall: float = 0.0  # time.time() just before the receive (for the first receive's time)
     # Held while the heartbeat extends this attempt's vt and while its handler's end is
     # recorded: an extension can't land after the handler's retry delay or delete.
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -154,6 +161,11 @@ class _Runner:
     lock: threading.Lock = field(default_factory=threading.Lock)
     busy: int = 0  # handler threads running, given-up ones included
     counts: Counts = field(default_factory=Counts)
+    # Deleted messages' (time.monotonic() of the delete, fr, wait ms, processing ms), to
+    # record (under ``lock``); the newest TIMINGS_MAX if the records can't keep up.
+    timings: deque[tuple[float, int, float, float]] = field(
+        default_factory=lambda: deque(maxlen=TIMINGS_MAX)
+    )
     acks: list[_Job] = field(default_factory=list)  # finished, to delete (under ``lock``)
     acks_since: float = 0.0  # when the oldest of them finished
     acks_deadline: float = math.inf  # the earliest deadline of theirs
@@ -182,6 +194,7 @@ class Worker:
         ack_batch: int = 100,
         ack_linger: float = 0.005,
         registry_ttl: float = 30.0,
+        timings: bool = True,
     ) -> None:
         v.integer("ack_batch", ack_batch, 1, v.MAX_BATCH)
         _seconds("ack_linger", ack_linger)
@@ -195,6 +208,7 @@ class Worker:
         self.grace = grace
         self.ack_batch = ack_batch
         self.ack_linger = ack_linger
+        self.timings = timings
         self.handlers: dict[str, Handler] = {}
         self._runners: dict[str, _Runner] = {}
         self._stopping = threading.Event()
@@ -361,7 +375,7 @@ class Worker:
             free = self._free_slots(runner)
             if not free:
                 continue
-            before = time.monotonic()
+            before, wall = time.monotonic(), time.time()
             try:
                 msgs = self.rsmq.receive_messages(h.queue, min(free, h.batch), vt=runner.vt)
             except (redis.RedisError, RsmqError) as e:
@@ -375,7 +389,7 @@ class Worker:
                 continue
             next_poll = 0.0
             deadline = before + runner.vt
-            jobs = [_Job(m, before, before, deadline) for m in msgs]
+            jobs = [_Job(m, before, before, deadline, wall=wall) for m in msgs]
             with runner.lock:
                 runner.busy += len(jobs)
                 runner.counts.received += len(jobs)
@@ -502,11 +516,15 @@ class Worker:
                 e,
                 extra={"queue": q, "event": "delete_error"},
             )
+        done = time.monotonic()
         with runner.lock:
             runner.jobs.difference_update(jobs)
             if deleted is not None:
                 runner.counts.succeeded += deleted
                 runner.counts.lost += len(jobs) - deleted
+            # Timed only when every one was deleted here (which one was not is unknown).
+            if self.timings and deleted == len(jobs):
+                runner.timings.extend(_timing(j, done) for j in jobs if j.msg.sent is not None)
         if deleted is not None and deleted < len(jobs):
             log.warning(
                 "%d of %d message(s) left the queue while their handlers ran",
@@ -587,6 +605,7 @@ class Worker:
                 self._register()
             try:
                 self._beat()
+                self._record_timings()
             except Exception:
                 # Never let one bad beat end the heartbeat: every running message would
                 # then lose its vt extension.
@@ -625,6 +644,27 @@ class Worker:
                         continue
                     if self._set_visibility(runner, job.msg, runner.vt):
                         job.deadline = before + runner.vt
+
+    def _record_timings(self) -> None:
+        """Record the deleted messages' times, one call per queue that has some."""
+        for runner in list(self._runners.values()):
+            with runner.lock:
+                if not runner.timings:
+                    continue
+                taken = list(runner.timings)
+                runner.timings.clear()
+            now = time.monotonic()
+            entries = [((now - at) * 1000, fr, wait, took) for at, fr, wait, took in taken]
+            try:
+                self.rsmq.record_timings(runner.handler.queue, entries)
+            except (redis.RedisError, RsmqError) as e:
+                # Only the statistics lose them: nothing about the messages changes.
+                log.warning(
+                    "could not record %d timing(s): %s",
+                    len(entries),
+                    e,
+                    extra={"queue": runner.handler.queue, "event": "timings_error"},
+                )
 
     def _listen(self) -> None:
         """Wake a queue's receiver as soon as a realtime send announces a message."""
@@ -684,8 +724,27 @@ class Worker:
             with runner.lock:
                 runner.work.extend([None] * runner.handler.concurrency)
                 runner.ready.notify_all()
+        try:
+            self._record_timings()
+        except Exception:
+            log.exception("timings not recorded", extra={"event": "timings_error"})
         self._register(ttl=0)
         log.info("worker stopped", extra={"event": "stop", "pid": os.getpid()})
+
+
+def _timing(job: _Job, done: float) -> tuple[float, int, float, float]:
+    """(when deleted, fr, wait ms, processing ms) of a job deleted at ``done``.
+
+    Processing runs from the first receive: this attempt's receive (the monotonic clock),
+    and for a message received before (rc > 1), the time from its first receive (``fr``,
+    the Redis clock) to this attempt's, by this machine's wall clock. Only for a message
+    whose id tells when it was sent (another port's id may not: its wait is unknown)."""
+    msg = job.msg
+    assert msg.sent is not None
+    took = (done - job.started) * 1000
+    if msg.rc > 1:
+        took += max(0.0, job.wall * 1000 - msg.fr)
+    return done, msg.fr, max(0.0, msg.fr - msg.sent), took
 
 
 def _seconds(name: str, value: float) -> None:

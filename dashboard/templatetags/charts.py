@@ -35,6 +35,17 @@ def chart_markers(conn: str, ns: str, qname: str, history: History) -> list[char
 
 
 @register.simple_tag
+def time_chart(history: History) -> SafeString:
+    return charts.time_chart(history)
+
+
+@register.filter
+def seconds(value: float | None) -> str:
+    """A wait or processing time: 0.012 s, 1.5 s, 340 s; – for none."""
+    return "–" if value is None else charts.seconds(value)
+
+
+@register.simple_tag
 def sparkline(trend: Trend | None) -> SafeString:
     # Points are per-minute peaks: neighbours are a bucket apart, not a snapshot interval
     # (with 3 × the interval as the gap, no two points ever joined and nothing was drawn).

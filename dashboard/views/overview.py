@@ -20,7 +20,7 @@ from redis.exceptions import RedisError
 from queues import RedisSMQ, RsmqError
 from queues.models import Leftovers, QueueStats
 
-from .. import conditions, latest, thresholds
+from .. import conditions, forecast, latest, thresholds
 from ..actions import CREATE_QUEUE
 from ..analytics import open_flag_count, open_flags
 from ..connections import connections
@@ -69,7 +69,16 @@ COLUMNS = [
     ("maxsize", "Max size", "num", ""),
     ("send_rate", "Send rate", "num", RATE_TITLE.format("sent")),
     ("receive_rate", "Receive rate", "num", RATE_TITLE.format("received")),
+    # from the snapshots (dashboard/forecast.py); hidden on a phone's width
+    ("wait", "Wait p95", "num col-low", ""),
+    ("drain", "Drains in", "num col-low", ""),
 ]
+#: the sorts by a queue's outlook (its snapshots), not by its counters
+OUTLOOK_SORTS: dict[str, Callable[[forecast.Outlook | None], float]] = {
+    "wait": lambda o: o.wait.p95 if o is not None and o.wait is not None else -1.0,
+    "drain": lambda o: o.drain.sort_key() if o is not None and o.drain is not None else -1.0,
+}
+SORTS.update(dict.fromkeys(OUTLOOK_SORTS, lambda s: s.qname))  # the order is OUTLOOK_SORTS'
 
 
 @login_required
@@ -153,6 +162,13 @@ def queue_rows(
     triage.read(every)
     if key in CONDITION_ORDER:
         stats = sorted(every, key=triage.key(key), reverse=reverse_)
+    elif key in OUTLOOK_SORTS:
+        now = every[0].now if every else triage.now_ms
+        triage.outlooks = forecast.outlooks(triage.place.conn.name, triage.place.ns, None, now)
+        by = OUTLOOK_SORTS[key]
+        stats = sorted(every, key=lambda s: (by(triage.outlooks.get(s.qname)), s.qname))
+        if reverse_:
+            stats.reverse()
     else:
         stats = sorted(every, key=SORTS[key], reverse=reverse_)
     stats_page = Paginator(stats, per_page).get_page(page)
@@ -217,6 +233,7 @@ class Triage:
         self.sources: dict[str, list[str]] = {}  # dead-letter queue -> the queues sending
         self.totals: dict[str, int] = {}
         self.exact = True
+        self.outlooks: dict[str, forecast.Outlook] = {}  # every queue's, when sorted by them
 
     def read(self, every: list[QueueStats]) -> None:
         """Learn from every queue's stats (a namespace read live) and their conditions."""
@@ -325,6 +342,12 @@ def render_overview(
         columns=COLUMNS,
         stats=stats,
         trends=trends(place.conn.name, place.ns, [s.qname for s in stats], now) if now else {},
+        outlooks=(
+            triage.outlooks
+            or forecast.outlooks(place.conn.name, place.ns, [s.qname for s in stats], now)
+        )
+        if now
+        else {},
         attention={s.qname: triage.why(s) for s in stats if not s.unreadable},
         dlq_sources=triage.sources,
         totals=triage.totals,

@@ -23,6 +23,7 @@ from queues import validation as v
 from queues.models import LIST_STATES, Cursor, MessageInfo, QueueStats, WorkerInfo
 from queues.ops import DEFAULT_SAMPLE
 
+from .. import forecast
 from .. import place as places
 from ..access import Role, can
 from ..analytics import queue_analytics
@@ -442,6 +443,12 @@ def charts(
     return {
         "history": SimpleLazyObject(
             lambda: queue_history(place.conn.name, place.ns, qname, range_, now)
+        ),
+        "outlook": SimpleLazyObject(
+            lambda: (
+                forecast.outlooks(place.conn.name, place.ns, [qname], now).get(qname)
+                or forecast.Outlook()
+            )
         ),
         "chart_range": range_,
         "chart_ranges": RANGES,

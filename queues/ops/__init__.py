@@ -18,6 +18,7 @@ carry that work to Redis: `RedisSMQ` runs it on a thread's own redis-py connecti
 * `console_api.py` — the console API's audited calls, audit stream and token counters.
 * `workers.py` — the live-worker registry (outside the RSMQ layout).
 * `orphans.py` — what other ports leave behind: orphaned message fields, leftover hashes.
+* `timings.py` — the worker's wait and processing records, and wait readings.
 
 Bounds live in `queues/limits.py`, reply parsing in `queues/parse.py`.
 """
@@ -41,6 +42,7 @@ from .failures import Failures
 from .messages import Messages
 from .orphans import OrphanOps
 from .read import Read
+from .timings import Timings
 from .workers import Workers
 
 __all__ = [
@@ -58,7 +60,14 @@ __all__ = [
 
 
 class Operations(
-    DeadLetters[R], ConsoleApi[R], Messages[R], Failures[R], Read[R], Workers[R], OrphanOps[R]
+    DeadLetters[R],
+    ConsoleApi[R],
+    Messages[R],
+    Failures[R],
+    Read[R],
+    Workers[R],
+    OrphanOps[R],
+    Timings[R],
 ):
     """The RSMQ API. A subclass is a driver (queues/driver.py): it supplies ``_drive``,
     and ``_open`` to set up the redis-py client ``R`` it runs on."""

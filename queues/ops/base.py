@@ -9,6 +9,7 @@ from ..driver import Command, Endpoint, Op, operation
 from ..errors import InvalidArgument
 from ..limits import (
     FAILURES_SUFFIX,
+    TIMINGS_SUFFIX,
 )
 from ..urls import MAX_WAIT_REPLICAS, MAX_WAIT_TIMEOUT
 
@@ -101,6 +102,10 @@ class Base(Generic[R]):
                 self._fkeys.clear()
             keys = self._fkeys[qname] = (z, h, z + FAILURES_SUFFIX)
         return keys
+
+    def _timings_key(self, qname: str) -> str:
+        """The worker's wait and processing records of the queue (see TIMINGS_SUFFIX)."""
+        return self._queue_keys(qname)[0] + TIMINGS_SUFFIX
 
     def _purge_key(self, qname: str) -> str:
         """Where a purge parks a queue's messages while their bodies are deleted."""

@@ -337,3 +337,16 @@ const hideMarker = (marker) => {
     if (marker) hideMarker(marker);
   }),
 );
+
+// -- Chart values on hover ----------------------------------------------------------------
+// Each chart's hit areas hold their values (dashboard/charts.py): the hovered one is also
+// written under the chart, where a phone's tap shows it too.
+document.addEventListener("mouseover", (event) => {
+  const hit = event.target instanceof Element ? event.target.closest(".chart .hit") : null;
+  if (!hit) return;
+  const figure = hit.closest("figure.chart");
+  figure.querySelectorAll(".hit.on").forEach((el) => el.classList.remove("on"));
+  hit.classList.add("on");
+  const readout = figure.querySelector("[data-readout]");
+  if (readout) readout.textContent = hit.dataset.value || "";
+});

@@ -96,6 +96,17 @@ def test_a_snapshot_stores_a_row_per_queue_of_every_shard(lake, shards: list[Red
     assert got == {c.ns: i + 1 for i, c in enumerate(shards)}
 
 
+def test_a_snapshot_reads_wait_times_on_every_shard(lake, shards: list[RedisSMQ]) -> None:
+    snapshots.take()
+    for c in shards:
+        c.receive_messages("jobs", 10, vt=600)
+    snapshots.take()
+    got = dict(
+        Snapshot.objects.filter(wait_samples__isnull=False).values_list("namespace", "wait_samples")
+    )
+    assert got == {c.ns: i + 1 for i, c in enumerate(shards)}
+
+
 @pytest.mark.slow
 def test_the_census_reads_every_message_of_a_shard(
     spark, redis_cluster: RedisClusterGroup, shards: list[RedisSMQ]
