@@ -76,7 +76,6 @@ AUDIT_ACK = _load("audit_ack")
 AUDITED = {s.name: _audited(s.name) for s in (SEND, RECEIVE, DELETE, CHANGE_VISIBILITY)}
 WORKER_BEAT = _load("worker_beat")
 WORKERS = _load("workers")
-WORKER_RECORDS = _load("worker_records")
 ORPHANS = _load("orphans")
 LEFTOVER = _load("leftover")
 TIMINGS_RECORD = _load("timings_record")

@@ -62,14 +62,14 @@ class Workers(Base[R]):
         first; with ``queue``, only those that handle it. A corrupt record is skipped."""
         if queue is not None:
             v.qname(queue, "queue")
-        ids = yield Call(S.WORKERS, (self._workers_key(),), (MAX_WORKERS,))
-        names = [_text(i) for i in ids]
-        if not names:
-            return []
-        records = yield Call(S.WORKER_RECORDS, [self._worker_key(i) for i in names], ())
+        # ids and records in one call: the queue page's budget of round trips
+        index, prefix = self._workers_key(), self._worker_key("")
+        flat = yield Call(S.WORKERS, (index,), (MAX_WORKERS, prefix))
+        names = [_text(flat[i]) for i in range(0, len(flat), 2)]
+        records = [flat[i] for i in range(1, len(flat), 2)]
         out = []
-        for wid, flat in zip(names, records, strict=True):
-            info = _worker(wid, flat)
+        for wid, record in zip(names, records, strict=True):
+            info = _worker(wid, record)
             if info is not None and (queue is None or queue in info.queues):
                 out.append(info)
         return out

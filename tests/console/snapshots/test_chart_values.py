@@ -151,14 +151,14 @@ def test_every_chart_has_a_place_for_markers() -> None:
     marked = str(
         charts.chart(
             "Backlog", [charts.Line("visible", "s-visible", [[(0, 1.0), (600_000, 2.0)]])], 0,
-            600_000, markers=[charts.Marker(300_000, "deploy v2 <b>", "deploy")],
+            600_000, markers=[charts.Marker(300_000, "annotation", "deploy v2 <b>")],
         )
     )  # fmt: skip
-    assert re.search(
-        r'<g class="markers"><g class="marker deploy"><line x1="338.0" x2="338.0" [^>]*/>'
-        r"<title>deploy v2 &lt;b&gt;</title></g></g>",
-        marked,
-    )
+    group = re.search(r'<g class="markers">(.*?)</g><g class="hits">', marked)
+    assert group, marked
+    assert '<g class="marker m-annotation"' in group[1]
+    assert '<line x1="338.0" x2="338.0"' in group[1]
+    assert "00:05:00 UTC deploy v2 &lt;b&gt;" in group[1] and "<b>" not in group[1]
 
 
 def test_the_wait_and_processing_chart(
