@@ -276,11 +276,12 @@ def chart(
     return format_html(
         '<figure class="chart"><figcaption>{}</figcaption>'
         '<svg viewBox="0 0 {} {}" role="img" aria-label="{}"><title>{}</title>{}{}{}{}'
-        '<g class="markers">{}</g><g class="hits">{}</g></svg>'
+        # the markers over the hover strips: a marker's own hover and focus win
+        '<g class="hits">{}</g><g class="markers">{}</g></svg>'
         '<ul class="legend">{}</ul><p class="readout" data-readout aria-live="polite">{}</p>'
         "</figure>",
         caption, WIDTH, HEIGHT, f"{title}: {summary or 'no data'}", summary or "no data",
-        grid, ticks, paths, dots, marks, hits, legend, readout,
+        grid, ticks, paths, dots, hits, marks, legend, readout,
     )  # fmt: skip
 
 

@@ -67,11 +67,11 @@ COLUMNS = [
     ("vt", "vt", "num", ""),
     ("delay", "Delay", "num", ""),
     ("maxsize", "Max size", "num", ""),
-    ("send_rate", "Send rate", "num", RATE_TITLE.format("sent")),
-    ("receive_rate", "Receive rate", "num", RATE_TITLE.format("received")),
     # from the snapshots (dashboard/forecast.py); hidden on a phone's width
     ("wait", "Wait p95", "num col-low", ""),
     ("drain", "Drains in", "num col-low", ""),
+    ("send_rate", "Send rate", "num", RATE_TITLE.format("sent")),
+    ("receive_rate", "Receive rate", "num", RATE_TITLE.format("received")),
 ]
 #: the sorts by a queue's outlook (its snapshots), not by its counters
 OUTLOOK_SORTS: dict[str, Callable[[forecast.Outlook | None], float]] = {

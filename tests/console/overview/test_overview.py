@@ -347,3 +347,25 @@ def test_the_rate_columns_sort_by_each_queues_last_judged_rate(
     rates = dict(QueueCondition.objects.values_list("queue", "send_rate"))
     assert rates["a"] > rates["c"] > rates["b"] == 0
     assert _names(viewer.get(console.overview(f"?sort={sort}"))) == names
+
+
+def test_every_row_has_its_cells_under_their_column_headers(console, busy, viewer: Client) -> None:
+    """The header's columns and each row's cells in one order (the rate cells once sat
+    under Wait p95 and Drains in: the merged page read wrong numbers as rates)."""
+    page = viewer.get(console.overview()).content.decode()
+    table = page[page.index("<table") : page.index("</table>")]
+    head = table[table.index("<thead") : table.index("</thead>")]
+    headers = [
+        re.sub(r"<[^>]+>", "", h).split()[0].lower() if re.sub(r"<[^>]+>", "", h).split() else ""
+        for h in re.findall(r"<th\b.*?</th>", head, re.S)
+    ]
+    row = re.search(r"<tr\b[^>]*>(?:(?!</tr>).)*?>busy</a>.*?</tr>", table, re.S)
+    assert row, table
+    cells = re.findall(r"<td\b([^>]*)>", row[0])
+    assert len(cells) == len(headers), (headers, cells)
+    marks = {"data-wait-p95": "wait", "data-drain": "drains", 'data-rate="send"': "send",
+             'data-rate="receive"': "receive"}  # fmt: skip
+    for i, attributes in enumerate(cells):
+        for mark, header in marks.items():
+            if mark in attributes:
+                assert headers[i] == header, (i, headers, mark)

@@ -154,7 +154,7 @@ def test_every_chart_has_a_place_for_markers() -> None:
             600_000, markers=[charts.Marker(300_000, "annotation", "deploy v2 <b>")],
         )
     )  # fmt: skip
-    group = re.search(r'<g class="markers">(.*?)</g><g class="hits">', marked)
+    group = re.search(r'<g class="markers">(.*)</g></svg>', marked)
     assert group, marked
     assert '<g class="marker m-annotation"' in group[1]
     assert '<line x1="338.0" x2="338.0"' in group[1]
