@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import os
 import sys
 from collections.abc import Awaitable, Callable, Iterable
@@ -33,6 +34,8 @@ from a2wsgi.wsgi import build_environ
 from django.conf import settings
 from django.core.wsgi import get_wsgi_application
 from django.urls import get_resolver
+
+from dashboard.chunked import too_large_text
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
@@ -82,12 +85,15 @@ class WholeBody:
                     chunks.append(message.get("body", b""))
                     size += len(chunks[-1])
                     if self.max_bytes is not None and size > self.max_bytes:
-                        return await refuse(send, 413, "The request's body is too large.")
+                        return await refuse(send, 413, too_large_text(self.max_bytes), api(scope))
                     if not message.get("more_body"):
                         break
         except TimeoutError:
             return await refuse(
-                send, 408, f"The request's body did not arrive within {self.seconds:g} s."
+                send,
+                408,
+                f"The request's body did not arrive within {self.seconds:g} s.",
+                api(scope),
             )
         body = b"".join(chunks)
         whole = [(k, v) for k, v in headers if k not in (b"content-length", b"transfer-encoding")]
@@ -104,13 +110,21 @@ class WholeBody:
         await self.app({**scope, "headers": whole}, replay, send)
 
 
-async def refuse(send: Send, status: int, text: str) -> None:
-    """Answer ``status`` with ``text`` and close the connection (the rest of the body is
-    never read)."""
-    data = f"{text}\n".encode()
+def api(scope: Scope) -> bool:
+    """Whether the request is the API's: its refusals are JSON, as its other errors."""
+    return str(scope.get("path", "")).startswith("/api/")
+
+
+async def refuse(send: Send, status: int, text: str, as_json: bool = False) -> None:
+    """Answer ``status`` with ``text`` (``{"error": text}`` for the API) and close the
+    connection (the rest of the body is never read)."""
+    if as_json:
+        data, kind = json.dumps({"error": text}).encode(), b"application/json"
+    else:
+        data, kind = f"{text}\n".encode(), b"text/plain; charset=utf-8"
     await send({
         "type": "http.response.start", "status": status,
-        "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+        "headers": [(b"content-type", kind),
                     (b"content-length", str(len(data)).encode()), (b"connection", b"close")],
     })  # fmt: skip
     await send({"type": "http.response.body", "body": data})

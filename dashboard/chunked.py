@@ -57,8 +57,12 @@ def read_at_most(stream: Any, limit: int | None) -> bytes:
     return b"".join(parts)
 
 
+def too_large_text(limit: int | None) -> str:
+    return f"The request body is larger than {limit} bytes (DATA_UPLOAD_MAX_MEMORY_SIZE)."
+
+
 def too_large(environ: dict[str, Any], start_response: StartResponse, limit: int) -> list[bytes]:
-    text = f"The request body is larger than {limit} bytes (DATA_UPLOAD_MAX_MEMORY_SIZE)."
+    text = too_large_text(limit)
     if str(environ.get("PATH_INFO", "")).startswith("/api/"):
         body, kind = json.dumps({"error": text}).encode(), "application/json"
     else:

@@ -34,16 +34,18 @@ def served(clone: Path) -> Iterator[Served]:
 
 
 def web_workers(served: Served) -> list[psutil.Process]:
-    """gunicorn's worker processes (children of its master)."""
+    """The web server's worker processes: the children of granian's main process (as
+    ./run serves the console), or of gunicorn's master."""
     found = []
     for p in processes_in(served.clone):
         try:
             parent = p.parent()
-            if (
-                "gunicorn" in " ".join(p.cmdline())
-                and parent is not None
-                and ("gunicorn" in " ".join(parent.cmdline()))
-            ):
+            if parent is None:
+                continue
+            line, own = " ".join(parent.cmdline()), " ".join(p.cmdline())
+            if "resource_tracker" in own:
+                continue
+            if "granian" in line or ("gunicorn" in line and "gunicorn" in own):
                 found.append(p)
         except psutil.NoSuchProcess:
             continue
