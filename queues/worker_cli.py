@@ -9,6 +9,7 @@ import multiprocessing
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from .server import default_redis_url
@@ -79,7 +80,10 @@ def run_workers(args: argparse.Namespace) -> int:
         for i in range(args.processes)
     ]
 
+    stopping: list[int] = []
+
     def forward(signum: int, _frame: Any) -> None:
+        stopping.append(signum)
         for child in children:
             if child.pid is not None and child.is_alive():
                 try:
@@ -93,12 +97,18 @@ def run_workers(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, forward)
     for child in children:
         child.join()
-    return exit_code([c.exitcode for c in children])
+    return exit_code([c.exitcode for c in children], stopped_by=stopping)
 
 
-def exit_code(codes: list[int | None]) -> int:
-    """0 if every child exited 0; else the first failure, a signal N as 128 + N (as shells do)."""
+def exit_code(codes: list[int | None], stopped_by: Sequence[int] = ()) -> int:
+    """0 if every child exited 0; else the first failure, a signal N as 128 + N (as shells do).
+
+    A child ended by the very signal the parent forwarded (``stopped_by``) was stopped
+    before it set its own handlers — still starting, so it had received nothing: that is
+    a clean stop, not a failure."""
     for code in codes:
+        if code is not None and code < 0 and -code in stopped_by:
+            continue
         if code:
             return 128 - code if code < 0 else code
     return 0
