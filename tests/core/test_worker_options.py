@@ -53,3 +53,15 @@ def test_text_log_lines_carry_the_queue_and_message_id() -> None:
     line = TextFormatter("%(message)s").format(record)
 
     assert line == f"failed [event=failed queue=jobs msg_id={'a' * 32}]"
+
+
+def test_a_child_stopped_by_the_forwarded_signal_while_starting_is_a_clean_stop() -> None:
+    import signal
+
+    from queues.worker_cli import exit_code
+
+    term = signal.SIGTERM
+    assert exit_code([0, -term, 0], stopped_by=[term]) == 0  # stopped before its handlers
+    assert exit_code([0, -term, 0]) == 128 + term  # killed by someone else: a failure
+    assert exit_code([0, -signal.SIGKILL], stopped_by=[term]) == 128 + signal.SIGKILL
+    assert exit_code([0, 3], stopped_by=[term]) == 3
