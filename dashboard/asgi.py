@@ -35,7 +35,7 @@ from django.conf import settings
 from django.core.wsgi import get_wsgi_application
 from django.urls import get_resolver
 
-from dashboard.chunked import too_large_text
+from dashboard.chunked import ChunkedBodies, too_large_text
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
@@ -189,7 +189,8 @@ from dashboard.lean import dispatch  # noqa: E402 (Django is set up above)
 # Every view imported now, as each worker starts (the API's ~0.5 s), not by its first request.
 get_resolver().url_patterns  # noqa: B018
 application = WholeBody(
-    Threads(dispatch(_wsgi), settings.RSMQ_WEB_THREADS),
+    # ChunkedBodies: a declared length past the limit is the same 413 as an unsized one
+    Threads(ChunkedBodies(dispatch(_wsgi)), settings.RSMQ_WEB_THREADS),
     seconds=settings.RSMQ_BODY_TIMEOUT,
     max_bytes=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
 )
