@@ -8,6 +8,7 @@ request is real HTTP over loopback; every process is found through /proc (psutil
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import html
 import http.client
@@ -17,6 +18,7 @@ import re
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -179,6 +181,18 @@ def start(
             stderr=subprocess.STDOUT, start_new_session=True,  # no terminal, as systemd or Docker
         )  # fmt: skip
     return Served(clone, port, redis_port, process, log)
+
+
+@contextlib.contextmanager
+def serving(clone: Path, *args: str, log_name: str = "run.log", **env: str) -> Iterator[Served]:
+    """``./run *args`` in ``clone``, ready and logged in as the admin; stopped after."""
+    console = start(clone, *args, log_name=log_name, **env)
+    try:
+        console.wait_ready()
+        console.login()
+        yield console
+    finally:
+        console.stop()
 
 
 # -- the HTTP API, as a script with a token uses it ------------------------------------

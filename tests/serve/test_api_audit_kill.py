@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from served import Served, call, make_token, processes_in, start
+from served import Served, call, make_token, processes_in, serving
 
 pytestmark = pytest.mark.slow
 QUEUE = "kill-audit"
@@ -24,13 +24,8 @@ QUEUE = "kill-audit"
 
 @pytest.fixture(scope="module")
 def served(clone: Path) -> Iterator[Served]:
-    console = start(clone, "--no-celery", log_name="api-kill.log")
-    try:
-        console.wait_ready()
-        console.login()
+    with serving(clone, "--no-celery", log_name="api-kill.log") as console:
         yield console
-    finally:
-        console.stop()
 
 
 def web_workers(served: Served) -> list[psutil.Process]:

@@ -10,20 +10,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from served import Served, call, make_token, request, start
+from served import Served, call, make_token, request, serving
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def served(clone: Path) -> Iterator[Served]:
-    console = start(clone, "--no-celery", log_name="api.log")
-    try:
-        console.wait_ready()
-        console.login()
+    with serving(clone, "--no-celery", log_name="api.log") as console:
         yield console
-    finally:
-        console.stop()
 
 
 def test_a_token_sends_receives_and_deletes_over_http(served: Served) -> None:

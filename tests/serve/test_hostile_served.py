@@ -14,8 +14,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from served import Response, Served, cookies, request, start
-from test_api_served import call, make_token
+from served import Response, Served, call, cookies, make_token, request, serving
 
 pytestmark = pytest.mark.slow
 
@@ -24,13 +23,8 @@ NESTED = "[" * 20_000 + "]" * 20_000  # 40 KB
 
 @pytest.fixture(scope="module")
 def served(clone: Path) -> Iterator[Served]:
-    console = start(clone, "--no-celery", log_name="hostile.log")
-    try:
-        console.wait_ready()
-        console.login()
+    with serving(clone, "--no-celery", log_name="hostile.log") as console:
         yield console
-    finally:
-        console.stop()
 
 
 def post_form(served: Served, path: str, form: dict[str, str]) -> Response:

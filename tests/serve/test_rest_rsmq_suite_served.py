@@ -17,7 +17,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from served import ROOT, Served, call, cookies, make_token, start
+from served import ROOT, Served, call, cookies, make_token, serving
 
 pytestmark = pytest.mark.slow
 
@@ -26,13 +26,8 @@ SUITE = ROOT / "tests" / "node" / "rest_rsmq_suite.js"
 
 @pytest.fixture(scope="module")
 def served(clone: Path) -> Iterator[Served]:
-    console = start(clone, "--no-celery", log_name="rest-rsmq-suite.log")
-    try:
-        console.wait_ready()
-        console.login()
+    with serving(clone, "--no-celery", log_name="rest-rsmq-suite.log") as console:
         yield console
-    finally:
-        console.stop()
 
 
 @pytest.fixture(scope="module")
