@@ -64,9 +64,11 @@ COLUMNS = [
     ("oldest", "Oldest visible", "num", ""),
     ("totalsent", "Sent", "num", ""),
     ("totalrecv", "Received", "num", ""),
-    ("vt", "vt", "num", ""),
-    ("delay", "Delay", "num", ""),
-    ("maxsize", "Max size", "num", ""),
+    # the queue's attributes: on its page too; hidden below 1600 px, so that the health
+    # columns and the last hour fit a laptop's screen
+    ("vt", "vt", "num col-mid", ""),
+    ("delay", "Delay", "num col-mid", ""),
+    ("maxsize", "Max size", "num col-mid", ""),
     # from the snapshots (dashboard/forecast.py); hidden on a phone's width
     ("wait", "Wait p95", "num col-low", ""),
     ("drain", "Drains in", "num col-low", ""),
