@@ -20,7 +20,7 @@ routes (``POST /api/queues/<q>/messages/``, ``POST …/receive/``, ``DELETE
 …/messages/<id>/``), the console's rest-rsmq routes (``/api/rest-rsmq/…``), rest-rsmq
 itself (the same paths on Node), the Python client (RedisSMQ), and — what the web server
 alone costs — the native paths as a bare WSGI function (bench/bare_wsgi.py) under the
-same gunicorn. The batch
+same server. The batch
 cells: the native routes sending BATCH messages in one call and receiving them in
 another (no route deletes a batch: the queue is purged after the cell); messages/s is
 messages sent and received, against rest-rsmq's messages sent, received and deleted per
@@ -62,7 +62,7 @@ NATIVE, REST, NODE, DIRECT = (
     "Python client (RedisSMQ)",
 )
 BATCHED = f"console, /api/ batch of {BATCH}"
-BARE = "bare WSGI function, same gunicorn (reference)"
+BARE = "bare WSGI function, same server (reference)"
 
 #: loads rest-rsmq's app.js unchanged, its `new RSMQ()` pointed at our Redis
 NODE_LAUNCHER = """
@@ -89,6 +89,18 @@ def web_argv(port: int, env: dict[str, str]) -> list[str]:
                          text=True).stdout  # fmt: skip
     argv: list[str] = json.loads(out.strip().splitlines()[-1])
     return argv
+
+
+def bare_server(argv: list[str], port: int) -> list[str]:
+    """The same server command line serving bench/bare_wsgi.py (the server's own cost):
+    granian's ASGI app swapped for the WSGI function, gunicorn's application likewise."""
+    out = [a.replace("dashboard.wsgi:application", "bench.bare_wsgi:application") for a in argv]
+    if "dashboard.asgi:application" in out:
+        i = out.index("dashboard.asgi:application")
+        out[i] = "bench.bare_wsgi:application"
+        if out[i - 1] == "asgi" and out[i - 2] == "--interface":
+            out[i - 1] = "wsgi"
+    return out
 
 
 class Loop(Protocol):
@@ -233,9 +245,7 @@ def main() -> None:
         ["taskset", "-c", "0", *web_argv(port, env)], cwd=ROOT, env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
-    bare_argv = [a.replace("dashboard.wsgi:application", "bench.bare_wsgi:application")
-                 .replace(f"127.0.0.1:{port}", f"127.0.0.1:{bare_port}")
-                 for a in web_argv(port, env)]  # fmt: skip
+    bare_argv = bare_server(web_argv(bare_port, env), bare_port)
     bare = subprocess.Popen(
         ["taskset", "-c", "0", *bare_argv], cwd=ROOT, env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
