@@ -187,8 +187,12 @@ def _url(field: str) -> dict[str, str]:
     return {"invalid": text, "max_length": text}
 
 
-class AlertRuleForm(forms.ModelForm):
-    """An alert rule (dashboard/alerting/): where, what, when, and who hears of it."""
+class PlacedForm(forms.ModelForm):
+    """A row about one queue, or the queues matching a pattern, of one configured
+    connection and namespace (``place``: "conn/ns"): the fields and the choices an alert
+    rule and an owner share. ``FIRST``: the fields shown first."""
+
+    FIRST: list[str] = ["place"]
 
     place = forms.ChoiceField(
         label="Redis and namespace",
@@ -200,6 +204,20 @@ class AlertRuleForm(forms.ModelForm):
         error_messages={"max_length": "pattern must be at most 160 characters"},
         help_text="a pattern: * any characters, ? one, [abc] one of (orders-*)",
     )  # fmt: skip
+
+    def __init__(self, *args: Any, places: list[tuple[str, str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        place = self.fields["place"]
+        assert isinstance(place, forms.ChoiceField)
+        place.choices = [(f"{c}/{ns}", f"{c} · {ns}") for c, ns in places]
+        self.order_fields(self.FIRST)
+        if self.instance.pk:
+            self.initial["place"] = f"{self.instance.connection}/{self.instance.namespace}"
+
+
+class AlertRuleForm(PlacedForm):
+    """An alert rule (dashboard/alerting/): where, what, when, and who hears of it."""
+
     threshold = forms.FloatField(
         label="Threshold", required=False, min_value=-MAX_THRESHOLD, max_value=MAX_THRESHOLD,
         error_messages=_range("threshold", f"{-MAX_THRESHOLD:g}", f"{MAX_THRESHOLD:g}", "a number"),
@@ -236,14 +254,7 @@ class AlertRuleForm(forms.ModelForm):
             "emails": {"max_length": "emails must be at most 500 characters"},
         }  # fmt: skip
 
-    def __init__(self, *args: Any, places: list[tuple[str, str]], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        place = self.fields["place"]
-        assert isinstance(place, forms.ChoiceField)
-        place.choices = [(f"{c}/{ns}", f"{c} · {ns}") for c, ns in places]
-        self.order_fields(["name", "place"])
-        if self.instance.pk:
-            self.initial["place"] = f"{self.instance.connection}/{self.instance.namespace}"
+    FIRST = ["name", "place"]
 
     def clean_name(self) -> str:
         name: str = self.cleaned_data["name"]
@@ -304,19 +315,9 @@ class AlertRuleForm(forms.ModelForm):
         return data
 
 
-class OwnershipForm(forms.ModelForm):
+class OwnershipForm(PlacedForm):
     """Who owns a queue or the queues matching a pattern (dashboard/owners.py)."""
 
-    place = forms.ChoiceField(
-        label="Redis and namespace",
-        error_messages={"invalid_choice": "place must be a configured connection and namespace"},
-    )
-    queue = QueueNameField("queue", label="Queue", required=False, help_text="one queue ...")
-    pattern = forms.CharField(
-        label="or queues matching", required=False, max_length=160,
-        error_messages={"max_length": "pattern must be at most 160 characters"},
-        help_text="a pattern: * any characters, ? one, [abc] one of (payments-*)",
-    )  # fmt: skip
     runbook_url = forms.URLField(
         label="Runbook URL", required=False, max_length=500, assume_scheme="https",
         validators=[URLValidator(schemes=["http", "https"])],
@@ -335,14 +336,7 @@ class OwnershipForm(forms.ModelForm):
             "oncall": {"max_length": "oncall must be at most 200 characters"},
         }  # fmt: skip
 
-    def __init__(self, *args: Any, places: list[tuple[str, str]], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        place = self.fields["place"]
-        assert isinstance(place, forms.ChoiceField)
-        place.choices = [(f"{c}/{ns}", f"{c} · {ns}") for c, ns in places]
-        self.order_fields(["place"])
-        if self.instance.pk:
-            self.initial["place"] = f"{self.instance.connection}/{self.instance.namespace}"
+    FIRST = ["place"]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
