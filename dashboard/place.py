@@ -45,6 +45,17 @@ def resolve(conn: str | None = None, ns: str | None = None) -> Place:
     raise Http404(f"No connection {conn!r} with namespace {ns!r} is configured.")
 
 
+def configured() -> list[tuple[str, str]]:
+    """Every (connection name, namespace) configured, in order."""
+    return [(c.name, ns) for c in connections() for ns in c.namespaces]
+
+
+def resolve_or_first(conn: str, ns: str) -> Place:
+    """The named place, or the first one if it is no longer configured (a stored row's
+    place, for the audit log)."""
+    return resolve(conn, ns) if (conn, ns) in configured() else resolve()
+
+
 def place_for(
     request: HttpRequest,
     conn: str,

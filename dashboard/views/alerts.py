@@ -15,26 +15,15 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from .. import audit
 from ..access import Role, require
-from ..connections import connections
 from ..forms import AlertRuleForm
 from ..htmx import HtmxHttpRequest
 from ..models import Alert, AlertEvent, AlertRule, AuditEntry, Notification
-from ..place import Place, resolve
+from ..place import configured, resolve, resolve_or_first
 from .common import UNPROCESSABLE, context
 
 HISTORY_SHOWN = 100
 LIVE_SHOWN = 200
 FAILED_SHOWN = 20
-
-
-def _places() -> list[tuple[str, str]]:
-    return [(c.name, ns) for c in connections() for ns in c.namespaces]
-
-
-def _place(conn: str, ns: str) -> Place:
-    """The rule's place, for the audit log; a rule whose place is no longer configured is
-    audited under the first one."""
-    return resolve(conn, ns) if (conn, ns) in _places() else resolve()
 
 
 def _params(rule: AlertRule) -> dict[str, Any]:
@@ -84,13 +73,13 @@ def rule_edit(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
 
 def _edit(request: HtmxHttpRequest, rule: AlertRule, action: str) -> HttpResponse:
-    where = _place(rule.connection, rule.namespace) if rule.pk else resolve()
+    where = resolve_or_first(rule.connection, rule.namespace) if rule.pk else resolve()
     if request.method == "GET":
         require(request.user, Role.ADMIN)
-        form = AlertRuleForm(instance=rule, places=_places())
+        form = AlertRuleForm(instance=rule, places=configured())
         return render(request, "alerts_rule.html", context(None, form=form, rule=rule))
     audit.require(request, where, Role.ADMIN, action, queue=rule.target)
-    form = AlertRuleForm(request.POST, instance=rule, places=_places())
+    form = AlertRuleForm(request.POST, instance=rule, places=configured())
     if not form.is_valid():
         errors = "; ".join(f"{k}: {' '.join(map(str, v))}" for k, v in form.errors.items())
         audit.record(request, where, action, AuditEntry.Outcome.INVALID,
@@ -103,7 +92,7 @@ def _edit(request: HtmxHttpRequest, rule: AlertRule, action: str) -> HttpRespons
     if not rule.webhook_secret:
         rule.webhook_secret = secrets.token_hex(32)
     rule.save()
-    audit.record(request, _place(rule.connection, rule.namespace), action,
+    audit.record(request, resolve_or_first(rule.connection, rule.namespace), action,
                  AuditEntry.Outcome.OK, queue=rule.target, params=_params(rule))  # fmt: skip
     return redirect(reverse("rsmq-alert-rule", args=[rule.pk]) + "?saved=1")
 
@@ -112,12 +101,12 @@ def _edit(request: HtmxHttpRequest, rule: AlertRule, action: str) -> HttpRespons
 @require_POST
 def rule_delete(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     rule = get_object_or_404(AlertRule, pk=pk)
-    where = _place(rule.connection, rule.namespace)
+    where = resolve_or_first(rule.connection, rule.namespace)
     audit.require(request, where, Role.ADMIN, "alert_rule_delete", queue=rule.target)
     if request.POST.get("confirm", "") != rule.name:
         audit.record(request, where, "alert_rule_delete", AuditEntry.Outcome.INVALID,
                      queue=rule.target, detail="confirm: not the rule's name")  # fmt: skip
-        form = AlertRuleForm(instance=rule, places=_places())
+        form = AlertRuleForm(instance=rule, places=configured())
         ctx = context(
             None,
             form=form,

@@ -22,8 +22,8 @@ from queues import validation as v
 
 from .. import timeline
 from ..access import Role, require
-from ..connections import connections
 from ..htmx import HtmxHttpRequest
+from ..place import configured
 from ..timeline import KINDS, Filter
 from .common import context
 
@@ -55,7 +55,7 @@ def parse(params: Any, now_ms: int) -> tuple[Filter, dict[str, Any]]:
     """The filter the query asks for, and what the form shows; BadFilter if a field is
     out of its range."""
     shown: dict[str, Any] = {}
-    places = [(c.name, ns) for c in connections() for ns in c.namespaces]
+    places = configured()
     conn, ns = params.get("connection", "").strip(), params.get("namespace", "").strip()
     if conn and conn not in {c for c, _ in places}:
         raise BadFilter("connection must be one of the configured connections")
@@ -126,7 +126,7 @@ def incidents(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
         page = _page_number(request.GET.get("page"))
     except BadFilter as e:
         ctx = context(None, error=str(e), shown={}, kinds=KINDS, ranges=RANGES,
-                      places=_places())  # fmt: skip
+                      places=configured())  # fmt: skip
         return render(request, "incidents.html", ctx, status=400)
     fmt = request.GET.get("format", "")
     if fmt == "csv":
@@ -135,7 +135,7 @@ def incidents(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
         return _json(f, shown)
     if fmt:
         ctx = context(None, error="format must be csv or json", shown=shown, kinds=KINDS,
-                      ranges=RANGES, places=_places())  # fmt: skip
+                      ranges=RANGES, places=configured())  # fmt: skip
         return render(request, "incidents.html", ctx, status=400)
     # One more than the page: whether there is a next one.
     rows = list(islice(timeline.events(f), (page - 1) * PER_PAGE, page * PER_PAGE + 1))
@@ -149,15 +149,11 @@ def incidents(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
         shown=shown,
         kinds=KINDS,
         ranges=RANGES,
-        places=_places(),
+        places=configured(),
         query=query.urlencode(),
         error="",
     )
     return render(request, "incidents.html", ctx)
-
-
-def _places() -> list[tuple[str, str]]:
-    return [(c.name, ns) for c in connections() for ns in c.namespaces]
 
 
 def _name(f: Filter, ext: str) -> str:

@@ -14,23 +14,13 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from .. import audit
 from ..access import Role, require
-from ..connections import connections
 from ..forms import OwnershipForm
 from ..htmx import HtmxHttpRequest
 from ..models import AuditEntry, Ownership
-from ..place import Place, resolve
+from ..place import configured, resolve, resolve_or_first
 from .common import UNPROCESSABLE, context
 
 PER_PAGE = 50
-
-
-def _places() -> list[tuple[str, str]]:
-    return [(c.name, ns) for c in connections() for ns in c.namespaces]
-
-
-def _place(conn: str, ns: str) -> Place:
-    """The row's place, for the audit log (the first one if it is no longer configured)."""
-    return resolve(conn, ns) if (conn, ns) in _places() else resolve()
 
 
 def _params(o: Ownership) -> dict[str, Any]:
@@ -52,7 +42,7 @@ def _page(
 def owners_page(request: HtmxHttpRequest) -> HttpResponse:
     if request.method == "GET":
         require(request.user, Role.VIEWER)
-        return _page(request, OwnershipForm(places=_places()), None)
+        return _page(request, OwnershipForm(places=configured()), None)
     return _save(request, Ownership(), "owner_create")
 
 
@@ -62,14 +52,14 @@ def owner_edit(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     row = get_object_or_404(Ownership, pk=pk)
     if request.method == "GET":
         require(request.user, Role.ADMIN)
-        return _page(request, OwnershipForm(instance=row, places=_places()), row)
+        return _page(request, OwnershipForm(instance=row, places=configured()), row)
     return _save(request, row, "owner_edit")
 
 
 def _save(request: HtmxHttpRequest, row: Ownership, action: str) -> HttpResponse:
-    where = _place(row.connection, row.namespace) if row.pk else resolve()
+    where = resolve_or_first(row.connection, row.namespace) if row.pk else resolve()
     audit.require(request, where, Role.ADMIN, action, queue=row.target)
-    form = OwnershipForm(request.POST, instance=row, places=_places())
+    form = OwnershipForm(request.POST, instance=row, places=configured())
     if not form.is_valid():
         errors = "; ".join(f"{k}: {' '.join(map(str, v))}" for k, v in form.errors.items())
         audit.record(request, where, action, AuditEntry.Outcome.INVALID,
@@ -79,8 +69,9 @@ def _save(request: HtmxHttpRequest, row: Ownership, action: str) -> HttpResponse
     row = form.save(commit=False)
     row.updated_by = request.user.get_username()
     row.save()
-    audit.record(request, _place(row.connection, row.namespace), action, AuditEntry.Outcome.OK,
-                 queue=row.target, params=_params(row))  # fmt: skip
+    where = resolve_or_first(row.connection, row.namespace)
+    audit.record(request, where, action, AuditEntry.Outcome.OK, queue=row.target,
+                 params=_params(row))  # fmt: skip
     return redirect(reverse("rsmq-owners") + "?saved=1")
 
 
@@ -88,12 +79,12 @@ def _save(request: HtmxHttpRequest, row: Ownership, action: str) -> HttpResponse
 @require_POST
 def owner_delete(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     row = get_object_or_404(Ownership, pk=pk)
-    where = _place(row.connection, row.namespace)
+    where = resolve_or_first(row.connection, row.namespace)
     audit.require(request, where, Role.ADMIN, "owner_delete", queue=row.target)
     if request.POST.get("confirm", "") != row.target:
         audit.record(request, where, "owner_delete", AuditEntry.Outcome.INVALID,
                      queue=row.target, detail="confirm: not the queue or pattern")  # fmt: skip
-        form = OwnershipForm(instance=row, places=_places())
+        form = OwnershipForm(instance=row, places=configured())
         error = f"confirm: type {row.target} exactly to delete its owner"
         return _page(request, form, row, status=UNPROCESSABLE, delete_error=error)
     params = _params(row)
