@@ -145,7 +145,9 @@ def _evidence(rsmq: RedisSMQ | None, qnames: list[str]) -> dict[str, int]:
         try:
             rc = 0
             for state in ("inflight", "visible"):
-                page = rsmq.list_messages(q, state, limit=SAMPLE, preview=1)
+                # the first SAMPLE of the state, no count of it (a count of in-flight
+                # messages scans the hidden ones: up to 20 calls a queue)
+                page = rsmq.browse(q, state, limit=SAMPLE, preview=1)
                 rc = max([rc, *(m.rc for m in page.items)])
             out[q] = rc
         except RsmqError as e:  # a queue gone or corrupt: no evidence, the others go on
