@@ -59,7 +59,7 @@ def main() -> None:
 
 
 SORTS = ["name", "-name", "-msgs", "visible", "-inflight", "delayed", "-oldest", "totalsent",
-         "-send_rate", "receive_rate"]  # fmt: skip
+         "-send_rate", "receive_rate", "-wait", "drain"]  # fmt: skip
 
 
 def run_big(url: str, args: argparse.Namespace) -> list[tuple[str, float, float, int, str]]:

@@ -44,7 +44,7 @@ from queues import RedisSMQ
 from queues.errors import RsmqError
 from queues.models import QueueStats
 
-from . import thresholds
+from . import forecast, thresholds
 from .formatting import duration as _duration
 from .formatting import exact, per_second
 from .models import Alert, AnomalyFlag, QueueCondition, Snapshot
@@ -287,16 +287,21 @@ def update(conn: str, ns: str, stats: list[QueueStats], rsmq: RedisSMQ | None) -
         pipeline_flags[q].add(kind)
     firing = firing_counts(conn, ns)
     judged = judge(conn, ns, readable, prev, base, dlqs, pipeline_flags, rsmq)
+    # Every queue's outlook, for the orders of a namespace too big to read live (one
+    # GROUP BY over the window: ~1 s for 100,000 queues, bench/RESULTS.md).
+    outlooks = forecast.outlooks(conn, ns, None, now)
     by_name = {s.qname: s for s in readable}
     rows = []
     for j in judged:
         s = by_name[j.qname]
         alerts = firing.get(j.qname, 0)
         score = (j.points + POINTS["alert"] * min(alerts, ALERTS_COUNTED)) * j.size
+        o = outlooks.get(j.qname)
         rows.append(
             (conn, ns, j.qname, s.now, s.created, s.msgs, s.totalsent, s.totalrecv, j.recv_since,
              j.state, "; ".join(j.parts)[:500], j.points, j.size, alerts, score, j.send_rate,
-             j.receive_rate, _json(j.figures) if j.points or j.parts else "{}")
+             j.receive_rate, _json(j.figures) if j.points or j.parts else "{}",
+             o.wait_key if o else None, o.drain_key if o else None)
         )  # fmt: skip
     with transaction.atomic():
         QueueCondition.objects.filter(**where).delete()
@@ -307,7 +312,7 @@ def update(conn: str, ns: str, stats: list[QueueStats], rsmq: RedisSMQ | None) -
 
 ROW = ("connection", "namespace", "queue", "taken_at", "created", "msgs", "totalsent",
        "totalrecv", "recv_since", "state", "reason", "points", "size", "alerts", "score",
-       "send_rate", "receive_rate", "figures")  # fmt: skip
+       "send_rate", "receive_rate", "figures", "wait_p95", "drain_key")  # fmt: skip
 
 
 def _json(value: dict[str, Any]) -> str:

@@ -172,6 +172,22 @@ class Outlook:
     def drain_seconds(self) -> float | None:
         return self.drain.seconds if self.drain else None
 
+    @property
+    def wait_key(self) -> float | None:
+        """What the overview's "Wait p95" order sorts by (None: no reading)."""
+        return self.wait.p95 if self.wait is not None else None
+
+    @property
+    def drain_key(self) -> float | None:
+        """What its "Drains in" order sorts by: seconds to drain, ``DRAIN_NEVER`` when it
+        is not draining (after every time), None when there is no trend."""
+        return min(self.drain.sort_key(), DRAIN_NEVER) if self.drain is not None else None
+
+
+#: a queue that is not draining, as a sort key: after every drain time (a finite stand-in
+#: for infinity, which a database column may not hold)
+DRAIN_NEVER = 1e300
+
 
 TIMES = (
     "wait_p50", "wait_p95", "wait_p99", "wait_samples",

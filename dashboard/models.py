@@ -590,6 +590,11 @@ class QueueCondition(models.Model):
     send_rate = models.FloatField(null=True)  # /s over the last snapshot interval
     receive_rate = models.FloatField(null=True)
     figures = models.JSONField(default=dict)
+    # Its outlook (dashboard/forecast.py) at the snapshot: what a namespace too big to read
+    # live is sorted by. wait_p95: the latest wait p95 (s); drain_key: Drain.sort_key()
+    # (seconds to drain; DRAIN_NEVER: not draining; null: no trend).
+    wait_p95 = models.FloatField(null=True)
+    drain_key = models.FloatField(null=True)
 
     class Meta:
         constraints = [
@@ -605,6 +610,8 @@ class QueueCondition(models.Model):
             models.Index(
                 fields=["connection", "namespace", "receive_rate"], name="condition_recv_rate"
             ),
+            models.Index(fields=["connection", "namespace", "wait_p95"], name="condition_wait"),
+            models.Index(fields=["connection", "namespace", "drain_key"], name="condition_drain"),
         ]
 
     def __str__(self) -> str:

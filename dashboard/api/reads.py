@@ -35,6 +35,7 @@ from ..access import token_or_viewer
 from ..connections import get_connection
 from ..formatting import iso
 from ..history import RANGES, Backlog, current_rates, queue_history
+from ..models import QueueCondition
 from ..place import Place
 from ..rates import Interval
 from ..web_errors import web_error
@@ -75,11 +76,21 @@ class Attributes(Out):
     modified: str | None = Field(description=ISO)
 
 
+class ConditionOut(Out):
+    state: str = Field(description=f"its consumers: one of {', '.join(QueueCondition.State)}")
+    reasons: list[str] = Field(description="why, in words (the overview's)")
+    score: float = Field(description="how urgent: the overview's default order, highest first")
+    judged_at: str | None = Field(description=f"the snapshot it was judged at, {ISO}")
+
+
 class QueueRow(Counts, Attributes):
     name: str
     unreadable: str | None = Field(description="what could not be read of it (counts: 0)")
     send_rate: float | None = Field(description="messages/s over the last interval")
     receive_rate: float | None = Field(description="messages/s over the last interval")
+    condition: ConditionOut | None = Field(
+        description="as of the last snapshot (dashboard/conditions.py); null: not judged yet"
+    )
 
 
 class Where(Out):
@@ -120,6 +131,7 @@ class Series(Out):
 class QueueDetail(Where):
     name: str
     unreadable: str | None = Field(description="what could not be read of it (counts: 0)")
+    condition: ConditionOut | None = Field(description="as of the last snapshot")
     counts: Counts
     attributes: Attributes
     series: Series
@@ -243,14 +255,33 @@ def queue_list(request: HttpRequest, place: Place) -> JsonResponse:
     stats = place.rsmq.queue_stats(names)
     now = stats[0].now if stats else round(dt.datetime.now(dt.UTC).timestamp() * 1000)
     rates = current_rates(place.conn.name, place.ns, now) if stats else {}
+    judged = _conditions(place, None if len(names) > CONDITIONS_ALL else names)
     queues = []
     for s in stats:
         counts, attributes = _fields(s)
         queues.append(
             {"name": s.qname, "unreadable": s.unreadable, **counts, **attributes,
-             **_rates(rates.get(s.qname))}
+             **_rates(rates.get(s.qname)), "condition": judged.get(s.qname)}
         )  # fmt: skip
     return JsonResponse({**_where(place, now), "queues": queues})
+
+
+#: past this many queues a list reads its namespace's conditions whole, not by name
+CONDITIONS_ALL = 500
+
+
+def _conditions(place: Place, names: list[str] | None) -> dict[str, dict[str, Any]]:
+    """Each queue's condition as of the last snapshot (``names``: only those)."""
+    rows = QueueCondition.objects.filter(connection=place.conn.name, namespace=place.ns)
+    if names is not None:
+        rows = rows.filter(queue__in=names)
+    return {
+        q: {"state": state, "reasons": [r for r in reason.split("; ") if r],
+            "score": score, "judged_at": iso(at)}
+        for q, state, reason, score, at in rows.values_list(
+            "queue", "state", "reason", "score", "taken_at"
+        ).iterator()
+    }  # fmt: skip
 
 
 def _point(b: Backlog) -> dict[str, Any]:
@@ -281,6 +312,7 @@ def queue_detail(request: HttpRequest, place: Place, qname: str) -> JsonResponse
             **_where(place, s.now),
             "name": s.qname,
             "unreadable": s.unreadable,  # what can't be read, if anything (counts: 0)
+            "condition": _conditions(place, [s.qname]).get(s.qname),
             "counts": counts,
             "attributes": attributes,
             "series": {

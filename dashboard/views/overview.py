@@ -77,9 +77,11 @@ COLUMNS = [
 ]
 #: the sorts by a queue's outlook (its snapshots), not by its counters
 OUTLOOK_SORTS: dict[str, Callable[[forecast.Outlook | None], float]] = {
-    "wait": lambda o: o.wait.p95 if o is not None and o.wait is not None else -1.0,
-    "drain": lambda o: o.drain.sort_key() if o is not None and o.drain is not None else -1.0,
+    "wait": lambda o: -1.0 if o is None or o.wait_key is None else o.wait_key,
+    "drain": lambda o: -1.0 if o is None or o.drain_key is None else o.drain_key,
 }
+#: a big namespace's outlook orders: the columns the snapshot stored them in (conditions)
+OUTLOOK_COLUMNS = {"wait": "wait_p95", "drain": "drain_key"}
 SORTS.update(dict.fromkeys(OUTLOOK_SORTS, lambda s: s.qname))  # the order is OUTLOOK_SORTS'
 
 
@@ -132,13 +134,14 @@ def snapshot_rows(
     snapshot was taken; None to read it live."""
     run = latest.last_run(place.conn.name, place.ns)
     key = sort.lstrip("-")
-    if (key not in latest.ORDER and key not in CONDITION_ORDER) or run is None:
+    judged = key in CONDITION_ORDER or key in OUTLOOK_SORTS
+    if (key not in latest.ORDER and not judged) or run is None:
         return None
     taken_at, rows = run
     if not latest.is_big(rows):
         return None  # small: read live (a count would read every row)
     triage.totals = latest.run_totals(rows)
-    if key in CONDITION_ORDER:
+    if judged:
         names: Any = triage.condition_order(sort, search)
     else:
         names = latest.ordered_names(rows, sort, search)
@@ -306,7 +309,7 @@ class Triage:
                 ["score", "size", "queue"] if sort.startswith("-") else ["-score", "-size", "queue"]
             )
         else:
-            expr = F(key)
+            expr = F(OUTLOOK_COLUMNS.get(key, key))
             first = (
                 expr.desc(nulls_last=True) if sort.startswith("-") else expr.asc(nulls_first=True)
             )

@@ -55,6 +55,7 @@ def test_it_lists_every_queue_with_counts_and_attributes(
         "oldest_age": q["oldest_age"],
         "vt": 45, "delay": 0, "maxsize": 4096, "created": iso(attrs.created),
         "modified": iso(attrs.modified), "send_rate": None, "receive_rate": None,
+        "condition": None,
     }  # fmt: skip
     assert 0 <= q["oldest_age"] < 5
     assert body["now"].endswith("Z")
@@ -185,3 +186,27 @@ def test_it_refuses_a_login_without_a_role(console, outsider: Client) -> None:
 
 def test_it_answers_get_only(console, admin: Client) -> None:
     assert admin.post(api(console)).status_code == 405
+
+
+def test_it_gives_each_queues_consumer_state_from_its_last_snapshot(
+    console, orders: RedisSMQ, viewer: Client, settings
+) -> None:
+    """The state the overview leads with, and why, for machines: nobody has received
+    from `stuck` for longer than RSMQ_NO_CONSUMER_AFTER while its oldest waits."""
+    from dashboard import conditions
+
+    settings.RSMQ_NO_CONSUMER_AFTER = 0
+    orders.create_queue("stuck")
+    orders.send_messages("stuck", ["x"] * 3)
+    stats = orders.queue_stats()
+    conditions.update(console.conn, console.ns, stats, orders)
+
+    listed = {q["name"]: q["condition"] for q in viewer.get(api(console)).json()["queues"]}
+    one = viewer.get(api(console, "stuck/")).json()["condition"]
+
+    assert listed["stuck"] == one
+    assert one["state"] == "no_consumers"
+    assert any(r.startswith("no consumer for") for r in one["reasons"])
+    assert one["score"] > listed["emails"]["score"] == 0
+    assert listed["emails"]["state"] == "idle"
+    assert one["judged_at"].endswith("Z")

@@ -81,3 +81,53 @@ def test_the_time_columns_are_the_ones_a_phone_leaves_out(
     assert page.count('class="num col-low"') == 2 * 4 + 2  # two per row, and a header each
     css = (Path(__file__).parents[3] / "static/css/console.css").read_text()
     assert "@media (max-width: 700px) { .grid.queues .col-low { display: none; } }" in css
+
+
+@pytest.mark.parametrize("sort", ["wait", "-wait", "drain", "-drain"])
+def test_a_big_namespace_sorts_by_the_outlooks_its_snapshot_stored(
+    console, histories, rsmq: RedisSMQ, viewer: Client, wire, monkeypatch, sort: str
+) -> None:
+    """Past LIVE_MAX queues the time columns sort by what the snapshot judged (each
+    queue's wait p95 and drain key on its condition row), in the order a small namespace
+    gets live, reading only the page's counters."""
+    from dashboard import conditions, forecast, latest
+    from dashboard.models import QueueCondition
+
+    live = _names(viewer.get(console.overview(f"?sort={sort}")))
+    stats = rsmq.queue_stats()
+    conditions.update("default", console.ns, stats, rsmq)
+    stored = dict(
+        QueueCondition.objects.filter(namespace=console.ns).values_list(
+            "queue", "drain_key" if "drain" in sort else "wait_p95"
+        )
+    )
+    expected = forecast.outlooks("default", console.ns, None, max(s.now for s in stats))
+    assert stored == {
+        q: (getattr(expected[q], "drain_key" if "drain" in sort else "wait_key") if q in expected
+            else None)
+        for q in ("drains", "grows", "quiet", "none")
+    }  # fmt: skip
+    assert stored["grows" if "drain" in sort else "drains"] == (
+        forecast.DRAIN_NEVER if "drain" in sort else 9.5
+    )
+    monkeypatch.setattr(latest, "LIVE_MAX", 1)
+    monkeypatch.setattr(latest, "last_run", lambda c, n: (1, _rows(console.ns)))
+    wire.sends = 0
+
+    big = viewer.get(console.overview(f"?sort={sort}"))
+
+    assert b"Sorted by the snapshot of" in big.content
+    assert wire.sends <= 3
+    got = _names(big)
+    # the same order, queues without an outlook together (first ascending, last
+    # descending), tied by name in either direction
+    unknown = {q for q, v in stored.items() if v is None}
+    assert [q for q in got if q not in unknown] == [q for q in live if q not in unknown]
+    ends = got[: len(unknown)] if not sort.startswith("-") else got[len(got) - len(unknown) :]
+    assert set(ends) == unknown
+
+
+def _rows(ns: str):
+    from dashboard.models import Snapshot
+
+    return Snapshot.objects.filter(namespace=ns)
