@@ -26,6 +26,8 @@ SCAN_COUNT = 1000
 #: (80,000 hidden), 400 2.2 ms (INFO commandstats, same run); a page's calls stay under 5 ms
 DEFAULT_SAMPLE = 400
 DEFAULT_SCAN_BUDGET = 10_000
+#: a browse's "sent at least / less than this long ago" (s) at most: ten years
+MAX_AGE = 10 * 366 * 24 * 3600
 #: messages one census_range reads at most
 MAX_CENSUS_COUNT = 10_000
 #: what one census script call reads before it stops (after at least one message):
