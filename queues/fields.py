@@ -139,7 +139,7 @@ class _Reader:
         at = self.i if at is None else at
         near = self.s[at : at + 20]
         where = f"at position {at + 1}" + (f" ({near!r})" if near else " (the end)")
-        return InvalidArgument(FIELD, f"field filter {where}: {what}. {SYNTAX}")
+        return InvalidArgument(FIELD, f"where (the field filter) {where}: {what}. {SYNTAX}")
 
     def space(self) -> None:
         m = _SPACE.match(self.s, self.i)
@@ -294,7 +294,7 @@ def parse(text: str) -> Where:
     if not isinstance(text, str):
         raise InvalidArgument(FIELD, "where must be a string")
     if len(text) > MAX_LENGTH:
-        raise InvalidArgument(FIELD, f"field filter: at most {MAX_LENGTH} characters")
+        raise InvalidArgument(FIELD, f"where (the field filter): at most {MAX_LENGTH} characters")
     r = _Reader(text)
     if r.done():
         return NOTHING
