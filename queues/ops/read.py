@@ -17,6 +17,8 @@ from ..limits import (
     BROWSE_BYTES,
     BROWSE_CLIENT_BYTES,
     BROWSE_FETCH_BYTES,
+    BROWSE_FIELD_BYTES,
+    BROWSE_FIELD_STEP,
     BROWSE_ROW_BYTES,
     BROWSE_STEP,
     CENSUS_BYTES,
@@ -142,8 +144,11 @@ class Read(Base[R]):
         younger_than: int = 0,
     ) -> Call:
         """One call of browse.lua (its arguments in its order)."""
+        if where:
+            step = min(step, BROWSE_FIELD_STEP)
+        body_bytes = BROWSE_FIELD_BYTES if where else BROWSE_BYTES
         args = (state, direction, score, member, limit, preview, step, min_rc, contains,
-                BROWSE_BYTES, skip, "1" if counting else "", LUA_NEEDLE_MAX,
+                body_bytes, skip, "1" if counting else "", LUA_NEEDLE_MAX,
                 BROWSE_CLIENT_BYTES, BROWSE_ROW_BYTES, where.lua_arg(), older_than * 1000,
                 younger_than * 1000)  # fmt: skip
         return Call(S.BROWSE, keys, args, qname)

@@ -175,6 +175,7 @@ local function sent_ms(id)
   return tonumber(head, 36) / 1000
 end
 
+local need_rc = state == "inflight" or state == "delayed" or min_rc > 0
 local function matches(id)
   if older > 0 or younger > 0 then
     local sent = sent_ms(id)
@@ -183,12 +184,14 @@ local function matches(id)
     if older > 0 and age < older then return false end
     if younger > 0 and age >= younger then return false end
   end
-  local rc_raw = redis.call("HGET", qkey, id .. ":rc")
-  if state == "inflight" and rc_raw == false then return false end
-  if state == "delayed" and rc_raw ~= false then return false end
-  -- an rc that is not a number (another client's) counts as received once
-  local rc = rc_raw and (tonumber(rc_raw) or 1) or 0
-  if rc < min_rc then return false end
+  if need_rc then -- one HGET less a message when neither the state nor min rc asks
+    local rc_raw = redis.call("HGET", qkey, id .. ":rc")
+    if state == "inflight" and rc_raw == false then return false end
+    if state == "delayed" and rc_raw ~= false then return false end
+    -- an rc that is not a number (another client's) counts as received once
+    local rc = rc_raw and (tonumber(rc_raw) or 1) or 0
+    if rc < min_rc then return false end
+  end
   if needle ~= "" or where then
     local size = redis.call("HSTRLEN", qkey, id)
     if size < #needle then return false end

@@ -306,11 +306,21 @@ def test_huge_bodies_are_read_by_the_client(rsmq: RedisSMQ, queue: str) -> None:
 
 
 def test_each_call_is_bounded_by_the_byte_budget(rsmq: RedisSMQ, queue: str) -> None:
-    """Bodies near LUA_BODY_MAX: one call decodes no more than BROWSE_BYTES of them."""
-    from queues.limits import BROWSE_BYTES
+    """Bodies near LUA_BODY_MAX: one call decodes no more than BROWSE_FIELD_BYTES."""
+    from queues.limits import BROWSE_FIELD_BYTES
 
     body = '{"amount": 1, "pad": "' + "x" * (LUA_BODY_MAX - 40) + '"}'
     rsmq.send_messages(queue, [body] * 20)
     b = rsmq.browse(queue, where="amount > 100", limit=10, budget=0.0)
     assert b.calls == 1 and not b.at_end
-    assert b.looked <= BROWSE_BYTES // len(body) + 1
+    assert b.looked <= BROWSE_FIELD_BYTES // len(body) + 1
+
+
+def test_a_field_filter_call_looks_at_browse_field_step_at_most(rsmq: RedisSMQ, queue: str) -> None:
+    from queues.limits import BROWSE_FIELD_STEP
+
+    rsmq.send_messages(queue, ['{"a": 1}'] * (BROWSE_FIELD_STEP + 50))
+    b = rsmq.browse(queue, where="a = 2", limit=10, budget=0.0, step=1000)
+    assert b.calls == 1 and b.looked == BROWSE_FIELD_STEP and not b.at_end
+    plain = rsmq.browse(queue, contains="x", limit=10, budget=0.0, step=1000)
+    assert plain.looked == BROWSE_FIELD_STEP + 50  # other scans keep their step
