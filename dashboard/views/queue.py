@@ -23,12 +23,12 @@ from queues import validation as v
 from queues.models import Cursor, MessageInfo, QueueStats, WorkerInfo
 from queues.ops import DEFAULT_SAMPLE
 
-from .. import forecast
+from .. import forecast, saved_filters
 from .. import place as places
 from ..access import Role, can
 from ..analytics import queue_analytics
 from ..context_processors import refresh_seconds
-from ..forms import queue_page_forms
+from ..forms import SaveFilterForm, queue_page_forms
 from ..history import RANGES, queue_history
 from ..htmx import HtmxHttpRequest
 from ..message_filter import MessageFilter, from_params, problems
@@ -357,6 +357,7 @@ def render_queue(
     status: int = 200,
     lookup_done: bool = False,
     invalid: Mapping[str, forms.Form] | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> HttpResponse:
     stats = places.queue_stats(place, qname)
     try:
@@ -392,8 +393,11 @@ def render_queue(
         ),
         condition=SimpleLazyObject(lambda: condition_of(place, qname)),
         workers=SimpleLazyObject(lambda: live_workers(place, qname)),
+        saved_filters=SimpleLazyObject(lambda: saved_filters.listed(request.user, place, qname)),
+        save_filter_form=SaveFilterForm(),
         **browser,
         **forms_,
+        **(extra or {}),
     )
     page = template(request, "queue.html", "live")
     if request.htmx and request.method == "GET" and params.get("part") == "scan":
