@@ -34,7 +34,7 @@ def test_filter_by_a_json_field(console, settings, make_user, page_as, rsmq: Red
     page.goto(f"{console}/q/{queue}/")
     expect(page.locator("table.messages tbody tr")).to_have_count(7)
     expect(page.locator("#where-hint")).to_contain_text("status in (failed, retry)")
-    page.locator("input[name=where]").fill("amount > 100")
+    page.locator("form.filters input[name=where]").fill("amount > 100")
     page.locator("form.filters button[type=submit]").click()
 
     expect(page).to_have_url(re.compile(r"where=amount\+%3E\+100"))
@@ -43,10 +43,21 @@ def test_filter_by_a_json_field(console, settings, make_user, page_as, rsmq: Red
     rows = page.locator("table.messages tbody tr")
     expect(rows).to_have_count(3)
     assert sorted(rows.locator("td.mono a").all_inner_texts()) == sorted(want)
-    expect(page.locator("input[name=where]")).to_have_value("amount > 100")
+    expect(page.locator("form.filters input[name=where]")).to_have_value("amount > 100")
+
+    # saved under a name, it is a link on the filter bar
+    page.locator("[data-save-filter] input[name=name]").fill("big amounts")
+    page.locator("[data-save-filter] button[type=submit]").click()
+    link = page.locator("[data-saved-filter='big amounts']")
+    expect(link).to_be_visible()
+    page.goto(f"{console}/q/{queue}/")
+    expect(page.locator("table.messages tbody tr")).to_have_count(7)
+    page.locator("[data-saved-filter='big amounts']").click()
+    expect(page.locator("#scan-progress")).to_contain_text("3 matches")
+    expect(page.locator("table.messages tbody tr")).to_have_count(3)
 
     # a mistake is said under the bar, with its position, and nothing is filtered
-    page.locator("input[name=where]").fill("amount >")
+    page.locator("form.filters input[name=where]").fill("amount >")
     page.locator("form.filters button[type=submit]").click()
     expect(page.locator("[data-filter-error=where]")).to_contain_text("at position 9")
     expect(page.locator("table.messages tbody tr")).to_have_count(7)
