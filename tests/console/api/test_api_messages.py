@@ -62,3 +62,12 @@ def test_a_bad_field_is_a_400_naming_it(console, orders, viewer: Client, query, 
     got = viewer.get(api(console, "orders/messages/"), query)
     assert got.status_code == 400
     assert says in got.json()["error"]
+
+
+def test_a_token_reads_the_first_places_messages(console, orders, settings) -> None:
+    settings.RSMQ_METRICS_TOKEN = "api-token"
+    got = Client().get("/api/queues/orders/messages/?where=customer+%3D+cust-7",
+                       HTTP_AUTHORIZATION="Bearer api-token")  # fmt: skip
+    assert got.status_code == 200
+    assert [m["id"] for m in got.json()["items"]] == [orders[3]]
+    assert Client().get("/api/queues/orders/messages/").status_code == 401
