@@ -324,3 +324,19 @@ def test_a_field_filter_call_looks_at_browse_field_step_at_most(rsmq: RedisSMQ, 
     assert b.calls == 1 and b.looked == BROWSE_FIELD_STEP and not b.at_end
     plain = rsmq.browse(queue, contains="x", limit=10, budget=0.0, step=1000)
     assert plain.looked == BROWSE_FIELD_STEP + 50  # other scans keep their step
+
+
+def test_the_async_client_filters_the_same(redis_url: str, ns: str, rsmq: RedisSMQ,
+                                           queue: str) -> None:  # fmt: skip
+    import asyncio
+
+    from queues import AsyncRedisSMQ
+
+    ids = rsmq.send_messages(queue, ['{"amount": 150}', '{"amount": 5}', "x" * 40_000])
+
+    async def main() -> list[str]:
+        async with AsyncRedisSMQ(url=redis_url, ns=ns) as a:
+            b = await a.browse(queue, where="amount > 100", limit=10, budget=5.0)
+            return [m.id for m in b.items]
+
+    assert asyncio.run(main()) == [ids[0]]
