@@ -292,6 +292,10 @@ def run_browse(url: str, args: argparse.Namespace) -> list[tuple[str, float, flo
             (f"{label}, body search, first scan step", f"{base}?search=poison+3"),
             (f"{label}, body search, a scan step (htmx)",
              f"{base}?search=poison+3&after={far}&looked=1&found=0&onpage=0&part=scan"),
+            # these bodies are not JSON: every one read, none decodes (--fields: JSON ones)
+            (f"{label}, field filter, first scan step", f"{base}?where=amount+>+100"),
+            (f"{label}, field filter, a scan step (htmx)",
+             f"{base}?where=amount+>+100&after={far}&looked=1&found=0&onpage=0&part=scan"),
         ]  # fmt: skip
         for what, path in paths:
             slowlog.reset()
