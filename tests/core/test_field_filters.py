@@ -340,3 +340,14 @@ def test_the_async_client_filters_the_same(redis_url: str, ns: str, rsmq: RedisS
             return [m.id for m in b.items]
 
     assert asyncio.run(main()) == [ids[0]]
+
+
+def test_an_id_with_no_time_in_it_matches_no_age(rsmq: RedisSMQ, queue: str, r: redis.Redis,
+                                                 ns: str) -> None:  # fmt: skip
+    mid = rsmq.send_message(queue, '{"a": 1}')
+    r.zadd(f"{ns}:{queue}", {"not-an-rsmq-id": 0})  # another client's member
+    r.hset(f"{ns}:{queue}:Q", "not-an-rsmq-id", '{"a": 1}')
+    assert _ids_matching(rsmq, queue, "a = 1") == {mid, "not-an-rsmq-id"}
+    got = rsmq.browse(queue, younger_than=3600, limit=10, budget=5.0)
+    assert [m.id for m in got.items] == [mid]
+    assert rsmq.browse(queue, older_than=1, limit=10, budget=5.0).items == []
