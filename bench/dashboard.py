@@ -39,6 +39,12 @@ def main() -> None:
         action="store_true",
         help="only the Redis time of single browse / stats script calls on the 1M queue",
     )
+    ap.add_argument(
+        "--fields",
+        action="store_true",
+        help="only the field filter's browse calls (JSON bodies) and a whole scan of a"
+        " 1,000,000-message queue, with the body search and received >= N as peers",
+    )
     args = ap.parse_args()
 
     from bench.machine import console_env, pinned_redis
@@ -50,6 +56,9 @@ def main() -> None:
         console_env(server.url, tmp, RSMQ_LAKE_DIR=str(tmp / "lake"), RSMQ_SNAPSHOT_INTERVAL="60")
         if args.calls:
             publish(browse_calls(server.url), args.write)
+            return
+        if args.fields:
+            publish(field_calls(server.url, 100_000 if args.quick else 1_000_000), args.write)
             return
         if args.browse:
             publish(render_browse(run_browse(server.url, args), args), args.write)
@@ -283,6 +292,10 @@ def run_browse(url: str, args: argparse.Namespace) -> list[tuple[str, float, flo
             (f"{label}, body search, first scan step", f"{base}?search=poison+3"),
             (f"{label}, body search, a scan step (htmx)",
              f"{base}?search=poison+3&after={far}&looked=1&found=0&onpage=0&part=scan"),
+            # these bodies are not JSON: every one read, none decodes (--fields: JSON ones)
+            (f"{label}, field filter, first scan step", f"{base}?where=amount+>+100"),
+            (f"{label}, field filter, a scan step (htmx)",
+             f"{base}?where=amount+>+100&after={far}&looked=1&found=0&onpage=0&part=scan"),
         ]  # fmt: skip
         for what, path in paths:
             slowlog.reset()
@@ -354,6 +367,125 @@ def browse_calls(url: str) -> str:
     ]
     for label, n, med, p99, worst in rows:
         lines.append(f"| {label} | {n} | {med:.2f} ms | {p99:.2f} ms | {worst:.2f} ms |")
+    return "\n".join(lines) + "\n"
+
+
+def fill_json_queue(url: str, qname: str, n: int) -> None:
+    """``n`` JSON messages (~110 bytes: customer, amount, status, order.items[0].sku),
+    1 in 1,000 of them ``status = failed``; sends pipelined as in fill_browse_queue."""
+    import asyncio
+    import json
+
+    from queues import AsyncRedisSMQ
+
+    def body(i: int) -> str:
+        return json.dumps({"customer": f"cust-{i % 1000}", "amount": i % 500,
+                           "status": "failed" if i % 1000 == 7 else "done",
+                           "order": {"items": [{"sku": f"S-{i % 97}"}]}})  # fmt: skip
+
+    async def main() -> None:
+        async with AsyncRedisSMQ(url=url, ns="bench") as a:
+            await a.create_queue(qname)
+            for k in range(0, n, 200_000):
+                m = min(200_000, n - k)
+                await asyncio.gather(*(
+                    a.send_messages(qname, [body(k + j + i) for i in range(10_000)])
+                    for j in range(0, m, 10_000)
+                ))  # fmt: skip
+                print(f"  {k + m:,}", end="\r", flush=True)
+
+    asyncio.run(main())
+
+
+def field_calls(url: str, n: int) -> str:
+    """Every browse call's own Redis time (SLOWLOG logging every call) in 200 one-call
+    steps of each kind of scan over ``n`` JSON messages (a field filter; the body search
+    and received >= N as peers, same queue, same run), then a whole scan of the queue
+    with a field filter: wall time, calls, and the SLOWLOG entries over 5 ms."""
+    import statistics as st
+
+    import redis
+
+    from bench.machine import describe
+    from queues import RedisSMQ
+
+    load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print("filling ...", flush=True)
+    fill_json_queue(url, "json", n)
+    rsmq = RedisSMQ(url=url, ns="bench")
+    r = redis.Redis.from_url(url)
+    r.config_set("slowlog-max-len", 100_000)
+    kinds = {
+        "received >= 5 (peer: no body read)": {"min_rc": 5},
+        "body search `cust-42,` (peer: string.find)": {"contains": "cust-42,"},
+        "field `amount > 498`": {"where": "amount > 498"},
+        "field `customer = cust-42 and amount >= 100`": {
+            "where": "customer = cust-42 and amount >= 100"
+        },
+        "field `status in (failed, retry) and order.items[0].sku = S-7`": {
+            "where": "status in (failed, retry) and order.items[0].sku = S-7"
+        },
+    }
+    rows = []
+    for label, kw in kinds.items():
+        r.config_set("slowlog-log-slower-than", 0)
+        r.slowlog_reset()
+        after = None
+        for _ in range(200):
+            b = rsmq.browse("json", after=after, limit=50, budget=0, **kw)  # one call each
+            after = None if b.at_end else b.resume
+        times = [e["duration"] / 1000 for e in r.slowlog_get(100_000)
+                 if e["command"].startswith(b"EVALSHA")]  # fmt: skip
+        rows.append((label, len(times), st.median(times), st.quantiles(times, n=100)[98],
+                     max(times)))  # fmt: skip
+    # whole scans, as the console's scan steps make them (calls of BROWSE_STEP)
+    whole = []
+    for label, kw in [("received >= 5", {"min_rc": 5}),
+                      ("body search `cust-42,`", {"contains": "cust-42,"}),
+                      ("field `status = failed and amount < 100`",
+                       {"where": "status = failed and amount < 100"})]:  # fmt: skip
+        r.config_set("slowlog-log-slower-than", 5000)
+        r.slowlog_reset()
+        r.config_resetstat()
+        after, calls, found, looked = None, 0, 0, 0
+        start = time.perf_counter()
+        while True:
+            b = rsmq.browse("json", after=after, limit=500, budget=0.04, **kw)
+            calls += b.calls
+            found += len(b.items)
+            looked += b.looked
+            if b.at_end:
+                break
+            after = b.resume
+        took = time.perf_counter() - start
+        over = [e["duration"] / 1000 for e in r.slowlog_get(100_000)]
+        per_call = r.info("commandstats").get("cmdstat_evalsha", {}).get("usec_per_call", 0)
+        whole.append((label, looked, found, calls, took, per_call / 1000, len(over),
+                      max(over, default=0)))  # fmt: skip
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    lines = [
+        "## Field filter scan calls (`bench/dashboard.py --fields`)",
+        "",
+        f"{describe()}; redis-server on core 0; a queue of {n:,} JSON messages (~110 bytes:"
+        " customer, amount, status, order.items[0].sku). First, 200 one-call steps of each"
+        " kind (500 messages looked at a call at most, 150 with a field filter:"
+        " BROWSE_FIELD_STEP), every EVALSHA's duration from SLOWLOG logging every call"
+        " (wall time: a preempted call counts its wait); then the whole queue scanned as"
+        " the console's scan steps do (40 ms a request), with SLOWLOG at 5 ms and INFO"
+        " commandstats' time per EVALSHA (both wall time). Load average before"
+        f" {load_before}, at the end {load} (a shared machine).",
+        "",
+        "| one call of | calls | median | p99 | max |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for label, k, med, p99, worst in rows:
+        lines.append(f"| {label} | {k} | {med:.2f} ms | {p99:.2f} ms | {worst:.2f} ms |")
+    lines += ["", "| whole scan | looked at | matched | script calls | wall time |"
+              " Redis time a call (mean) | calls over 5 ms | longest |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for label, looked, found, calls, took, mean, over, worst in whole:
+        lines.append(f"| {label} | {looked:,} | {found:,} | {calls:,} | {took:.1f} s |"
+                     f" {mean:.2f} ms | {over} | {worst:.1f} ms |")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

@@ -353,3 +353,13 @@ class OwnershipForm(PlacedForm):
                 f"{data.get('queue') or data.get('pattern')} already has an owner here: edit it."
             )
         return data
+
+
+class SaveFilterForm(forms.Form):
+    """Saving the queue page's filter under a name (dashboard/views/saved_filters.py)."""
+
+    name = forms.CharField(max_length=100, strip=True)
+    scope = forms.ChoiceField(
+        choices=[("queue", "this queue"), ("all", "every queue")], initial="queue"
+    )
+    shared = forms.BooleanField(required=False, help_text="admins: for everyone")

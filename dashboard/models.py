@@ -616,3 +616,33 @@ class QueueCondition(models.Model):
 
     def __str__(self) -> str:
         return f"{self.connection}/{self.namespace}/{self.queue}: {self.state}"
+
+
+class SavedFilter(models.Model):
+    """A message filter saved under a name (dashboard/views/saved_filters.py): for one
+    queue or every queue of a connection's namespace; its owner's, or (``shared``, an
+    admin's choice) everyone's. It is a link: ``query`` is the filter's URL query
+    (dashboard/message_filter.py's ``MessageFilter.query()``, encoded)."""
+
+    connection = models.CharField(max_length=100)
+    namespace = models.CharField(max_length=200)
+    queue = models.CharField(max_length=160, blank=True)  # "": every queue
+    name = models.CharField(max_length=100)
+    query = models.CharField(max_length=2000)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="saved_filters"
+    )
+    shared = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "connection", "namespace", "queue", "name"],
+                name="saved_filter_name",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.queue or 'every queue'})"

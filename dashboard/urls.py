@@ -16,6 +16,7 @@ from .views import (
     queue,
     queue_actions,
     redis_page,
+    saved_filters,
     tokens,
 )
 from .views.common import favicon
@@ -29,6 +30,12 @@ place_patterns = [
     path("q/<str:qname>/failing/", failing.failing, name="rsmq-queue-failing"),
     path("q/<str:qname>/m/<str:msg_id>/", message.message_detail, name="rsmq-message"),
     path("q/<str:qname>/m/<str:msg_id>/act/", message.message_action, name="rsmq-message-action"),
+    path("q/<str:qname>/filters/", saved_filters.save_filter, name="rsmq-filter-save"),
+    path(
+        "q/<str:qname>/filters/<int:pk>/delete/",
+        saved_filters.delete_filter,
+        name="rsmq-filter-delete",
+    ),  # fmt: skip
 ]
 
 alert_patterns = [

@@ -26,7 +26,8 @@ from . import transfer
 from . import validation as v
 from .client import RedisSMQ
 from .errors import InvalidArgument, QueueNotFound, QueueUnreadable, RsmqError
-from .models import LIST_STATES, Message
+from .limits import MAX_AGE
+from .models import LIST_STATES, Cursor, Message
 from .server import default_redis_url
 from .urls import redacted
 
@@ -148,10 +149,41 @@ def _message_get(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
 
 
 def _message_list(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    if a.where or a.search or a.rc or a.older or a.younger or a.after:
+        return _message_scan(rsmq, a)
     page = rsmq.list_messages(
         a.name, state=a.state, offset=a.offset, limit=a.limit, preview=a.preview
     )
     return dataclasses.asdict(page)
+
+
+def _message_scan(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    """``message list`` with a filter: browse's bounded calls until ``--limit`` matches
+    or the state's end; ``next`` is the ``--after`` that goes on."""
+    if a.offset:
+        raise InvalidArgument("offset", "a filtered list goes on with --after, not --offset")
+    for name in ("older", "younger"):
+        if not 0 <= getattr(a, name) <= MAX_AGE // 60:
+            raise InvalidArgument(name, f"{name} must be minutes from 0 to {MAX_AGE // 60}")
+    try:
+        after = Cursor.decode(a.after) if a.after else None
+    except ValueError:
+        raise InvalidArgument("after", "after must be the next of an earlier list") from None
+    items: list[Any] = []
+    looked = 0
+    while True:
+        b = rsmq.browse(
+            a.name, state=a.state, after=after, limit=a.limit - len(items), preview=a.preview,
+            min_rc=a.rc, contains=a.search, where=a.where, older_than=a.older * 60,
+            younger_than=a.younger * 60, budget=1.0,
+        )  # fmt: skip
+        items += [dataclasses.asdict(m) for m in b.items]
+        looked += b.looked
+        after = b.resume
+        if b.at_end or len(items) >= a.limit:
+            break
+    return {"items": items, "looked": looked, "at_end": b.at_end,
+            "next": None if b.at_end or after is None else after.encode()}  # fmt: skip
 
 
 def _message_delete(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
@@ -290,6 +322,14 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--offset", type=int, default=0)
     c.add_argument("--limit", type=int, default=50)
     c.add_argument("--preview", type=int, default=200, help="body bytes shown; 0 = all")
+    c.add_argument("--where", default="", metavar="EXPR",
+                   help="JSON fields: 'amount > 100 and status in (failed, retry)'")  # fmt: skip
+    c.add_argument("--search", default="", metavar="TEXT", help="the body contains TEXT")
+    c.add_argument("--rc", type=int, default=0, metavar="N", help="received at least N times")
+    c.add_argument("--older", type=int, default=0, metavar="MIN", help="sent over MIN min ago")
+    c.add_argument("--younger", type=int, default=0, metavar="MIN",
+                   help="sent less than MIN min ago")  # fmt: skip
+    c.add_argument("--after", default="", help="go on from an earlier filtered list's next")
     c = cmd(ms, "delete", _message_delete, "delete messages")
     c.add_argument("-i", "--id", "--message-id", dest="id", required=True, nargs="+")
     c = cmd(ms, "visibility", _message_visibility, "change a message's visibility timeout")

@@ -26,6 +26,8 @@ SCAN_COUNT = 1000
 #: (80,000 hidden), 400 2.2 ms (INFO commandstats, same run); a page's calls stay under 5 ms
 DEFAULT_SAMPLE = 400
 DEFAULT_SCAN_BUDGET = 10_000
+#: a browse's "sent at least / less than this long ago" (s) at most: ten years
+MAX_AGE = 10 * 366 * 24 * 3600
 #: messages one census_range reads at most
 MAX_CENSUS_COUNT = 10_000
 #: what one census script call reads before it stops (after at least one message):
@@ -42,6 +44,14 @@ BROWSE_STEP = 500
 #: bodies' bytes one browse call reads for a text search before it stops (checked with
 #: HSTRLEN before a body is read)
 BROWSE_BYTES = 128 * 1024
+#: with a field filter (each body read and decoded with cjson, and the tables it makes
+#: collected), one browse call looks at this many messages at most and decodes this many
+#: bytes of bodies: 500 small JSON bodies took a median 5.5 ms a call, 250 1.9 ms
+#: (100,000-message queue, SLOWLOG logging every call, load ~5); in whole scans at load
+#: 10-12, 250 cost 1-2.8x a received >= N call of 500 (INFO commandstats), 150 0.7-2.2x
+#: (bench/RESULTS.md "Field filter scan calls" for the 1,000,000-message run)
+BROWSE_FIELD_STEP = 150
+BROWSE_FIELD_BYTES = 64 * 1024
 #: Bodies a script reads itself are at most this long (_prelude.lua's LUA_BODY_MAX): a
 #: Lua read copies the body, and one of 8 MB held Redis 10-39 ms (SLOWLOG); a longer one
 #: is read by the client with one plain HGET (~1.2 ms for 8 MB, same run)

@@ -171,6 +171,32 @@ def queue_failures(
     return reads.failing(request, conn=conn, ns=ns, qname=qname)
 
 
+@both(
+    ["GET", "HEAD"], "/queues/{qname}/messages/", None, "queue_messages", tags=["read"],
+    response={200: reads.MessagesOut, **ERRORS},
+)  # fmt: skip
+def queue_messages(
+    request: HttpRequest,
+    qname: str,
+    state: str = "all",
+    rc: str = "",
+    search: str = "",
+    where: str = "",
+    older: str = "",
+    younger: str = "",
+    after: str = "",
+    limit: str = "",
+    preview: str = "",
+    conn: str | None = None,
+    ns: str | None = None,
+) -> HttpResponse:
+    """The messages a filter matches, as on the queue page: ``state``, ``rc`` (received
+    at least), ``search`` (body contains), ``where`` (JSON fields: ``amount > 100 and
+    status in (failed, retry)``), ``older`` / ``younger`` (sent more / less than N
+    minutes ago); ``after``: the previous answer's ``next``."""
+    return reads.messages(request, conn=conn, ns=ns, qname=qname)
+
+
 # -- queues ----------------------------------------------------------------------------
 
 

@@ -5,6 +5,8 @@
     /api/c/<conn>/<ns>/queues/       like the pages' /c/<conn>/<ns>/
     /api/c/<conn>/<ns>/queues/<name>/?range=hour|day|week
     /api/…/queues/<name>/failures/[?id=]  why its messages failed (the Failing page's)
+    /api/…/queues/<name>/messages/?state=&rc=&search=&where=&older=&younger=&after=&limit=
+                                     the messages a filter matches (dashboard/message_filter.py)
 
 Auth: an API token (any role), RSMQ_METRICS_TOKEN as a bearer token, or a logged-in viewer
 (access.token_or_viewer).
@@ -27,7 +29,7 @@ from pydantic import ConfigDict, Field
 
 from queues import InvalidArgument
 from queues import validation as v
-from queues.models import FailureState, QueueStats
+from queues.models import Cursor, FailureState, QueueStats
 
 from .. import place as places
 from .. import tokens
@@ -35,6 +37,7 @@ from ..access import token_or_viewer
 from ..connections import get_connection
 from ..formatting import iso
 from ..history import RANGES, Backlog, current_rates, queue_history
+from ..message_filter import FilterError, checked
 from ..models import QueueCondition
 from ..place import Place
 from ..rates import Interval
@@ -166,6 +169,29 @@ class FailureHistoryOut(Out):
     name: str
     id: str
     failures: list[FailureOut]
+
+
+class MessageRow(Out):
+    id: str
+    message: str = Field(description="the body, cut to ``preview`` bytes")
+    size: int = Field(description="the body's full length in bytes")
+    rc: int
+    fr: int | None = Field(description="epoch ms of the first receive (null: never)")
+    sent: float | None = Field(description="epoch ms, from the id (null: unknown)")
+    visible_at: int = Field(description="epoch ms")
+    state: str = Field(description="visible, inflight or delayed")
+    note: str | None = Field(description="what of it is not RSMQ data, if anything")
+
+
+class MessagesOut(Out):
+    name: str
+    filter: dict[str, str] = Field(description="the filter as a URL's query (defaults left out)")
+    described: str = Field(description="the filter in words")
+    items: list[MessageRow]
+    looked: int = Field(description="messages this read looked at")
+    at_end: bool = Field(description="true: the state's end was reached")
+    next: str | None = Field(description="?after= of the next read (null: at the end)")
+    read_at: str | None = Field(description=ISO)
 
 
 R = TypeVar("R", bound=HttpResponseBase)
@@ -344,5 +370,51 @@ def failing(request: HttpRequest, place: Place, qname: str) -> JsonResponse:
             "complete": g.complete,
             "read_at": iso(g.now),
             "groups": [x.as_dict() for x in g.groups],
+        }  # fmt: skip
+    )
+
+
+MESSAGES_MAX = 500
+
+
+@api_view
+def messages(request: HttpRequest, place: Place, qname: str) -> JsonResponse:
+    """``/api/…/queues/<name>/messages/``: a keyset page of the messages a filter matches
+    (the queue page's filter, read by dashboard/message_filter.py: a bad field is a 400
+    naming it), within browse's time budget; ``next`` goes on where it stopped."""
+    q = request.GET
+    try:
+        f = checked(q)
+    except FilterError as e:
+        return JsonResponse({"error": str(e)}, status=400)
+    try:
+        after = Cursor.decode(q["after"]) if q.get("after") else None
+        limit = int(q.get("limit") or 50)
+        preview = int(q.get("preview") or 1000)
+    except (ValueError, InvalidArgument):
+        return JsonResponse(
+            {"error": "after must be a next of this read; limit and preview whole numbers"},
+            status=400,
+        )
+    if not 1 <= limit <= MESSAGES_MAX:
+        return JsonResponse({"error": f"limit must be from 1 to {MESSAGES_MAX}"}, status=400)
+    if not 0 <= preview <= 2**31:
+        return JsonResponse({"error": f"preview must be from 0 to {2**31}"}, status=400)
+    b = place.rsmq.browse(qname, after=after, limit=limit, preview=preview, **f.browse_kwargs())
+    items = [
+        {"id": m.id, "message": m.message, "size": m.size, "rc": m.rc, "fr": m.fr,
+         "sent": m.sent, "visible_at": m.visible_at, "state": m.state, "note": m.note}
+        for m in b.items
+    ]  # fmt: skip
+    return JsonResponse(
+        {
+            "name": qname,
+            "filter": f.query(),
+            "described": f.describe(),
+            "items": items,
+            "looked": b.looked,
+            "at_end": b.at_end,
+            "next": None if b.at_end or b.resume is None else b.resume.encode(),
+            "read_at": iso(b.now),
         }  # fmt: skip
     )

@@ -20,17 +20,18 @@ from redis.exceptions import RedisError
 
 from queues import QueueUnreadable, RsmqError
 from queues import validation as v
-from queues.models import LIST_STATES, Cursor, MessageInfo, QueueStats, WorkerInfo
+from queues.models import Cursor, MessageInfo, QueueStats, WorkerInfo
 from queues.ops import DEFAULT_SAMPLE
 
-from .. import forecast
+from .. import forecast, saved_filters
 from .. import place as places
 from ..access import Role, can
 from ..analytics import queue_analytics
 from ..context_processors import refresh_seconds
-from ..forms import queue_page_forms
+from ..forms import SaveFilterForm, queue_page_forms
 from ..history import RANGES, queue_history
 from ..htmx import HtmxHttpRequest
+from ..message_filter import MessageFilter, from_params, problems
 from ..models import QueueCondition
 from ..place import Place, place_for
 from ..templatetags.console import state_label
@@ -168,14 +169,12 @@ def browse(
 
     ``lookup_done``: the view already looked the id up and did not find it.
     """
-    state = params.get("state", "all")
-    if state not in LIST_STATES:
-        state = "all"
+    f = from_params(params)  # the URL is the filter (dashboard/message_filter.py)
+    state, min_rc, text = f.state, f.min_rc, f.contains
     size = settings.RSMQ_PAGE_SIZE
-    min_rc = int_param(params.get("rc"), 0, low=0)
-    text = params.get("search", "")
     lookup = params.get("id", "").strip()
-    out: dict[str, Any] = {"state": state, "min_rc": min_rc, "text": text, "lookup": lookup}
+    out: dict[str, Any] = {"state": state, "min_rc": min_rc, "text": text, "lookup": lookup,
+                           **filter_context(f, params)}  # fmt: skip
     preview = settings.RSMQ_PREVIEW_BYTES
     if lookup:
         msg = None
@@ -187,8 +186,8 @@ def browse(
     count = state_count(stats, state) if stats else Count(0)
     after = cursor_param(params, "after", notes)
     before = None if after else cursor_param(params, "before", notes)
-    if min_rc or text:
-        return out | scan(place, qname, params, state, after, count, notes, stats)
+    if f.narrows:
+        return out | scan(place, qname, params, f, after, count, notes, stats)
     rank: int | None = None
     pages = max(1, -(-count.total // size))
     at = time_param(params.get("at", ""), notes) if not (after or before) else None
@@ -276,21 +275,29 @@ class PageInfo:
         return (self.position or 0) + self.shown
 
 
+def filter_context(f: MessageFilter, params: QueryDict) -> dict[str, Any]:
+    """The filter bar's fields beyond state / rc / search, and what was wrong with the
+    URL's (shown under the field; the page then answers 400)."""
+    return {"filter": f, "where": f.where or params.get("where", ""),
+            "older": f.older, "younger": f.younger,
+            "filter_problems": problems(params)}  # fmt: skip
+
+
 def scan(
     place: Place,
     qname: str,
     params: QueryDict,
-    state: str,
+    f: MessageFilter,
     after: Cursor | None,
     count: Count,
     notes: list[str],
     stats: QueueStats | None,
 ) -> dict[str, Any]:
-    """A filter (received >= N, body contains) over the whole state: each request reads
-    for a bounded time and goes on from where the last one stopped, keeping count."""
+    """A filter (received >= N, body contains, JSON fields, age) over the whole state:
+    each request reads for a bounded time and goes on from where the last one stopped,
+    keeping count."""
     size = settings.RSMQ_PAGE_SIZE
-    min_rc = int_param(params.get("rc"), 0, low=0)
-    text = params.get("search", "")
+    state, text = f.state, f.contains
     looked = int_param(params.get("looked"), 0, low=0, high=2**53) if after else 0
     found = int_param(params.get("found"), 0, low=0, high=2**53) if after else 0
     onpage = int_param(params.get("onpage"), 0, low=0, high=size - 1) if after else 0
@@ -300,8 +307,8 @@ def scan(
         items: list[MessageInfo] = []
     else:
         b = place.rsmq.browse(
-            qname, state, after=after, limit=size - onpage, min_rc=min_rc, contains=text,
-            preview=settings.RSMQ_PREVIEW_BYTES, **bounds(),
+            qname, after=after, limit=size - onpage, preview=settings.RSMQ_PREVIEW_BYTES,
+            **f.browse_kwargs(), **bounds(),
         )  # fmt: skip
         items = b.items
         looked += b.looked
@@ -350,6 +357,7 @@ def render_queue(
     status: int = 200,
     lookup_done: bool = False,
     invalid: Mapping[str, forms.Form] | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> HttpResponse:
     stats = places.queue_stats(place, qname)
     try:
@@ -357,7 +365,10 @@ def render_queue(
     except QueueUnreadable as e:
         # Its counters may still read: the page shows them, and why there's no list.
         browser = {"state": "all", "min_rc": 0, "text": "", "lookup": "", "items": [],
-                   "mode": "unreadable", "unreadable_messages": e.why}  # fmt: skip
+                   "mode": "unreadable", "unreadable_messages": e.why,
+                   **filter_context(from_params(params), params)}  # fmt: skip
+    if browser.get("filter_problems") and status == 200:
+        status = 400  # a bad filter in the URL: said under its field, left out
     # The namespace's names (for "move to") and the queues whose policy sends here (then
     # redrive is an operator's action): one read, only when the side panel is drawn.
     around = SimpleLazyObject(lambda: names_and_sources(place, qname))
@@ -382,8 +393,11 @@ def render_queue(
         ),
         condition=SimpleLazyObject(lambda: condition_of(place, qname)),
         workers=SimpleLazyObject(lambda: live_workers(place, qname)),
+        saved_filters=SimpleLazyObject(lambda: saved_filters.listed(request.user, place, qname)),
+        save_filter_form=SaveFilterForm(),
         **browser,
         **forms_,
+        **(extra or {}),
     )
     page = template(request, "queue.html", "live")
     if request.htmx and request.method == "GET" and params.get("part") == "scan":

@@ -7,6 +7,7 @@ import math
 import time
 from typing import Any
 
+from .. import fields as F
 from .. import scripts as S
 from .. import validation as v
 from ..driver import Call, Command, Op, operation
@@ -16,6 +17,8 @@ from ..limits import (
     BROWSE_BYTES,
     BROWSE_CLIENT_BYTES,
     BROWSE_FETCH_BYTES,
+    BROWSE_FIELD_BYTES,
+    BROWSE_FIELD_STEP,
     BROWSE_ROW_BYTES,
     BROWSE_STEP,
     CENSUS_BYTES,
@@ -23,6 +26,7 @@ from ..limits import (
     DEFAULT_SCAN_BUDGET,
     FETCH_BATCH_BYTES,
     LUA_NEEDLE_MAX,
+    MAX_AGE,
     MAX_CENSUS_COUNT,
 )
 from ..models import (
@@ -135,16 +139,28 @@ class Read(Base[R]):
         contains: str = "",
         skip: int = 0,
         counting: bool = False,
+        where: F.Where = F.NOTHING,
+        older_than: int = 0,
+        younger_than: int = 0,
     ) -> Call:
         """One call of browse.lua (its arguments in its order)."""
+        if where:
+            step = min(step, BROWSE_FIELD_STEP)
+        body_bytes = BROWSE_FIELD_BYTES if where else BROWSE_BYTES
         args = (state, direction, score, member, limit, preview, step, min_rc, contains,
-                BROWSE_BYTES, skip, "1" if counting else "", LUA_NEEDLE_MAX,
-                BROWSE_CLIENT_BYTES, BROWSE_ROW_BYTES)  # fmt: skip
+                body_bytes, skip, "1" if counting else "", LUA_NEEDLE_MAX,
+                BROWSE_CLIENT_BYTES, BROWSE_ROW_BYTES, where.lua_arg(), older_than * 1000,
+                younger_than * 1000)  # fmt: skip
         return Call(S.BROWSE, keys, args, qname)
 
     @staticmethod
     def _fill(
-        qkey: str, rows: list[Any], contains: str, preview: int, fetch: list[int]
+        qkey: str,
+        rows: list[Any],
+        contains: str,
+        preview: int,
+        fetch: list[int],
+        where: F.Where = F.NOTHING,
     ) -> Op[tuple[list[Any], bool, tuple[Any, Any] | None]]:
         """browse.lua's rows (6 values each) with the bodies it left unread (false: too
         long to read in Lua, or a needle it does not search) read here: one plain HGET a
@@ -154,7 +170,8 @@ class Read(Base[R]):
         budget ([bytes left, bodies read]): once spent (after one body at least) a search
         stops before the first unread candidate — returns the rows kept, True and the
         (score, member) of the last row it decided, if any — and a listing's row keeps a
-        None body (``_info`` says it was not read)."""
+        None body (``_info`` says it was not read). A field filter (``where``) is read
+        from such a body here the same way (queues/fields.py: browse.lua's rules)."""
         rows = list(rows)
         unread = [i for i in range(0, len(rows), 6) if rows[i + 3] is None]
         needle = contains.encode("utf-8", "surrogateescape") if contains else b""
@@ -171,7 +188,7 @@ class Read(Base[R]):
                 size += more
                 batch.append(unread[k + len(batch)])
             if fetch[1] and size > fetch[0]:
-                if needle:
+                if needle or where:
                     if unread[k]:
                         done = (rows[unread[k] - 5], rows[unread[k] - 6])
                     kept = [rows[i : i + 6] for i in range(0, unread[k], 6) if i not in dropped]
@@ -189,7 +206,7 @@ class Read(Base[R]):
                 body = body if body is not None else b""  # deleted since: an empty body
                 if isinstance(body, str):
                     body = body.encode("utf-8", "surrogateescape")
-                if needle and needle not in body:
+                if (needle and needle not in body) or (where and not where.matches(body)):
                     dropped.add(i)  # not a match
                 else:
                     rows[i + 3] = _cut_bytes(body, preview)
@@ -198,13 +215,19 @@ class Read(Base[R]):
         return [x for row in kept for x in row], False, done
 
     @staticmethod
-    def _filters(min_rc: int, contains: str) -> tuple[int, str]:
+    def _filters(
+        min_rc: int, contains: str, where: str = "", older_than: int = 0, younger_than: int = 0
+    ) -> tuple[int, str, F.Where, int, int]:
         """The filters a read may apply beyond its state, validated, in browse.lua's
-        argument order (see its matches())."""
+        argument order (see its matches()): ``where`` parsed (queues/fields.py; a bad
+        one refused with its position), ages in whole seconds since sent (0: any)."""
         v.integer("min_rc", min_rc, 0, 2**31)
         if not isinstance(contains, str):
             raise InvalidArgument("contains", "contains must be a string")
-        return min_rc, contains
+        parsed = F.parse(where)
+        v.integer("older_than", older_than, 0, MAX_AGE)
+        v.integer("younger_than", younger_than, 0, MAX_AGE)
+        return min_rc, contains, parsed, older_than, younger_than
 
     @operation
     def browse(
@@ -221,9 +244,15 @@ class Read(Base[R]):
         budget: float = BROWSE_BUDGET,
         step: int = BROWSE_STEP,
         patience: float = 0.0,
+        where: str = "",
+        older_than: int = 0,
+        younger_than: int = 0,
     ) -> Op[Browse]:
         """A keyset page of a state over (score, member), the queue's order, optionally
-        only messages received at least ``min_rc`` times and/or whose body contains a text.
+        only messages received at least ``min_rc`` times and/or whose body contains a text
+        and/or whose JSON body's fields match ``where`` (queues/fields.py: ``amount > 100
+        and status in (failed, retry)``) and/or sent at least ``older_than`` / less than
+        ``younger_than`` seconds ago (by the server's clock).
 
         From the state's start, or ``after`` a cursor, or backwards ``before`` one (a
         ``Cursor`` with an empty score: from the end), or from the ``rank``-th message of
@@ -237,15 +266,19 @@ class Read(Base[R]):
         v.integer("limit", limit, 1, v.MAX_PAGE)
         v.integer("preview", preview, 0, 2**31)
         v.integer("step", step, 1, 10_000)
-        min_rc, contains = self._filters(min_rc, contains)
+        min_rc, contains, parsed, older_than, younger_than = self._filters(
+            min_rc, contains, where, older_than, younger_than
+        )
+        narrowed = bool(min_rc or contains or parsed or older_than or younger_than)
         if sum(x is not None for x in (after, before, rank)) > 1:
             raise InvalidArgument("cursor", "after, before and rank exclude each other")
         if rank is not None:
             v.integer("rank", rank, 0, 2**53)
-            if min_rc or contains or state in ("inflight", "delayed"):
+            if narrowed or state in ("inflight", "delayed"):
                 raise InvalidArgument("rank", "a rank is a place in all / visible / hidden")
         return (yield from self._browse(qname, state, after, before, rank, limit, preview,
-                                        min_rc, contains, budget, step, patience))  # fmt: skip
+                                        min_rc, contains, budget, step, patience, parsed,
+                                        older_than, younger_than))  # fmt: skip
 
     def _browse(
         self,
@@ -261,9 +294,13 @@ class Read(Base[R]):
         budget: float = BROWSE_BUDGET,
         step: int = BROWSE_STEP,
         patience: float = 0.0,
+        where: F.Where = F.NOTHING,
+        older_than: int = 0,
+        younger_than: int = 0,
     ) -> Op[Browse]:
         """browse() with its arguments checked: the loop of browse.lua calls."""
         keys = self._queue_keys(qname)
+        narrowed = bool(min_rc or contains or where or older_than or younger_than)
         direction, at = "next", after
         if before is not None:
             direction, at = "prev", before
@@ -279,12 +316,15 @@ class Read(Base[R]):
             # one more than the page: whether anything follows it is then known
             r: list[Any] = yield self._browse_call(
                 keys, qname, state, direction, score, member, limit + 1 - len(found) // 6,
-                preview, step, min_rc, contains,
+                preview, step, min_rc, contains, where=where, older_than=older_than,
+                younger_than=younger_than,
             )  # fmt: skip
             calls += 1
             now, at_end, first, last = r[0], r[2] == 1, r[5], r[6]
             looked += r[1]
-            rows, stopped, done = yield from self._fill(keys[1], r[10:], contains, preview, fetch)
+            rows, stopped, done = yield from self._fill(
+                keys[1], r[10:], contains, preview, fetch, where
+            )
             found += rows  # in the order met: backwards for "prev", reversed below
             if rows and direction == "prev":
                 position = r[8] - first
@@ -318,7 +358,7 @@ class Read(Base[R]):
         return Browse(
             items=items, looked=looked, at_end=at_end, complete=at_end or len(items) >= limit,
             resume=Cursor(score, member) if looked else at, state_size=max(0, last - first + 1),
-            position=None if min_rc or contains or state in ("inflight", "delayed") else position,
+            position=None if narrowed or state in ("inflight", "delayed") else position,
             now=now, calls=calls, first=places[0] if places else None,
             last=places[-1] if places else None,
         )  # fmt: skip

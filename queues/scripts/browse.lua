@@ -4,7 +4,8 @@
 --       skip (matches passed over before the rows start), count ("1": look at the whole
 --       step, counting every match, however many rows it returns), the longest needle
 --       searched here, the bytes of bodies left for the client to search (a budget),
---       the bytes of bodies the rows may hold
+--       the bytes of bodies the rows may hold, a field filter ("" = none: JSON, see
+--       queues/fields.py), older than / younger than (ms since sent, from the id; 0 = any)
 -- Read-only keyset browsing over (score, member), the zset's own order, so a page never
 -- depends on how many messages came or went before it. direction:
 --   "next": members after (cursor score, cursor member), forwards ("" score: from the start)
@@ -19,7 +20,9 @@
 -- LUA_BODY_MAX bytes and when it is at most `needle max` bytes long: so at most a
 -- constant per byte. Any other body a needle must be searched in is a candidate: its
 -- row comes back with a false body, like a match's, and the client reads it with one
--- HGET and searches it itself (Python's `in`, linear in the body).
+-- HGET and searches it itself (Python's `in`, linear in the body). A field filter is
+-- read the same way: here with cjson for bodies of at most LUA_BODY_MAX bytes (within
+-- the same byte budget), by the client (queues/fields.py, the same rules) beyond.
 -- Returns: now, looked at, reached the state's end (1/0), score and member of the last
 -- one looked at (false if none), the state's first and last rank, the rank of the first
 -- and last match (-1 if none), how many matched (with those skipped or past the limit
@@ -36,6 +39,18 @@ local skip, counting = tonumber(ARGV[11]), ARGV[12] == "1"
 local needle_max, client_budget = tonumber(ARGV[13] or 64), tonumber(ARGV[14] or 8388608)
 local room = {tonumber(ARGV[15] or 262144)}
 local lua_search = #needle <= needle_max
+-- a field filter (queues/fields.py's Where.lua_arg: {op, path, values} each) and ages
+-- (ms; 0: none), read with a strict cjson of this call's own (no NaN / Infinity / hex
+-- numbers, nesting at most 64 deep: queues/fields.py MAX_DEPTH)
+local where_raw = ARGV[16] or ""
+local older, younger = tonumber(ARGV[17] or 0), tonumber(ARGV[18] or 0)
+local where, json = nil, nil
+if where_raw ~= "" then
+  json = cjson.new()
+  json.decode_invalid_numbers(false)
+  json.decode_max_depth(64)
+  where = json.decode(where_raw)
+end
 local _, ms = now()
 local first, last = state_range(zkey, state, ms)
 
@@ -88,18 +103,100 @@ local candidates = {} -- ids whose body the client searches (their rows' bodies:
 -- Returns true, false, or "stop": reading its body would pass a byte budget (then it is
 -- not looked at: the next call starts with it).
 local filtered = state == "inflight" or state == "delayed" or min_rc > 0 or needle ~= ""
+  or where ~= nil or older > 0 or younger > 0
+
+-- The field filter's rules (queues/fields.py's _holds() says the same in Python):
+-- the value at a path (nil: absent; objects have string keys, lists 1-based numbers)
+local function at(doc, path)
+  local x = doc
+  for _, step in ipairs(path) do
+    if type(x) ~= "table" then return nil end
+    if type(step) == "number" then x = x[step + 1] else x = x[step] end
+    if x == nil then return nil end
+  end
+  return x
+end
+
+-- a number equals numbers, a text texts, true / false / null themselves
+local function equal(x, v)
+  local kind, value = v[1], v[2]
+  if kind == "n" then return type(x) == "number" and x == value end
+  if kind == "s" then return type(x) == "string" and x == value end
+  if kind == "b" then return type(x) == "boolean" and x == value end
+  return x == json.null
+end
+
+local function holds(c, doc)
+  local op, x = c[1], at(doc, c[2])
+  if op == "exists" then return x ~= nil end
+  if op == "missing" then return x == nil end
+  if x == nil then return false end
+  if op == "=" then return equal(x, c[3][1]) end
+  if op == "!=" then return not equal(x, c[3][1]) end
+  if op == "in" then
+    for _, v in ipairs(c[3]) do
+      if equal(x, v) then return true end
+    end
+    return false
+  end
+  local kind, value = c[3][1][1], c[3][1][2]
+  local lt
+  if kind == "n" then
+    if type(x) ~= "number" then return false end
+    lt = x < value
+  else
+    if type(x) ~= "string" then return false end
+    lt = before(x, value)
+  end
+  local eq = x == value
+  if op == "<" then return lt end
+  if op == "<=" then return lt or eq end
+  if op == ">" then return not lt and not eq end
+  return not lt
+end
+
+-- a body read here against the field filter: not JSON never matches
+local function fields_match(body)
+  local ok, doc = pcall(json.decode, body)
+  if not ok then return false end
+  for _, c in ipairs(where) do
+    if not holds(c, doc) then return false end
+  end
+  return true
+end
+
+-- epoch ms a message was sent, from its id (nil: an id with no time in it)
+local function sent_ms(id)
+  if #id ~= 32 then return nil end
+  local head = string.sub(id, 1, 10)
+  if not string.match(head, "^[0-9a-z]+$") or not string.match(string.sub(id, 11), "^[%w:]+$") then
+    return nil
+  end
+  return tonumber(head, 36) / 1000
+end
+
+local need_rc = state == "inflight" or state == "delayed" or min_rc > 0
 local function matches(id)
-  local rc_raw = redis.call("HGET", qkey, id .. ":rc")
-  if state == "inflight" and rc_raw == false then return false end
-  if state == "delayed" and rc_raw ~= false then return false end
-  -- an rc that is not a number (another client's) counts as received once
-  local rc = rc_raw and (tonumber(rc_raw) or 1) or 0
-  if rc < min_rc then return false end
-  if needle ~= "" then
+  if older > 0 or younger > 0 then
+    local sent = sent_ms(id)
+    if not sent then return false end
+    local age = ms - sent
+    if older > 0 and age < older then return false end
+    if younger > 0 and age >= younger then return false end
+  end
+  if need_rc then -- one HGET less a message when neither the state nor min rc asks
+    local rc_raw = redis.call("HGET", qkey, id .. ":rc")
+    if state == "inflight" and rc_raw == false then return false end
+    if state == "delayed" and rc_raw ~= false then return false end
+    -- an rc that is not a number (another client's) counts as received once
+    local rc = rc_raw and (tonumber(rc_raw) or 1) or 0
+    if rc < min_rc then return false end
+  end
+  if needle ~= "" or where then
     local size = redis.call("HSTRLEN", qkey, id)
     if size < #needle then return false end
-    if not lua_search or size > LUA_BODY_MAX then
-      -- a candidate: the client searches it (its row's body is false)
+    if (needle ~= "" and not lua_search) or size > LUA_BODY_MAX then
+      -- a candidate: the client searches it / reads its fields (its row's body is false)
       if looked > 0 and client_bytes + size > client_budget then return "stop" end
       client_bytes = client_bytes + size
       candidates[id] = true
@@ -107,7 +204,9 @@ local function matches(id)
     end
     if looked > 0 and bytes + size > byte_budget then return "stop" end
     bytes = bytes + size
-    return string.find(redis.call("HGET", qkey, id) or "", needle, 1, true) ~= nil
+    local body = redis.call("HGET", qkey, id) or ""
+    if needle ~= "" and string.find(body, needle, 1, true) == nil then return false end
+    if where then return fields_match(body) end
   end
   return true
 end

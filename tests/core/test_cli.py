@@ -108,3 +108,34 @@ def test_console_script_is_installed(redis_url: str, ns: str) -> None:
         check=False,
     )
     assert proc.returncode == 0 and json.loads(proc.stdout) == []
+
+
+# -- message list with a filter (h22-filter) --------------------------------------------
+
+
+def test_message_list_filters_by_json_fields(cli, rsmq: RedisSMQ) -> None:
+    rsmq.create_queue("jobs")
+    ids = rsmq.send_messages(
+        "jobs", ['{"amount": 150}', '{"amount": 5}', "text", '{"amount": 300, "k": "v"}']
+    )
+    code, out, _ = cli("message", "list", "-n", "jobs", "--where", "amount > 100")
+    assert code == 0 and [m["id"] for m in out["items"]] == [ids[0], ids[3]]
+    assert out["at_end"] is True and out["next"] is None
+    code, out, _ = cli("message", "list", "-n", "jobs", "--where", "exists amount",
+                       "--limit", "1")  # fmt: skip
+    assert [m["id"] for m in out["items"]] == [ids[0]] and out["next"]
+    code, rest, _ = cli("message", "list", "-n", "jobs", "--where", "exists amount",
+                        "--after", out["next"])  # fmt: skip
+    assert [m["id"] for m in rest["items"]] == [ids[1], ids[3]]
+    code, out, _ = cli("message", "list", "-n", "jobs", "--where", "amount > 100",
+                       "--search", '"k"', "--younger", "60")  # fmt: skip
+    assert [m["id"] for m in out["items"]] == [ids[3]]
+    code, out, _ = cli("message", "list", "-n", "jobs", "--older", "60")
+    assert out["items"] == []
+
+
+def test_message_list_refuses_a_bad_expression_with_its_position(cli, rsmq: RedisSMQ) -> None:
+    rsmq.create_queue("jobs")
+    code, out, err = cli("message", "list", "-n", "jobs", "--where", "amount >")
+    assert code != 0 and out is None
+    assert "position 9" in err and "where" in err

@@ -37,3 +37,45 @@ def test_the_browser_reads_a_bad_field_as_its_default() -> None:
 def test_the_words_name_every_part() -> None:
     words = MessageFilter("delayed", 2, "oops").describe()
     assert "delayed" in words and "at least 2" in words and "'oops'" in words
+
+
+# -- field filters and ages (h22-filter) ---------------------------------------------
+
+
+def test_a_field_filter_and_ages_survive_their_url() -> None:
+    f = checked(QueryDict("where=amount+%3E+100+AND+status+in+(a,b)&older=5&younger=90"))
+    assert f.where == "amount > 100 and status in (a, b)"  # its one written form
+    assert (f.older, f.younger) == (5, 90) and f.narrows
+    assert checked(QueryDict(mutable=True) | f.query()) == f
+    assert f.query() == {"where": f.where, "older": "5", "younger": "90"}
+    assert f.browse_kwargs() == {"state": "all", "min_rc": 0, "contains": "",
+                                 "where": f.where, "older_than": 300,
+                                 "younger_than": 5400}  # fmt: skip
+    words = f.describe()
+    assert "`amount > 100 and status in (a, b)`" in words
+    assert "more than 5 minutes ago" in words and "less than 90 minutes ago" in words
+
+
+@pytest.mark.parametrize(
+    ("query", "field", "says"),
+    [
+        ("where=amount+>", "where", "at position 9"),
+        ("where=a+%3D+1+b", "where", "expected 'and'"),
+        ("older=abc", "older", "whole number of minutes"),
+        ("younger=-1", "younger", "whole number of minutes"),
+        ("older=99999999999", "older", "from 0 to"),
+        ("older=10&younger=10", "younger", "more minutes than older"),
+    ],
+)
+def test_a_bad_field_filter_or_age_is_refused_by_name(query: str, field: str, says: str) -> None:
+    with pytest.raises(FilterError) as refused:
+        checked(QueryDict(query))
+    assert refused.value.field == field and says in str(refused.value)
+    assert from_params(QueryDict(query)) == from_params(QueryDict(query))
+    lenient = from_params(QueryDict(query))
+    assert not lenient.where and (lenient.older < 10**9)
+
+
+def test_the_browser_keeps_the_good_fields_of_a_bad_url() -> None:
+    got = from_params(QueryDict("where=amount+>&older=5&search=x&younger=3"))
+    assert got == MessageFilter("all", 0, "x", "", 5, 0)
