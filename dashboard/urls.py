@@ -29,6 +29,7 @@ place_patterns = [
     path("q/<str:qname>/failing/", failing.failing, name="rsmq-queue-failing"),
     path("q/<str:qname>/m/<str:msg_id>/", message.message_detail, name="rsmq-message"),
     path("q/<str:qname>/m/<str:msg_id>/act/", message.message_action, name="rsmq-message-action"),
+    path("q/<str:qname>/failing/act/", failing.failing_action, name="rsmq-failing-action"),
 ]
 
 alert_patterns = [
