@@ -284,3 +284,20 @@ def test_a_trace_given_as_lines_without_newlines_is_shown_line_by_line(
 
     trace = re.search(r'<pre class="trace">(.*?)</pre>', page, re.S)[1]
     assert html.unescape(trace).splitlines() == lines
+
+
+def test_a_failure_moved_into_a_dead_letter_queue_is_not_called_retrying(
+    console, failed_by_a_worker, viewer: Client, rsmq: RedisSMQ
+) -> None:
+    mid = rsmq.send_message("orders", "moved by hand")
+    rsmq.record_failure("orders", mid, KeyError("sku"))
+    assert rsmq.move_messages("orders", "dlq", [mid]) == 1  # no policy moved it
+
+    page = viewer.get(console.queue("dlq", "failing/"))
+
+    words = squeeze(text(page))
+    assert "Retrying" not in words
+    assert "Failed here in dlq, not dead-lettered by a policy" in words
+    assert set(groups_of(page.content.decode())) == {
+        ("dead", FAILED, "dlq"), ("retry", "KeyError", "dlq"),
+    }  # fmt: skip
