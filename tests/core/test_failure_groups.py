@@ -196,3 +196,21 @@ def test_a_group_action_names_a_bad_argument_and_changes_nothing(rsmq: RedisSMQ,
     with pytest.raises(QueueNotFound):
         rsmq.retry_failure_group("nope", "ValueError", "retry")
     assert rsmq.get_queue_attributes(jobs).msgs == 1
+
+
+def test_a_dead_group_of_big_bodies_goes_home_in_several_bounded_calls(rsmq: RedisSMQ) -> None:
+    rsmq.create_queue("big", maxsize=-1)
+    rsmq.create_queue("bigdlq", maxsize=-1)
+    rsmq.set_dead_letter_policy("big", "bigdlq", 1)
+    body = "x" * 600_000  # two of them pass MOVE_BYTES (1 MiB): a call stops after one
+    ids = rsmq.send_messages("big", [body] * 3)
+    for mid in ids:
+        rsmq.receive_message("big", vt=0)
+        rsmq.record_failure("big", mid, ValueError("too big to handle"))
+    assert rsmq.receive_messages("big", 10) == []  # all dead-lettered
+
+    assert rsmq.retry_failure_group("big", "ValueError", "dead") == 3
+
+    assert rsmq.get_queue_attributes("bigdlq").msgs == 0
+    back = rsmq.list_messages("big", preview=10).items
+    assert sorted(m.id for m in back) == sorted(ids) and all(m.rc == 0 for m in back)
