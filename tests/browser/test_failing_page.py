@@ -2,9 +2,13 @@
 the groups with their error lines, first and last failure; retry a dead group (typed
 confirmation, its count), delete a retrying one; a dead-letter queue's page saying what
 it is; a trace without newlines wrapped. At 390 px nothing scrolls sideways, light and
-dark, and the browser logs no error (CSP included)."""
+dark, and the browser logs no error (CSP included). ``RSMQ_BROWSER_SHOTS=DIR`` saves
+their screenshots to DIR."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import pytest
 from browser_support import CHROMIUM
@@ -60,6 +64,15 @@ def watch_console(page: Page) -> list[str]:
     return errors
 
 
+SHOTS = os.environ.get("RSMQ_BROWSER_SHOTS", "")
+
+
+def shot(page: Page, name: str) -> None:
+    if SHOTS:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True, caret="initial")
+
+
 def fits(page: Page, width: int) -> None:
     assert page.evaluate("document.documentElement.scrollWidth") <= width
 
@@ -90,6 +103,7 @@ def test_an_operator_retries_a_dead_group_and_an_admin_deletes_a_retrying_one(
     expect(dead.locator('[data-group-form="delete"]')).to_have_count(0)  # an operator's: retry
     form.locator('input[name="confirm"]').fill("payments")
     fits(page, width)
+    shot(page, f"failing-{width}-{scheme}")
     form.get_by_role("button", name="Retry 3").click()
 
     expect(page.locator("#flash")).to_contain_text(
@@ -112,6 +126,7 @@ def test_an_operator_retries_a_dead_group_and_an_admin_deletes_a_retrying_one(
     delete.locator('input[name="confirm"]').fill("paymentz")  # a typo: refused, nothing goes
     delete.get_by_role("button", name="Delete 2").click()
     expect(admin.locator("[data-group-errors]")).to_contain_text("Type payments exactly")
+    shot(admin, f"failing-refused-{width}-{scheme}")
     assert rsmq.get_queue_attributes("payments").msgs == 5
     group = admin.locator('[data-group="retry"][data-type="KeyError"]')
     group.locator("summary").click()
@@ -138,11 +153,13 @@ def test_the_dead_letter_queue_and_a_long_trace_fit_a_phone(
     errors = watch_console(page)
 
     page.goto(f"{console}/q/dlq/")
+    expect(page.locator("[data-dlq-head]")).to_contain_text("The dead-letter queue of payments")
     expect(page.locator("[data-dlq-of]")).to_contain_text("A dead-letter queue of payments")
     expect(page.locator("[data-dead-letters]")).to_have_text("3")
     expect(page.locator("[data-why-dead]")).to_contain_text("ValueError × 3")
     expect(page.locator("#dead-letter")).not_to_contain_text("No dead-letter policy")
     fits(page, 390)
+    shot(page, f"dlq-390-{scheme}")
 
     page.goto(f"{console}/q/dlq/failing/")
     expect(page.locator('[data-section="retry"]')).to_have_count(0)
@@ -154,4 +171,5 @@ def test_the_dead_letter_queue_and_a_long_trace_fit_a_phone(
     expect(trace).to_be_visible()
     assert trace.evaluate("e => e.scrollWidth <= e.clientWidth")  # wrapped, not cut off
     fits(page, 390)
+    shot(page, f"trace-390-{scheme}")
     assert errors == [] and page.errors == []  # type: ignore[attr-defined]

@@ -89,6 +89,12 @@ def test_a_dead_letter_queues_page_says_what_it_is_and_why_they_died(
     assert re.search(rf"Why they died: {re.escape(FAILED)} × 3 : \S+ rc 2", words)
     assert "No dead-letter policy" not in words
     assert "Redrive the messages here" not in words
+    # and says so at the top, before anything else
+    head = re.search(r"<p class=\"dlq-head\" data-dlq-head>(.*?)</p>", page.content.decode(), re.S)
+    assert squeeze(html.unescape(re.sub(r"<[^>]+>", "", head[1]))) == (
+        "dead-letter queue The dead-letter queue of orders and payments: "
+        "3 dead letters, and why they died"
+    )
 
 
 def test_an_ordinary_queue_says_where_its_dead_letters_go_or_that_it_has_no_policy(
