@@ -65,6 +65,10 @@ def render_failing(
         now=groups.now,
         act=place.url("rsmq-failing-action", qname),
         current=current(request),
+        # the group whose form came back with errors: its form stays open
+        refused={
+            k: f.data.get(k) for f in (invalid or {}).values() for k in ("type", "state", "where")
+        },
         group_errors=[
             f"{name}: {e}" if name != "__all__" else str(e)
             for form in (invalid or {}).values()
