@@ -132,7 +132,10 @@ class ErrorLineOut(Out):
 
 class FailureGroupOut(Out):
     type: str = Field(description="the exception's type")
-    state: FailureState = Field(description="retry: in the queue; dead: in its dead-letter queue")
+    state: FailureState = Field(
+        description="retry: failing in the queue; dead: dead-lettered by a policy (in its "
+        "dead-letter queue, or in this queue when it is one)"
+    )
     queue: str = Field(description="the queue the messages are in")
     count: int
     examples: list[str] = Field(description="a few of their ids")
