@@ -46,6 +46,12 @@ MESSAGE_ACTIONS: Actions = {
     "move": Action(Role.OPERATOR, "move"),
 }
 
+# The Failing view's buttons (views/failing.py): one failure group at a time.
+FAILING_ACTIONS: Actions = {
+    "retry_group": Action(Role.OPERATOR, "retry_group"),
+    "delete_group": Action(Role.ADMIN, "delete_group"),
+}
+
 # Two the console has no button for, at the roles theirs need: creating a queue
 # (overview.queue_create: admin) and receiving (it hides the message and counts a
 # receive, as an operator's requeue or visibility change does).

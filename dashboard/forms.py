@@ -12,6 +12,7 @@ from django.core.validators import URLValidator
 
 from queues import InvalidArgument
 from queues import validation as v
+from queues.limits import FAILURE_TYPE_MAX
 from queues.models import QueueStats
 from queues.ops import MAX_MAXRC
 
@@ -363,3 +364,26 @@ class SaveFilterForm(forms.Form):
         choices=[("queue", "this queue"), ("all", "every queue")], initial="queue"
     )
     shared = forms.BooleanField(required=False, help_text="admins: for everyone")
+
+
+class FailureGroupForm(forms.Form):
+    """One failure group of the Failing view to retry or delete: which (its error type,
+    state and queue), how many the page counted (at most that many are acted on) and the
+    queue's name typed to confirm."""
+
+    type = forms.CharField(label="Error type", max_length=FAILURE_TYPE_MAX)
+    state = forms.ChoiceField(label="State", choices=[("retry", "retrying"), ("dead", "dead")])
+    where = QueueNameField("where", label="In queue")
+    count = forms.IntegerField(label="Messages", min_value=1, max_value=2**53)
+    # Not stripped: " q1" is not what the confirmation asks for.
+    confirm = forms.CharField(label="Type the queue name to confirm", strip=False)
+
+    def __init__(self, *args: Any, qname: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.qname = qname
+
+    def clean_confirm(self) -> str:
+        value: str = self.cleaned_data["confirm"]
+        if value != self.qname:
+            raise forms.ValidationError(f"Type {self.qname} exactly to confirm.")
+        return value

@@ -36,6 +36,7 @@ place_patterns = [
         saved_filters.delete_filter,
         name="rsmq-filter-delete",
     ),  # fmt: skip
+    path("q/<str:qname>/failing/act/", failing.failing_action, name="rsmq-failing-action"),
 ]
 
 alert_patterns = [

@@ -95,6 +95,8 @@ FAILURE_TRACE_MAX = 8000  # ... and at most this many bytes of them
 FAILURE_SCAN_COUNT = 1000
 FAILURE_SCAN_STEPS = 30
 FAILURE_EXAMPLES = 5
+FAILURE_LINE_MAX = 300  # characters of a failure's error line kept in its summary
+FAILURE_TEXTS = 3  # a group's most frequent error lines shown
 #: records of a namespace's audit stream one read takes (ops/console_api.py)
 AUDIT_READ = 1000
 #: Orphaned fields and leftover hashes (other ports' leftovers, queues/ops/orphans.py):

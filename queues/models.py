@@ -227,18 +227,27 @@ FailureState = Literal["retry", "dead"]
 @dataclass(frozen=True, slots=True)
 class FailureGroup:
     """Messages whose last failure was of one type: waiting for a retry in the queue
-    itself (``retry``) or dead-lettered (``dead``: in its dead-letter queue ``where``)."""
+    itself (``retry``) or dead-lettered (``dead``: in a dead-letter queue ``where``, the
+    queue's own or, read on a dead-letter queue, that one)."""
 
     type: str
     state: FailureState
     where: str  # the queue the messages are in
     count: int
     examples: tuple[str, ...]  # a few of their ids
+    first: int = 0  # epoch ms of the group's first recorded failure (0: unknown)
+    last: int = 0  # ... and of its last one
+    # its most frequent error lines (each message's last), with how many messages each
+    texts: tuple[tuple[str, int], ...] = ()
+    other_texts: int = 0  # messages with an error line that is none of those
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "type": self.type, "state": self.state, "queue": self.where,
             "count": self.count, "examples": list(self.examples),
+            "first_seen": self.first or None, "last_seen": self.last or None,
+            "texts": [{"text": t, "count": n} for t, n in self.texts],
+            "other_texts": self.other_texts,
         }  # fmt: skip
 
 

@@ -229,8 +229,11 @@ def _cut(text: str, limit: int) -> str:
 
 
 def _trace_lines(trace: str | Iterable[str]) -> list[str]:
-    text = trace if isinstance(trace, str) else "".join(trace)
-    lines = text.splitlines()
+    """A trace's lines: given as text, its lines; given as lines, each one (with or
+    without its "\\n", as traceback.format_exception gives them or as a list of lines),
+    never two run together."""
+    chunks = [trace] if isinstance(trace, str) else trace
+    lines = [line for chunk in chunks for line in chunk.splitlines()]
     if len(lines) > FAILURE_TRACE_LINES:
         more = len(lines) - FAILURE_TRACE_LINES
         lines = [*lines[:FAILURE_TRACE_LINES], f"… {more} more line{'s' if more > 1 else ''}"]

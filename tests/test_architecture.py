@@ -251,12 +251,14 @@ def test_the_cycle_check_finds_a_cycle_and_names_it(tmp_path: Path) -> None:
 def test_every_action_in_the_table_has_a_handler_on_its_page() -> None:
     """The pages bind the action table (dashboard/actions.py) to handlers: the same
     names, so no button is in one and not the other."""
-    from dashboard.actions import MESSAGE_ACTIONS, QUEUE_ACTIONS
+    from dashboard.actions import FAILING_ACTIONS, MESSAGE_ACTIONS, QUEUE_ACTIONS
+    from dashboard.views.failing import FAILING_HANDLERS
     from dashboard.views.message import MESSAGE_HANDLERS
     from dashboard.views.queue_actions import QUEUE_HANDLERS
 
     assert set(QUEUE_HANDLERS) == set(QUEUE_ACTIONS)
     assert set(MESSAGE_HANDLERS) == set(MESSAGE_ACTIONS)
+    assert set(FAILING_HANDLERS) == set(FAILING_ACTIONS)
 
 
 def test_htmx_headers_are_set_by_django_htmx() -> None:

@@ -140,12 +140,24 @@ class QueueDetail(Where):
     series: Series
 
 
+class ErrorLineOut(Out):
+    text: str = Field(description="an error line: the failure message's first line")
+    count: int = Field(description="the group's messages whose last failure said it")
+
+
 class FailureGroupOut(Out):
     type: str = Field(description="the exception's type")
-    state: FailureState = Field(description="retry: in the queue; dead: in its dead-letter queue")
+    state: FailureState = Field(
+        description="retry: failing in the queue; dead: dead-lettered by a policy (in its "
+        "dead-letter queue, or in this queue when it is one)"
+    )
     queue: str = Field(description="the queue the messages are in")
     count: int
     examples: list[str] = Field(description="a few of their ids")
+    first_seen: int | None = Field(description="epoch ms of its first failure (null: unknown)")
+    last_seen: int | None = Field(description="epoch ms of its last failure (null: unknown)")
+    texts: list[ErrorLineOut] = Field(description="its most frequent error lines")
+    other_texts: int = Field(description="its messages with an error line not in texts")
 
 
 class FailureGroupsOut(Out):

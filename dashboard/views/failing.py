@@ -1,19 +1,34 @@
 """The Failing view: a queue's failing messages grouped by error type, like Sidekiq's
-Retries and Dead tabs (what the worker recorded with ``record_failure``); the same as
-JSON for the API is api/reads.py's ``failing``."""
+Retries and Dead tabs (what the worker recorded with ``record_failure``): each group's
+error lines, first and last failure, a few ids, and retry / delete of the group. The
+same as JSON for the API is api/reads.py's ``failing``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
+from django import forms
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
+from django.core.paginator import Paginator
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import render
-from django.views.decorators.http import require_safe
+from django.views.decorators.http import require_POST, require_safe
 
+from queues import RedisSMQ
 from queues import validation as v
+from queues.models import FailureGroup
 
+from ..actions import FAILING_ACTIONS
+from ..forms import FailureGroupForm
 from ..htmx import HtmxHttpRequest
-from ..place import place_for
-from .common import context
+from ..place import Place, place_for
+from .actions import DONE, Handler, Handlers, Posted, Result, plural, posted, respond
+from .common import back, context, current, query_of, template
+from .queue import names_and_sources
+
+#: groups a section shows per page (a queue keeps histories of 5,000 messages at most,
+#: so there are at most that many groups; the read is bounded, the page too)
+GROUPS_PER_PAGE = 20
 
 
 @login_required
@@ -21,13 +36,119 @@ from .common import context
 def failing(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> HttpResponse:
     place = place_for(request, conn, ns)
     v.qname(qname)  # a bad name in the URL: the middleware answers 404
+    return render_failing(request, place, qname, request.GET)
+
+
+def render_failing(
+    request: HtmxHttpRequest,
+    place: Place,
+    qname: str,
+    params: QueryDict,
+    status: int = 200,
+    invalid: Mapping[str, forms.Form] | None = None,
+) -> HttpResponse:
     groups = place.rsmq.failure_groups(qname)
+    # The queues whose policy sends here: then this is a dead-letter queue, and says so.
+    sources = names_and_sources(place, qname)[1]
+    retry = groups.of_state("retry")
+    dead = groups.of_state("dead")
     ctx = context(
         place,
         qname=qname,
         failing=groups,
-        retry=groups.of_state("retry"),
-        dead=groups.of_state("dead"),
+        dlq_sources=sources,
+        retry=Paginator(retry, GROUPS_PER_PAGE).get_page(params.get("retry_page")),
+        dead=Paginator(dead, GROUPS_PER_PAGE).get_page(params.get("dead_page")),
+        # the dead letters in this queue itself (it is a dead-letter queue)
+        dead_here=sum(g.count for g in dead if g.where == qname),
+        params=params,
         now=groups.now,
+        act=place.url("rsmq-failing-action", qname),
+        current=current(request),
+        # the group whose form came back with errors: its form stays open
+        refused={
+            k: f.data.get(k) for f in (invalid or {}).values() for k in ("type", "state", "where")
+        },
+        group_errors=[
+            f"{name}: {e}" if name != "__all__" else str(e)
+            for form in (invalid or {}).values()
+            for name, errs in form.errors.items()
+            for e in errs
+        ],
     )
-    return render(request, "failing.html", ctx)
+    return render(request, template(request, "failing.html"), ctx, status=status)
+
+
+@login_required
+@require_POST
+def failing_action(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> HttpResponse:
+    post, handler = posted(request, FAILING_ACTIONS, FAILING_HANDLERS, conn, ns, qname)
+    here = back(request, post.place.url("rsmq-queue-failing", qname))
+
+    def page(status: int, result: Result) -> HttpResponse:
+        params = query_of(here)
+        return render_failing(
+            request, post.place, qname, params, status=status, invalid=result.invalid
+        )
+
+    return respond(post, handler(post), here, page)
+
+
+GroupCall = Callable[[RedisSMQ, str, str, str, str, int], int]
+
+
+def _on_group(say: Callable[[int, int, FailureGroup], str], call: GroupCall) -> Handler:
+    """An action on one failure group, at most the count the page showed (the one the
+    confirmation stated), once the queue's name is typed. Acts directly in bounded
+    steps; a paced job would start here instead."""
+
+    def run(post: Posted) -> Result:
+        form = FailureGroupForm(post.data, qname=post.qname)
+        if not form.is_valid():
+            return Result(invalid={"group_form": form})
+        d = form.cleaned_data
+        group = FailureGroup(d["type"], d["state"], d["where"], d["count"], ())
+
+        def work() -> tuple[str, int | None]:
+            n = call(post.place.rsmq, post.qname, group.type, group.state, group.where, group.count)
+            return say(n, group.count, group), n
+
+        post.act(work, params={k: d[k] for k in ("type", "state", "where", "count")})
+        return DONE
+
+    return run
+
+
+def _retried(n: int, asked: int, g: FailureGroup) -> str:
+    if g.state == "dead":
+        text = (
+            f"Sent {plural(n, 'dead letter')} ({g.type}) from {g.where} back to the queue "
+            "each came from, to start over."
+        )
+        stayed = "in flight, delayed, gone, or their queue is gone or too small"
+    else:
+        text = f"Retried {plural(n, 'message')} ({g.type}) in {g.where}: visible now."
+        stayed = "gone"
+    if n < asked:
+        text += f" {asked - n} of the {asked} stayed ({stayed})."
+    return text
+
+
+def _deleted(n: int, asked: int, g: FailureGroup) -> str:
+    text = f"Deleted {plural(n, 'message')} ({g.type}) from {g.where}."
+    if n < asked:
+        text += f" {asked - n} of the {asked} had already left it."
+    return text
+
+
+# The button's value → its handler (its role and audit name: dashboard/actions.py).
+FAILING_HANDLERS: Handlers = {
+    "retry_group": _on_group(
+        _retried,
+        lambda r, q, t, state, where, n: r.retry_failure_group(q, t, state, where, limit=n),
+    ),
+    "delete_group": _on_group(
+        _deleted,
+        lambda r, q, t, state, where, n: r.delete_failure_group(q, t, state, where, limit=n),
+    ),
+}

@@ -386,6 +386,8 @@ def render_queue(
         other_queues=move_targets(request, place, qname, lambda: around[0]),
         **charts(request, place, qname, params.get("range", ""), stats.now),
         dlq_sources=SimpleLazyObject(lambda: around[1]),
+        # a dead-letter queue's page says why its messages died (the biggest groups)
+        why_dead=SimpleLazyObject(lambda: why_dead(place, qname)),
         # what other ports left behind: a few more calls, so only when asked (?leftovers=1)
         leftovers=leftovers_of(place, qname) if params.get("leftovers") else None,
         analytics=SimpleLazyObject(
@@ -436,6 +438,24 @@ def leftovers_of(place: Place, qname: str) -> dict[str, Any]:
     except RsmqError:
         leftover = False
     return {"orphans": orphans, "leftover": leftover}
+
+
+#: the failure groups a dead-letter queue's page lists (the Failing view has them all)
+WHY_DEAD = 3
+
+
+def why_dead(place: Place, qname: str) -> dict[str, Any]:
+    """A dead-letter queue's biggest failure groups (``groups``, at most WHY_DEAD), how
+    many there are (``of``) and whether that is more (``more``): one bounded read of its
+    failure histories (failure_groups), only when the page shows it. None read: none."""
+    try:
+        read = place.rsmq.failure_groups(qname)
+    except RsmqError as e:
+        log.warning("failure groups of %s not read: %s", qname, e)
+        return {"groups": [], "of": 0, "more": False}
+    dead = sorted(read.of_state("dead"), key=lambda g: (-g.count, g.type))
+    dead = [g for g in dead if g.where == qname]
+    return {"groups": dead[:WHY_DEAD], "of": len(dead), "more": len(dead) > WHY_DEAD}
 
 
 def names_and_sources(place: Place, qname: str) -> tuple[list[str], list[str]]:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import traceback
+from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from .. import scripts as S
@@ -11,16 +13,20 @@ from .. import validation as v
 from ..driver import Batch, Call, Op, operation
 from ..errors import InvalidArgument, QueueNotFound
 from ..limits import (
+    CHUNK,
     FAILURE_BYTES,
     FAILURE_EXAMPLES,
     FAILURE_HISTORY,
+    FAILURE_LINE_MAX,
     FAILURE_MESSAGE_MAX,
     FAILURE_MESSAGES,
     FAILURE_SCAN_COUNT,
     FAILURE_SCAN_STEPS,
+    FAILURE_TEXTS,
     FAILURE_TRACE_MAX,
     FAILURE_TTL,
     FAILURE_TYPE_MAX,
+    FAILURES_SUFFIX,
 )
 from ..models import (
     Failure,
@@ -101,7 +107,7 @@ class Failures(Stats[R]):
         args = (
             id, t, error_type, _cut(message or "", FAILURE_MESSAGE_MAX),
             _cut("\n".join(lines), FAILURE_TRACE_MAX), FAILURE_HISTORY, FAILURE_BYTES,
-            FAILURE_MESSAGES, FAILURE_TTL,
+            FAILURE_MESSAGES, FAILURE_TTL, _error_line(message or "", lines),
         )  # fmt: skip
         recorded: int = yield Call(S.RECORD_FAILURE, keys, args, qname)
         return recorded == 1
@@ -138,39 +144,170 @@ class Failures(Stats[R]):
     @operation
     def failure_groups(self, qname: str) -> Op[FailureGroups]:
         """The queue's failing messages grouped by their last failure's type: ``retry``,
-        those still in the queue with a recorded failure; ``dead``, those its dead-letter
-        policy moved to its dead-letter queue (and still there). Bounded: at most
-        FAILURE_SCAN_STEPS steps of FAILURE_SCAN_COUNT per key (each ~1 ms); past that
-        ``complete`` is False and the counts are what was read."""
+        those still in the queue with a recorded failure; ``dead``, those dead-lettered
+        (its dead-letter policy moved them to its dead-letter queue, and they are still
+        there; read on a dead-letter queue: the dead letters in it). Each group has its
+        first and last failure's time, its most frequent error lines and a few ids.
+        Bounded: at most FAILURE_SCAN_STEPS steps of FAILURE_SCAN_COUNT per key (each
+        ~1 ms); past that ``complete`` is False and the counts are what was read."""
+        dlq, rows, complete, now = yield from self._failing(qname)
+        by_group: dict[tuple[str, FailureState, str], list[_Row]] = {}
+        for row in rows:
+            by_group.setdefault((row.type, row.state, row.where), []).append(row)
+        groups = [_group(t, state, where, rs) for (t, state, where), rs in by_group.items()]
+        groups.sort(key=lambda g: (g.state != "retry", -g.count, g.type, g.where))
+        return FailureGroups(qname, dlq, groups, complete, now)
+
+    @operation
+    def retry_failure_group(
+        self,
+        qname: str,
+        type: str,
+        state: str,
+        where: str | None = None,
+        limit: int | None = None,
+    ) -> Op[int]:
+        """Retry one failure group of ``failure_groups(qname)`` now: a ``retry`` group's
+        messages become visible at once where they are (rc and fr kept, as ``requeue``);
+        a ``dead`` group's go back to the queue each was dead-lettered from, starting
+        over (as ``redrive``: rc and fr dropped; one in flight or delayed stays). At most
+        ``limit`` messages (the oldest ids first: what a confirmation counted); ``where``:
+        the queue the group is in, when groups of that type and state are in two. Bounded
+        steps of CHUNK. Returns how many were retried."""
+        where, ids = yield from self._group_ids(qname, type, state, where, limit)
+        done = 0
+        if state == "retry":
+            keys = self._queue_keys(where)
+            for k in range(0, len(ids), CHUNK):
+                done += yield Call(S.REQUEUE, keys, ids[k : k + CHUNK], where)
+            return done
+        with_failures = self._with_failures(where)
+        while ids:  # a call stops early past MOVE_BYTES of bodies: the rest again
+            chunk = ids[:CHUNK]
+            moved, looked, _ = yield Call(
+                S.REDRIVE_IDS, with_failures, (self._prefix, FAILURES_SUFFIX, *chunk), where
+            )
+            done += moved
+            ids = ids[looked:]
+        return done
+
+    @operation
+    def delete_failure_group(
+        self,
+        qname: str,
+        type: str,
+        state: str,
+        where: str | None = None,
+        limit: int | None = None,
+    ) -> Op[int]:
+        """Delete the messages of one failure group of ``failure_groups(qname)`` (at most
+        ``limit``, the oldest ids first; ``where`` as for ``retry_failure_group``), in
+        bounded steps of CHUNK. Returns how many were deleted."""
+        where, ids = yield from self._group_ids(qname, type, state, where, limit)
+        keys = self._with_failures(where)
+        deleted = 0
+        for k in range(0, len(ids), CHUNK):
+            deleted += yield Call(S.DELETE, keys, ids[k : k + CHUNK], where)
+        return deleted
+
+    def _group_ids(
+        self, qname: str, type: str, state: str, where: str | None, limit: int | None
+    ) -> Op[tuple[str, list[str]]]:
+        """The queue a failure group's messages are in, and their ids (oldest first)."""
+        if not isinstance(type, str) or not type:
+            raise InvalidArgument("type", "type must name a failure group's error type")
+        if state not in ("retry", "dead"):
+            raise InvalidArgument("state", "state must be retry or dead")
+        if where is not None:
+            self._queue_keys(v.qname(where, "where"))
+        if limit is not None:
+            v.integer("limit", limit, 1, 2**53)
+        _, rows, _, _ = yield from self._failing(qname)
+        found = sorted(
+            (r.where, r.id)
+            for r in rows
+            if r.type == type and r.state == state and where in (None, r.where)
+        )
+        wheres = {w for w, _ in found}
+        if len(wheres) > 1:
+            raise InvalidArgument("where", f"where must name one of {', '.join(sorted(wheres))}")
+        return (found[0][0] if found else where or qname), [i for _, i in found][:limit]
+
+    def _failing(self, qname: str) -> Op[tuple[str | None, list[_Row], bool, int]]:
+        """The queue's dead-letter queue, and what failure_groups groups: each failing
+        message's row, bounded as it says; whether all were read; Redis's time."""
         stats = yield from self._stats_of([qname], 1)
         if not stats:
             raise QueueNotFound(qname)
         dlq = stats[0].dlq
-        groups: list[FailureGroup] = []
+        rows: list[_Row] = []
         now, complete = stats[0].now, True
-        parts: list[tuple[str, FailureState, str]] = [(qname, "retry", "")]
+        parts: list[tuple[str, str]] = [(qname, "")]
         if dlq is not None:
-            parts.append((dlq, "dead", qname))
-        for where, state, source in parts:
+            parts.append((dlq, qname))
+        for where, source in parts:
             z, h, f = self._with_failures(where)
-            by_type: dict[str, list[str]] = {}
             seen: set[str] = set()
             cursor: bytes | str = "0"
             for _ in range(FAILURE_SCAN_STEPS):
                 r = yield Call(S.FAILURE_SCAN, (f, z, h), (cursor, FAILURE_SCAN_COUNT, source))
                 cursor, now = r[0], r[1]
-                for i in range(2, len(r), 3):
+                for i in range(2, len(r), 4):
                     mid = _text(r[i])
                     if mid not in seen:  # HSCAN may return a field twice
                         seen.add(mid)
-                        by_type.setdefault(_text(r[i + 1]) or "?", []).append(mid)
+                        rows.append(_row(mid, where, r[i + 1], bool(source or _text(r[i + 3]))))
                 if int(cursor) == 0:
                     break
             else:
                 complete = False
-            groups += [
-                FailureGroup(t, state, where, len(ids), tuple(sorted(ids)[:FAILURE_EXAMPLES]))
-                for t, ids in by_type.items()
-            ]
-        groups.sort(key=lambda g: (g.state != "retry", -g.count, g.type))
-        return FailureGroups(qname, dlq, groups, complete, now)
+        return dlq, rows, complete, now
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """A failing message as failure_scan read it."""
+
+    id: str
+    where: str
+    state: FailureState
+    type: str
+    first: int
+    last: int
+    line: str
+
+
+def _error_line(message: str, trace: list[str]) -> str:
+    """What a failure group shows of a failure: its message's first line that says
+    something, else its trace's last (a Python traceback ends with "Type: message")."""
+    said = [line.strip() for line in message.splitlines() if line.strip()]
+    said = said or [line.strip() for line in reversed(trace) if line.strip()]
+    line = said[0] if said else ""
+    return line if len(line) <= FAILURE_LINE_MAX else line[: FAILURE_LINE_MAX - 1] + "…"
+
+
+def _row(mid: str, where: str, summary: Any, dead: bool) -> _Row:
+    """A message's row from its summary (record_failure: the type, then first and last
+    seen and the error line, separated by \\x1f; before times were kept, the type alone;
+    written by another client, anything: what isn't a time is unknown, 0)."""
+    parts = _text(summary).split("\x1f", 3)
+    kind = parts[0] or "?"
+    times = [int(p) if p.isdigit() and len(p) < 16 else 0 for p in parts[1:3]]
+    first, last = (times + [0, 0])[:2]
+    line = parts[3] if len(parts) > 3 else ""
+    return _Row(mid, where, "dead" if dead else "retry", kind, first, last, line)
+
+
+def _group(kind: str, state: FailureState, where: str, rows: list[_Row]) -> FailureGroup:
+    lines = Counter(r.line for r in rows if r.line)
+    last_of: dict[str, int] = {}
+    for r in rows:
+        last_of[r.line] = max(last_of.get(r.line, 0), r.last)
+    top = sorted(lines.items(), key=lambda x: (-x[1], -last_of[x[0]], x[0]))[:FAILURE_TEXTS]
+    firsts = [r.first for r in rows if r.first]
+    return FailureGroup(
+        kind, state, where, len(rows),
+        tuple(sorted(r.id for r in rows)[:FAILURE_EXAMPLES]),
+        first=min(firsts, default=0), last=max((r.last for r in rows), default=0),
+        texts=tuple(top), other_texts=lines.total() - sum(n for _, n in top),
+    )  # fmt: skip

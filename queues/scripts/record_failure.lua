@@ -1,9 +1,12 @@
 -- KEYS: zset, queue hash, the queue's failure key
 -- ARGV: id, vt ("" = leave its visibility), type, message, trace, history length,
--- history bytes, most messages with a history, ttl (s)
+-- history bytes, most messages with a history, ttl (s), the error's line (its message's
+-- first line, cut)
 -- Records one failure of a message still in the queue: {t, rc, type, msg, trace} added
--- to its history (JSON, newest last) in field {id}, its type in {id}:t (what
--- failure_groups counts without decoding histories). The history keeps the last
+-- to its history (JSON, newest last) in field {id}; its summary in {id}:t, what
+-- failure_groups reads without decoding histories: the type, then (separated by \31) the
+-- first and the last failure's time (ms) and the last error line. A summary written
+-- before times were kept is the type alone (its first failure: this one). The history keeps the last
 -- `history length` failures, fewer when over `history bytes`; a queue keeps histories
 -- for at most `most messages` (a full one forgets another message's to make room);
 -- the key expires `ttl` s after its last failure. With vt, the message's visibility
@@ -45,6 +48,17 @@ elseif redis.call("HLEN", fkey) >= 2 * most then
   until evicted or cursor == "0"
 end
 local rc = tonumber(redis.call("HGET", KEYS[2], id .. ":rc") or 0) or 0
+local first = ms
+local summary = redis.call("HGET", fkey, id .. ":t")
+if summary then
+  local seen = tonumber(string.match(summary, "^[^\31]*\31(%d+)\31") or "")
+  if seen and seen <= ms then
+    first = seen
+  end
+end
+if first == ms and history[1] and type(history[1].t) == "number" and history[1].t < ms then
+  first = history[1].t -- a summary from before times were kept: the oldest kept failure
+end
 history[#history + 1] = {t = ms, rc = rc, type = ARGV[3], msg = ARGV[4], trace = ARGV[5]}
 while #history > keep do
   table.remove(history, 1)
@@ -54,7 +68,11 @@ while #encoded > bytes and #history > 1 do
   table.remove(history, 1)
   encoded = cjson.encode(history)
 end
-redis.call("HSET", fkey, id, encoded, id .. ":t", ARGV[3])
+local function field(text)
+  return (string.gsub(text, "\31", " "))
+end
+summary = table.concat({field(ARGV[3]), int(first), int(ms), field(ARGV[10])}, "\31")
+redis.call("HSET", fkey, id, encoded, id .. ":t", summary)
 redis.call("EXPIRE", fkey, ARGV[9])
 if ARGV[2] ~= "" then
   redis.call("ZADD", KEYS[1], int(ms + tonumber(ARGV[2]) * 1000), id)

@@ -55,6 +55,7 @@ def pages(console, settings, rsmq: RedisSMQ) -> dict[str, str]:
     rsmq.receive_messages("orders", 3, vt=3600)
     rsmq.send_messages("orders", ["later"], delay=3600)
     rsmq.send_messages("orders-dlq", ["dead"])
+    rsmq.record_failure("orders", ids[0], ValueError("order 0 has no customer"))
     return {
         "overview": f"{console}/",
         "queue": f"{console}/q/orders/",
@@ -67,6 +68,9 @@ def pages(console, settings, rsmq: RedisSMQ) -> dict[str, str]:
         "redis": "/redis/default/",
         "incidents": "/incidents/?range=1h",
         "owners": "/owners/",
+        # Issue 22's Failing view, with a group and its retry / delete forms
+        "failing": f"{console}/q/orders/failing/",
+        "dead-letter queue, failing": f"{console}/q/orders-dlq/failing/",
     }
 
 

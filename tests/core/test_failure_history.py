@@ -14,6 +14,11 @@ from queues import AsyncRedisSMQ, Failure, FailureGroup, InvalidArgument, RedisS
 from queues.ops import failures as failure_ops
 
 
+def brief(groups: list[FailureGroup]) -> list[tuple[str, str, str, int, tuple[str, ...]]]:
+    """Each group's type, state, queue, count and example ids."""
+    return [(g.type, g.state, g.where, g.count, g.examples) for g in groups]
+
+
 def fkey(ns: str, qname: str) -> str:
     return f"{ns}:{qname}:x:failures"
 
@@ -189,7 +194,7 @@ def test_a_dead_lettered_message_takes_its_history_to_the_dlq(rsmq: RedisSMQ, jo
     assert rsmq.failures(jobs, mid) == []
     assert [f.message for f in rsmq.failures("dlq", mid)] == ["first"]
     groups = rsmq.failure_groups(jobs)
-    assert groups.groups == [FailureGroup("ValueError", "dead", "dlq", 1, (mid,))]
+    assert brief(groups.groups) == [("ValueError", "dead", "dlq", 1, (mid,))]
 
     assert rsmq.redrive("dlq") == 1  # and back with it
     assert [f.message for f in rsmq.failures(jobs, mid)] == ["first"]
@@ -226,10 +231,10 @@ def test_failure_groups_counts_retries_and_dead_by_type(rsmq: RedisSMQ, jobs: st
     g = rsmq.failure_groups(jobs)
 
     assert (g.qname, g.dlq, g.complete) == (jobs, "dlq", True)
-    assert g.groups == [
-        FailureGroup("ValueError", "retry", jobs, 2, tuple(sorted(ids[:2]))),
-        FailureGroup("KeyError", "retry", jobs, 1, (ids[2],)),
-        FailureGroup("ValueError", "dead", "dlq", 1, (dead,)),  # not `other`
+    assert brief(g.groups) == [
+        ("ValueError", "retry", jobs, 2, tuple(sorted(ids[:2]))),
+        ("KeyError", "retry", jobs, 1, (ids[2],)),
+        ("ValueError", "dead", "dlq", 1, (dead,)),  # not `other`
     ]
 
 
@@ -324,6 +329,6 @@ def test_node_rsmq_works_on_a_queue_with_failures_and_never_sees_the_key(
     assert results[1]["id"] == a and results[2] == 1
     assert results[3]["msgs"] == 1
     # Node deleted `a` without knowing: its record is stale, and read as nothing.
-    assert rsmq.failure_groups(jobs).groups == [FailureGroup("ValueError", "retry", jobs, 1, (b,))]
+    assert brief(rsmq.failure_groups(jobs).groups) == [("ValueError", "retry", jobs, 1, (b,))]
     assert node.call("deleteQueue", qname=jobs) == 1
     assert r.ttl(fkey(rsmq.ns, jobs)) > 0  # left to expire

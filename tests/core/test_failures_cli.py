@@ -14,10 +14,16 @@ def test_it_shows_the_groups_and_a_message_history(cli, rsmq: RedisSMQ) -> None:
 
     code, out, _ = cli("failures", "jobs")
     assert code == 0
-    assert out == {
-        "name": "jobs", "dlq": None, "complete": True,
-        "groups": [{"type": "TimeoutError", "state": "retry", "queue": "jobs", "count": 2,
-                    "examples": sorted([a, b])}],
+    (group,) = out.pop("groups")
+    assert out == {"name": "jobs", "dlq": None, "complete": True}
+    first, last = group.pop("first_seen"), group.pop("last_seen")
+    assert 0 < first <= last
+    assert group == {
+        "type": "TimeoutError", "state": "retry", "queue": "jobs", "count": 2,
+        "examples": sorted([a, b]),
+        # the message's first line; without one, the trace's last
+        "texts": [{"text": "line 2", "count": 1}, {"text": "upstream slow", "count": 1}],
+        "other_texts": 0,
     }  # fmt: skip
 
     code, out, _ = cli("failures", "jobs", b)

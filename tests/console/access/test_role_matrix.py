@@ -46,12 +46,17 @@ def readme_table() -> dict[str, set[str]]:
 TABLE = readme_table()
 
 
+# q1's one failure group (the first message's, in flight), as the Failing view posts it
+GROUP = {"type": "E", "state": "retry", "where": "q1", "count": "1", "confirm": "q1"}
+
+
 @dataclass(frozen=True)
 class Act:
     queue: str  # the queue whose page posts it
     data: Callable[[list[str]], dict]
     audited_as: str
     message: bool = False  # posted from the first message's page
+    failing: bool = False  # posted from the queue's Failing view
 
 
 ACTS: dict[str, Act] = {
@@ -98,6 +103,12 @@ ACTS: dict[str, Act] = {
         lambda ids: {"action": "clean_leftover", "leftover-confirm": "gone"},
         "clean_leftover",
     ),
+    "retry_group": Act(
+        "q1", lambda ids: {"action": "retry_group", **GROUP}, "retry_group", failing=True
+    ),
+    "delete_group": Act(
+        "q1", lambda ids: {"action": "delete_group", **GROUP}, "delete_group", failing=True
+    ),
 }
 
 
@@ -109,12 +120,14 @@ def test_the_readme_table_names_every_action_and_only_those() -> None:
 def ids(console, rsmq: RedisSMQ, r) -> list[str]:
     """q1 with three messages, the first in flight; q2 empty; "dead": q2's dead-letter
     queue, with one visible message that came from q1; what another port (go-rsmq) leaves
-    behind: an orphaned body in q1's hash, and "gone", a left-over queue hash."""
+    behind: an orphaned body in q1's hash, and "gone", a left-over queue hash. The message
+    in flight has a failure recorded (type "E"): q1's one failure group."""
     for q in ("q1", "q2", "dead"):
         rsmq.create_queue(q)
     rsmq.set_dead_letter_policy("q2", "dead", 1)
     ids = rsmq.send_messages("q1", ["one", "two", "three"])
     rsmq.receive_message("q1", vt=60)
+    rsmq.record_failure("q1", ids[0], error_type="E")
     rsmq.send_message("dead", "dead letter")
     r.hset(f"{console.ns}:q1:Q", "Zr4kq0T1wXb8mN2pLc7vYd", "a body left by a delete")
     r.hset(f"{console.ns}:gone:Q", mapping={"vt": 30, "delay": 0, "maxsize": 65536})
@@ -137,6 +150,8 @@ def client_as(settings, as_role, anon) -> Callable[[str], Client]:
 def _url(console, act: Act, ids: list[str]) -> str:
     if not act.queue:
         return console.create()
+    if act.failing:
+        return console.queue(act.queue, "failing/act/")
     return console.message_act(ids[0], act.queue) if act.message else console.act(act.queue)
 
 
