@@ -35,6 +35,9 @@ def test_it_answers_htmx_with_the_overview_partial(console, admin: Client) -> No
     assert "<html" not in page
     assert console.flashes(response) == ["Created queue orders."]
     assert f'<a href="{console.queue("orders")}">orders</a>' in page
+    # The answer itself links to the new queue; the audit log keeps the plain text.
+    assert f'flash success">Created queue <a href="{console.queue("orders")}">orders</a>.' in page
+    assert console.audit().detail == "Created queue orders."
 
 
 def test_it_keeps_the_search_in_the_sort_links_after_an_htmx_create(console, admin: Client) -> None:
