@@ -79,6 +79,20 @@ def iso(ms: float) -> str | None:
     return t.isoformat(timespec="milliseconds").replace("+00:00", "Z") if t else None
 
 
+#: how precise an absolute time is written
+ABSOLUTE = {"minutes": "%Y-%m-%d %H:%M", "seconds": "%Y-%m-%d %H:%M:%S", "ms": "%Y-%m-%d %H:%M:%S"}
+
+
+def absolute(at: dt.datetime, tz: dt.tzinfo = dt.UTC, precision: str = "seconds") -> str:
+    """A time as a person reads it, with its zone: "2026-11-26 01:39:04 UTC" (in ``tz``,
+    the console's zone; to the minute, second or ms)."""
+    local = at.astimezone(tz)
+    text = local.strftime(ABSOLUTE[precision])
+    if precision == "ms":
+        text += f".{local.microsecond // 1000:03d}"
+    return f"{text} {local.tzname() or 'UTC'}"
+
+
 class Linked(str):
     """Text of which one part links somewhere when a template shows it ("Created queue
     <a>orders</a>."): the link is its ``__html__``, which Django's escaping uses; anywhere
