@@ -67,6 +67,10 @@ def pages(console, settings, rsmq: RedisSMQ) -> dict[str, str]:
         "redis": "/redis/default/",
         "incidents": "/incidents/?range=1h",
         "owners": "/owners/",
+        # Issue 22: every page of the header, and the Failing view.
+        "alerts": "/alerts/",
+        "tokens": "/tokens/",
+        "failing": f"{console}/q/orders/failing/",
     }
 
 
