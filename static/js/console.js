@@ -173,11 +173,16 @@ const showFeedback = (action, where) => {
     note.tabIndex = -1;
     note.dataset.feedback = "";
     note.setAttribute("role", error ? "alert" : "status");
-    flashes.forEach((f) => {
-      const line = document.createElement("p");
-      line.append(...f.childNodes);
-      note.appendChild(line);
-      f.remove();
+    // Each line of the answer, and whatever the server put with it (an Undo form), moved.
+    Array.from(document.getElementById("flash").children).forEach((f) => {
+      if (f.classList.contains("flash")) {
+        const line = document.createElement("p");
+        line.append(...f.childNodes);
+        f.remove();
+        note.appendChild(line);
+      } else {
+        note.appendChild(f);
+      }
     });
     const bar = button && button.closest(".bulk");
     if (bar) bar.insertAdjacentElement("beforebegin", note);
