@@ -99,6 +99,22 @@ document.addEventListener("htmx:beforeSwap", (event) => {
   if (event.detail.isError !== true && window.Idiomorph) event.detail.swapOverride = "morph";
 });
 
+// A refresh still on its way when an action's answer replaced its part of the page has
+// nowhere to go: its answer is dropped, not swapped into the detached part (htmx said
+// "oobErrorNoTarget" in the console). The event no longer reaches the document from a
+// detached element, so each live part listens itself.
+const watched = new WeakSet();
+const dropWhenGone = (event) => {
+  if (!event.currentTarget.isConnected) event.detail.shouldSwap = false;
+};
+const watchPolls = () => {
+  document.querySelectorAll("[data-poll]").forEach((el) => {
+    if (watched.has(el)) return;
+    watched.add(el);
+    el.addEventListener("htmx:beforeSwap", dropWhenGone);
+  });
+};
+
 // Refresh now: when the tab comes back into view, or the operator resumes.
 const refreshNow = () => {
   if (!window.htmx || !window.rsmqIdle()) return;
@@ -285,6 +301,7 @@ const settle = () => {
   restoreSelection();
   updateBulkBar();
   updateLiveState();
+  watchPolls();
 };
 document.addEventListener("DOMContentLoaded", settle);
 document.addEventListener("htmx:afterSettle", (event) => {
