@@ -300,13 +300,18 @@ def _when(ms: int, span: int) -> str:
     return t.strftime("%a %d %H:%M" if span > 2 * 86_400_000 else "%H:%M:%S")
 
 
+def _zone(ms: int) -> str:
+    """The zone a hover's times are in, said once after them (issue 22): "UTC"."""
+    return timezone.localtime(dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)).tzname() or "UTC"
+
+
 def point_hovers(times: Sequence[int], texts: Sequence[str], span: int) -> list[Hover]:
     """A hover per point, reaching halfway to its neighbours."""
     out = []
     for i, (t, text) in enumerate(zip(times, texts, strict=True)):
         lo = (times[i - 1] + t) // 2 if i else t - 1
         hi = (t + times[i + 1]) // 2 if i + 1 < len(times) else t + 1
-        out.append(Hover(lo, hi, f"{_when(t, span)} · {text}"))
+        out.append(Hover(lo, hi, f"{_when(t, span)} {_zone(t)} · {text}"))
     return out
 
 
@@ -369,7 +374,8 @@ def rate_chart(history: History, markers: Sequence[Marker] = ()) -> SafeString:
         Hover(
             p.start,
             p.end,
-            f"{_when(p.start, span)}–{_when(p.end, span)} · sent {amount(p.send_rate)}/s"
+            f"{_when(p.start, span)}–{_when(p.end, span)} {_zone(p.end)} · sent"
+            f" {amount(p.send_rate)}/s"
             f" ({exact(p.sent)}) · received {amount(p.receive_rate)}/s ({exact(p.received)})",
         )
         for p in history.rates

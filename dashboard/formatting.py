@@ -5,6 +5,7 @@ table cell and on a chart's axis."""
 from __future__ import annotations
 
 import datetime as dt
+import html
 
 
 def compact(n: int | float | None) -> str:
@@ -76,3 +77,38 @@ def iso(ms: float) -> str | None:
     """Epoch ms as ISO 8601 UTC with ms: 2026-11-21T01:02:03.456Z (None: not a time)."""
     t = epoch_ms(ms)
     return t.isoformat(timespec="milliseconds").replace("+00:00", "Z") if t else None
+
+
+#: how precise an absolute time is written
+ABSOLUTE = {"minutes": "%Y-%m-%d %H:%M", "seconds": "%Y-%m-%d %H:%M:%S", "ms": "%Y-%m-%d %H:%M:%S"}
+
+
+def absolute(at: dt.datetime, tz: dt.tzinfo = dt.UTC, precision: str = "seconds") -> str:
+    """A time as a person reads it, with its zone: "2026-11-26 01:39:04 UTC" (in ``tz``,
+    the console's zone; to the minute, second or ms)."""
+    local = at.astimezone(tz)
+    text = local.strftime(ABSOLUTE[precision])
+    if precision == "ms":
+        text += f".{local.microsecond // 1000:03d}"
+    return f"{text} {local.tzname() or 'UTC'}"
+
+
+class Linked(str):
+    """Text of which one part links somewhere when a template shows it ("Created queue
+    <a>orders</a>."): the link is its ``__html__``, which Django's escaping uses; anywhere
+    else (the audit log's detail, a log line) it is the plain text."""
+
+    href: str
+    part: str
+
+    def __new__(cls, text: str, part: str, href: str) -> Linked:
+        made = super().__new__(cls, text)
+        made.part, made.href = part, href
+        return made
+
+    def __html__(self) -> str:
+        before, found, after = str(self).partition(self.part)
+        if not found:
+            return html.escape(str(self))
+        link = f'<a href="{html.escape(self.href)}">{html.escape(found)}</a>'
+        return html.escape(before) + link + html.escape(after)

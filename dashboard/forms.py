@@ -4,6 +4,7 @@ each naming the field and its allowed range."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -33,16 +34,85 @@ def _core(check: Callable[[Any], object]) -> Callable[[Any], None]:
     return validate
 
 
-def _seconds(
-    field: str, label: str, required: bool = True, help_text: str = ""
-) -> forms.IntegerField:
-    return forms.IntegerField(
+#: one part of a duration: a whole number and its unit ("90s", "5 min", "2h", "1d")
+DURATION_PART = re.compile(r"(\d+)\s*(seconds?|secs?|s|minutes?|mins?|m|hours?|h|days?|d)", re.I)
+UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+#: the longest span, in words: "9,999,999 s (115 d)"
+SECONDS_RANGE = f"0 and {v.MAX_SECONDS} s ({v.MAX_SECONDS // 86400} d)"
+
+
+def parse_duration(text: str) -> int | None:
+    """Whole seconds from "90", "90s", "5m", "5 min", "2h", "1h30m", "1d"; None when it
+    reads as none of these. A lone number is seconds; a sign is kept for the range check."""
+    text = text.strip()
+    if re.fullmatch(r"[+-]?\d+", text):
+        return int(text)
+    sign = -1 if text.startswith("-") else 1
+    text = text.lstrip("+-").strip()
+    total, at = 0, 0
+    for part in DURATION_PART.finditer(text):
+        if text[at : part.start()].strip():
+            return None
+        total += int(part[1]) * UNIT_SECONDS[part[2][0].lower()]
+        at = part.end()
+    if at == 0 or text[at:].strip():
+        return None
+    return sign * total
+
+
+class DurationField(forms.Field):
+    """A visibility timeout or a delay: seconds, or a number with a unit (s, min, h, d),
+    checked by the core (0..9,999,999 s); shown in the largest unit that is exact."""
+
+    def __init__(self, field: str, **kwargs: Any) -> None:
+        kwargs.setdefault(
+            "widget",
+            forms.TextInput(
+                attrs={"autocomplete": "off", "spellcheck": "false", "placeholder": "90s, 5m, 2h"}
+            ),
+        )
+        super().__init__(**kwargs)
+        self.field = field
+
+    def to_python(self, value: Any) -> int | None:
+        if value in self.empty_values:
+            return None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        seconds = parse_duration(str(value))
+        if seconds is None:
+            raise forms.ValidationError(
+                f"{self.field} must be seconds (90) or a number with a unit (90s, 5m, 2h, "
+                f"1h30m, 1d), between {SECONDS_RANGE}",
+                code=self.field,
+            )
+        return seconds
+
+    def validate(self, value: int | None) -> None:
+        super().validate(value)
+        if value is not None:
+            try:
+                v.seconds(self.field, value)
+            except InvalidArgument as e:
+                raise forms.ValidationError(
+                    f"{e} s ({v.MAX_SECONDS // 86400} d); units: 90s, 5m, 2h, 1d", code=e.field
+                ) from None
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+                if value % size == 0:
+                    return f"{value // size}{unit}"
+        return value
+
+
+def _seconds(field: str, label: str, required: bool = True, help_text: str = "") -> DurationField:
+    units = "seconds, or 90s / 5m / 2h / 1d"
+    return DurationField(
+        field,
         label=label,
         required=required,
-        help_text=help_text,
-        validators=[_core(lambda value: v.seconds(field, value))],
-        # The browser's own check, before the server's.
-        widget=forms.NumberInput(attrs={"min": 0, "max": v.MAX_SECONDS}),
+        help_text=f"{units}; {help_text}" if help_text else units,
     )
 
 
@@ -69,8 +139,8 @@ class MaxsizeField(forms.IntegerField):
 
 class QueueCreateForm(forms.Form):
     name = QueueNameField("name", label="Name")
-    vt = _seconds("vt", "Visibility timeout (s)")
-    delay = _seconds("delay", "Delay (s)")
+    vt = _seconds("vt", "Visibility timeout")
+    delay = _seconds("delay", "Delay")
     maxsize = MaxsizeField()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -79,18 +149,18 @@ class QueueCreateForm(forms.Form):
 
 
 class QueueAttributesForm(forms.Form):
-    vt = _seconds("vt", "Visibility timeout (s)")
-    delay = _seconds("delay", "Delay (s)")
+    vt = _seconds("vt", "Visibility timeout")
+    delay = _seconds("delay", "Delay")
     maxsize = MaxsizeField()
 
 
 class SendForm(forms.Form):
     body = forms.CharField(label="Body", widget=forms.Textarea(attrs={"rows": 4}), strip=False)
-    delay = _seconds("delay", "Delay (s)", required=False, help_text="blank: the queue's delay")
+    delay = _seconds("delay", "Delay", required=False, help_text="blank: the queue's delay")
 
 
 class VisibilityForm(forms.Form):
-    vt = _seconds("vt", "Visible in (s)", help_text="0 makes it visible now")
+    vt = _seconds("vt", "Visible in", help_text="0 makes it visible now")
 
 
 class MoveForm(forms.Form):

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from django import template
+from django.utils import timezone
 from django.utils.html import format_html
 
 from dashboard import formatting, thresholds
@@ -67,9 +68,23 @@ def when(ms: float | int | None, now_ms: float | int) -> str:
     text = formatting.duration(delta)
     if text != "now":
         text = f"{text} ago" if delta > 0 else f"in {text}"
-    # Absolute, in UTC, on hover: the same instant for everyone reading the page.
-    exact = formatting.iso(ms or 0)
-    return format_html('<time datetime="{}" title="{}">{}</time>', exact, exact, text)
+    # Absolute, with its zone, on hover: the same instant for everyone reading the page.
+    exact = formatting.absolute(at, timezone.get_current_timezone(), "ms")
+    return format_html(
+        '<time datetime="{}" title="{}">{}</time>', formatting.iso(ms or 0), exact, text
+    )
+
+
+@register.simple_tag
+def abs_time(value: dt.datetime | float | int | None, precision: str = "seconds") -> str:
+    """A time written out with its zone ("2026-11-26 01:39:04 UTC"): the console's zone
+    (settings.TIME_ZONE, UTC unless set), named, since it knows no user's own."""
+    at = value if isinstance(value, dt.datetime) else formatting.epoch_ms(value)
+    if at is None:
+        return "–"
+    iso = at.astimezone(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    text = formatting.absolute(at, timezone.get_current_timezone(), precision)
+    return format_html('<time datetime="{}">{}</time>', iso, text)
 
 
 #: what "~" before a count means (QueueStats.exact is False)

@@ -1,9 +1,13 @@
-"""The audit log's page: every mutating action, filtered by who, where and what."""
+"""The audit log's page: every mutating action, filtered by who, where, what and when."""
 
 from __future__ import annotations
 
+import datetime as dt
+from typing import Any
+
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
@@ -15,6 +19,50 @@ from ..models import AuditEntry
 from .common import context
 
 FILTERS = ("username", "queue", "action", "outcome", "connection", "namespace")
+#: the time range's fields (UTC, as the datetime-local inputs send them), and what each
+#: one's precision adds to make "to" take in the whole minute or second it names
+TIME_FIELDS = ("from", "to")
+TIME_FORMATS = (
+    ("%Y-%m-%dT%H:%M", dt.timedelta(minutes=1)),
+    ("%Y-%m-%dT%H:%M:%S", dt.timedelta(seconds=1)),
+)
+EARLIEST, LATEST = dt.datetime(2000, 1, 1, tzinfo=dt.UTC), dt.datetime(9999, 1, 1, tzinfo=dt.UTC)
+
+
+class BadFilter(ValueError):
+    """A filter the log can't read: a 400 naming the field and what it takes."""
+
+
+def _time(field: str, value: str) -> tuple[dt.datetime, dt.timedelta]:
+    """``2026-11-25T18:00`` (UTC; seconds allowed) and the span its precision names."""
+    for fmt, span in TIME_FORMATS:
+        try:
+            at = dt.datetime.strptime(value, fmt).replace(tzinfo=dt.UTC)
+        except ValueError:
+            continue
+        if EARLIEST <= at < LATEST:
+            return at, span
+    raise BadFilter(
+        f"{field} must be a UTC time like 2026-11-25T18:00 (seconds allowed) from 2000 on,"
+        f" not {value[:40]!r}"
+    )
+
+
+def time_range(
+    params: Any, entries: QuerySet[AuditEntry]
+) -> tuple[QuerySet[AuditEntry], dict[str, str]]:
+    """The entries from ``from`` (inclusive) to the end of the minute or second ``to``
+    names; BadFilter if either can't be read or ``to`` is before ``from``."""
+    shown = {f: params.get(f, "").strip() for f in TIME_FIELDS}
+    start = _time("from", shown["from"])[0] if shown["from"] else None
+    if shown["to"]:
+        at, span = _time("to", shown["to"])
+        if start is not None and at < start:
+            raise BadFilter("to must not be before from")
+        entries = entries.filter(at__lt=at + span)
+    if start is not None:
+        entries = entries.filter(at__gte=start)
+    return entries, {f: value for f, value in shown.items() if value}
 
 
 @login_required
@@ -32,14 +80,23 @@ def audit_log(request: HtmxHttpRequest) -> HttpResponse:
         if value:
             entries = entries.filter(**{field: value})
             filters[field] = value
+    error, status = "", 200
+    try:
+        entries, when = time_range(request.GET, entries)
+        filters.update(when)
+    except BadFilter as e:
+        error, status = str(e), 400
+        entries = AuditEntry.objects.none()
+        filters.update({f: request.GET.get(f, "").strip() for f in TIME_FIELDS})
     page_obj = Paginator(entries, 50).get_page(request.GET.get("page"))
     ctx = context(
         None,
         page_obj=page_obj,
         filters=filters,
+        error=error,
         actions=AuditEntry.objects.values_list("action", flat=True).distinct().order_by("action"),
         outcomes=AuditEntry.Outcome.choices,
         params=request.GET,
         pending=pending,
     )
-    return render(request, "audit.html", ctx)
+    return render(request, "audit.html", ctx, status=status)

@@ -24,7 +24,7 @@ from .. import conditions, forecast, latest, thresholds
 from ..actions import CREATE_QUEUE
 from ..analytics import open_flag_count, open_flags
 from ..connections import connections
-from ..formatting import duration
+from ..formatting import Linked, duration
 from ..forms import QueueCreateForm
 from ..history import current_rates, trends
 from ..htmx import HtmxHttpRequest
@@ -115,7 +115,9 @@ def queue_create(request: HtmxHttpRequest, conn: str, ns: str) -> HttpResponse:
 
     def work() -> tuple[str, int | None]:
         place.rsmq.create_queue(d["name"], vt=d["vt"], delay=d["delay"], maxsize=d["maxsize"])
-        return f"Created queue {d['name']}.", None
+        # The answer links to the new queue (the page without JavaScript goes there).
+        url = place.url("rsmq-queue", d["name"])
+        return Linked(f"Created queue {d['name']}.", d["name"], url), None
 
     params = {k: d[k] for k in ("vt", "delay", "maxsize")}
     if not Posted(request, place, d["name"], CREATE_QUEUE.audit_name).act(work, params=params):

@@ -99,6 +99,22 @@ document.addEventListener("htmx:beforeSwap", (event) => {
   if (event.detail.isError !== true && window.Idiomorph) event.detail.swapOverride = "morph";
 });
 
+// A refresh still on its way when an action's answer replaced its part of the page has
+// nowhere to go: its answer is dropped, not swapped into the detached part (htmx said
+// "oobErrorNoTarget" in the console). The event no longer reaches the document from a
+// detached element, so each live part listens itself.
+const watched = new WeakSet();
+const dropWhenGone = (event) => {
+  if (!event.currentTarget.isConnected) event.detail.shouldSwap = false;
+};
+const watchPolls = () => {
+  document.querySelectorAll("[data-poll]").forEach((el) => {
+    if (watched.has(el)) return;
+    watched.add(el);
+    el.addEventListener("htmx:beforeSwap", dropWhenGone);
+  });
+};
+
 // Refresh now: when the tab comes back into view, or the operator resumes.
 const refreshNow = () => {
   if (!window.htmx || !window.rsmqIdle()) return;
@@ -148,19 +164,14 @@ document.addEventListener(
   true,
 );
 
-const toast = (text, kind) => {
-  const region = document.getElementById("toasts");
-  if (!region) return;
-  const item = document.createElement("p");
-  item.className = `toast ${kind}`;
-  item.textContent = text;
-  region.appendChild(item);
-  setTimeout(() => item.remove(), 8000);
-};
-
 // Actions on ticked messages (or on all of them): once done, the ticks are spent.
 const ON_SELECTION = ["requeue", "delete", "move", "requeue_all", "delete_all", "purge"];
 
+// One answer per action, in one place: next to the button pressed (or, when the answer took
+// the button away, at the top of the part of the page it was in), focused, and read out;
+// the banner the server rendered (#flash, what a page without JavaScript shows) is moved
+// there, links and buttons with it, not copied. A sticky bar (.bulk) is not split: the
+// answer goes just above it. Only when it has no such place does the banner stay.
 const showFeedback = (action, where) => {
   const place = where && document.querySelector(`#content #${CSS.escape(where)}`);
   const flashes = Array.from(document.querySelectorAll("#flash .flash"));
@@ -168,20 +179,30 @@ const showFeedback = (action, where) => {
     "#content .field.invalid input, #content .field.invalid textarea, #content .field.invalid select",
   );
   const button = action && document.querySelector(`#content button[name=action][value="${action}"]`);
-  flashes.forEach((f) => toast(f.textContent, f.classList.contains("error") ? "error" : "success"));
   let focus = null;
   if (invalid && (!button || button.form === invalid.form)) {
     focus = invalid;
   } else if (flashes.length && (button || place)) {
-    // Next to the button; or, when the answer took the button away (nothing left to
-    // requeue), at the top of the part of the page it was in.
-    const note = document.createElement("p");
-    const last = flashes[flashes.length - 1];
-    note.className = `feedback ${last.classList.contains("error") ? "error" : "success"}`;
-    note.textContent = last.textContent;
+    const note = document.createElement("div");
+    const error = flashes.some((f) => f.classList.contains("error"));
+    note.className = `feedback ${error ? "error" : "success"}`;
     note.tabIndex = -1;
     note.dataset.feedback = "";
-    if (button) button.insertAdjacentElement("afterend", note);
+    note.setAttribute("role", error ? "alert" : "status");
+    // Each line of the answer, and whatever the server put with it (an Undo form), moved.
+    Array.from(document.getElementById("flash").children).forEach((f) => {
+      if (f.classList.contains("flash")) {
+        const line = document.createElement("p");
+        line.append(...f.childNodes);
+        f.remove();
+        note.appendChild(line);
+      } else {
+        note.appendChild(f);
+      }
+    });
+    const bar = button && button.closest(".bulk");
+    if (bar) bar.insertAdjacentElement("beforebegin", note);
+    else if (button) button.insertAdjacentElement("afterend", note);
     else place.prepend(note);
     focus = note;
   } else if (flashes.length) {
@@ -280,6 +301,7 @@ const settle = () => {
   restoreSelection();
   updateBulkBar();
   updateLiveState();
+  watchPolls();
 };
 document.addEventListener("DOMContentLoaded", settle);
 document.addEventListener("htmx:afterSettle", (event) => {

@@ -68,7 +68,10 @@ def pages(console, settings, rsmq: RedisSMQ) -> dict[str, str]:
         "redis": "/redis/default/",
         "incidents": "/incidents/?range=1h",
         "owners": "/owners/",
-        # Issue 22's Failing view, with a group and its retry / delete forms
+        # Issue 22: every page of the header, and the Failing view (a group with its retry /
+        # delete forms; a dead-letter queue's)
+        "alerts": "/alerts/",
+        "tokens": "/tokens/",
         "failing": f"{console}/q/orders/failing/",
         "dead-letter queue, failing": f"{console}/q/orders-dlq/failing/",
     }

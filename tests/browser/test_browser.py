@@ -201,7 +201,7 @@ def test_requeue_a_message_in_flight_with_htmx(
         page.get_by_role("button", name="Requeue", exact=True).click()
     assert posted.value.request.headers.get("hx-request") == "true"
     assert posted.value.status == 200
-    expect(page.locator("#flash")).to_have_text("Requeued 1 message.")
+    expect(page.locator("[data-feedback]")).to_have_text("Requeued 1 message.")
     assert_not_reloaded(page)
     msg = rsmq.get_message(queue, mid)
     assert msg.state == "visible"
@@ -245,7 +245,7 @@ def test_requeue_a_message_on_its_page_with_htmx(
     mark_page(page)
 
     page.get_by_role("button", name="Requeue (visible now)").click()
-    expect(page.locator("#flash")).to_have_text("Requeued: visible now.")
+    expect(page.locator("[data-feedback]")).to_have_text("Requeued: visible now.")
     expect(page.locator(".state")).to_have_text("visible")
     assert_not_reloaded(page)
     # The answer left the "move to" suggestions out (not read again); the page keeps its own
@@ -274,7 +274,7 @@ def test_purge_needs_the_queue_name_typed(console, make_user, page_as, rsmq: Red
 
     page.fill("#id_purge-confirm", "q1")
     page.get_by_role("button", name="Purge queue").click()
-    expect(page.locator("#flash")).to_have_text("Purged 5 messages from q1.")
+    expect(page.locator("[data-feedback]")).to_have_text("Purged 5 messages from q1.")
     assert_not_reloaded(page)
     a = rsmq.get_queue_attributes("q1")
     assert (a.msgs, a.hiddenmsgs) == (0, 0)

@@ -62,7 +62,8 @@ def test_hovering_a_point_shows_its_values(
     expect(hits).to_have_count(13)
     at, msgs = payments[6]
     hits.nth(6).hover()
-    clock = timezone.localtime(dt.datetime.fromtimestamp(at / 1000, tz=dt.UTC)).strftime("%H:%M:%S")
+    local = timezone.localtime(dt.datetime.fromtimestamp(at / 1000, tz=dt.UTC))
+    clock = local.strftime("%H:%M:%S %Z")  # the zone said
     readout = backlog.locator("[data-readout]")
     expect(readout).to_have_text(f"{clock} · visible {msgs:,} · in flight 0 · delayed 0")
     expect(hits.nth(6)).to_have_class(re.compile(r"\bon\b"))

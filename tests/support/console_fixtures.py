@@ -76,7 +76,10 @@ class Console:
     @staticmethod
     def flashes(response: HttpResponse) -> list[str]:
         """The flash messages a page shows, as text."""
-        return [html.unescape(t) for _, t in FLASH_RE.findall(response.content.decode())]
+        return [
+            html.unescape(re.sub(r"<[^>]*>", "", t))
+            for _, t in FLASH_RE.findall(response.content.decode())
+        ]
 
     @staticmethod
     def audit() -> AuditEntry:

@@ -49,7 +49,7 @@ def test_it_audits_a_visibility_change(console, mid, operator: Client) -> None:
     [
         ("-1", "vt must be an integer between 0 and 9999999"),
         ("10000000", "vt must be an integer between 0 and 9999999"),
-        ("soon", "Enter a whole number."),
+        ("soon", "vt must be seconds (90) or a number with a unit"),
         ("", "This field is required."),
     ],
 )
@@ -62,3 +62,10 @@ def test_it_rejects_a_bad_visibility(
     assert error in response.content.decode()
     assert ns_state() == before
     assert AuditEntry.objects.get().outcome == "invalid"  # refused, and recorded
+
+
+def test_it_reads_a_visibility_in_minutes(console, mid, operator: Client, rsmq: RedisSMQ) -> None:
+    response = operator.post(console.message_act(mid), {"action": "visibility", "vt": "5m"})
+    assert response.status_code == 302
+    m = rsmq.get_message("q1", mid)
+    assert 299_000 <= m.visible_at - m.read_at <= 300_000

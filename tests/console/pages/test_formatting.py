@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
+from django.utils.html import conditional_escape
 
 from dashboard import charts, formatting
-from dashboard.templatetags.console import state_label
+from dashboard.templatetags.console import abs_time, state_label, when
 
 
 @pytest.mark.parametrize(
@@ -42,3 +45,35 @@ def test_it_draws_chart_labels_with_the_same_numbers() -> None:
 )
 def test_it_labels_a_state_in_one_place(state: str, use: str, label: str) -> None:
     assert state_label(state, use) == label
+
+
+# -- absolute times carry their zone (issue 22) ---------------------------------------------
+
+AT = dt.datetime(2026, 11, 26, 1, 39, 4, 456_000, tzinfo=dt.UTC)
+
+
+@pytest.mark.parametrize(
+    ("precision", "text"),
+    [
+        ("minutes", "2026-11-26 01:39 UTC"),
+        ("seconds", "2026-11-26 01:39:04 UTC"),
+        ("ms", "2026-11-26 01:39:04.456 UTC"),
+    ],
+)
+def test_an_absolute_time_says_its_zone(precision: str, text: str) -> None:
+    assert formatting.absolute(AT, dt.UTC, precision) == text
+
+
+def test_an_absolute_time_is_in_the_consoles_zone_and_names_it(settings) -> None:
+    settings.TIME_ZONE = "Europe/Paris"
+    assert abs_time(AT) == '<time datetime="2026-11-26T01:39:04Z">2026-11-26 02:39:04 CET</time>'
+    assert abs_time(AT.timestamp() * 1000, "minutes").endswith(">2026-11-26 02:39 CET</time>")
+    assert abs_time(None) == "–"
+    # the relative time's hover says the same zone
+    assert 'title="2026-11-26 02:39:04.456 CET"' in when(AT.timestamp() * 1000, 0)
+
+
+def test_a_linked_answer_is_plain_text_outside_a_page() -> None:
+    text = formatting.Linked("Created queue <b>.", "<b>", "/q/<b>/")
+    assert str(text) == "Created queue <b>." and text == "Created queue <b>."
+    assert conditional_escape(text) == 'Created queue <a href="/q/&lt;b&gt;/">&lt;b&gt;</a>.'

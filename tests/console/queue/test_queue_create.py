@@ -35,6 +35,9 @@ def test_it_answers_htmx_with_the_overview_partial(console, admin: Client) -> No
     assert "<html" not in page
     assert console.flashes(response) == ["Created queue orders."]
     assert f'<a href="{console.queue("orders")}">orders</a>' in page
+    # The answer itself links to the new queue; the audit log keeps the plain text.
+    assert f'flash success">Created queue <a href="{console.queue("orders")}">orders</a>.' in page
+    assert console.audit().detail == "Created queue orders."
 
 
 def test_it_keeps_the_search_in_the_sort_links_after_an_htmx_create(console, admin: Client) -> None:
@@ -99,7 +102,7 @@ def test_it_keeps_the_typed_values_after_an_error(console, admin: Client, rsmq: 
         ("name", "x" * 161, "(1 to 160 characters of a-z A-Z 0-9 _ -)"),
         ("vt", "-1", "vt must be an integer between 0 and 9999999"),
         ("vt", "10000000", "vt must be an integer between 0 and 9999999"),
-        ("delay", "1.5", "Enter a whole number."),
+        ("delay", "1.5", "delay must be seconds (90) or a number with a unit"),
         ("maxsize", "1023", "maxsize must be between 1024 and 65536 bytes, or -1 for unlimited"),
         ("maxsize", "0", "maxsize must be between 1024 and 65536 bytes, or -1 for unlimited"),
     ],

@@ -58,7 +58,7 @@ def test_it_audits_a_send(console, q1, operator: Client, rsmq: RedisSMQ, states)
     [
         ("-1", "delay must be an integer between 0 and 9999999"),
         ("10000000", "delay must be an integer between 0 and 9999999"),
-        ("soon", "Enter a whole number."),
+        ("soon", "delay must be seconds (90) or a number with a unit"),
     ],
 )
 def test_it_rejects_a_bad_delay(

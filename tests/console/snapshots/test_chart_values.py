@@ -32,8 +32,10 @@ def _hovers(figure: str) -> list[str]:
     ]
 
 
-def _clock(ms: int) -> str:
-    return timezone.localtime(dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)).strftime("%H:%M:%S")
+def _clock(ms: int, zone: bool = True) -> str:
+    """The time of a point on hover, with its zone said."""
+    at = timezone.localtime(dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC))
+    return at.strftime("%H:%M:%S %Z" if zone else "%H:%M:%S")
 
 
 @pytest.fixture
@@ -71,7 +73,8 @@ def test_each_rate_interval_holds_its_rates_on_hover(console, growing, viewer: C
     assert len(hovers) == 12
     first = 189_000 + round(14_200 / 12) - 189_000  # sent in the first minute
     assert hovers[0] == (
-        f"{_clock(growing[0])}–{_clock(growing[1])} · sent {charts.amount(first / 60)}/s"
+        f"{_clock(growing[0], zone=False)}–{_clock(growing[1])}"
+        f" · sent {charts.amount(first / 60)}/s"
         f" ({first:,}) · received 0/s (0)"
     )
 
