@@ -76,3 +76,19 @@ def evaluate_alerts() -> dict[str, Any]:
         "rules": ev.rules, "changes": ev.changes, "notifications": ev.notifications,
         "skipped": ev.skipped, "failed": ev.failed, "locked": ev.locked,
     }  # fmt: skip
+
+
+@shared_task(name="dashboard.tasks.bulk_count", ignore_result=True)
+def bulk_count(job_id: int) -> None:
+    """Act on every match, step one: count the matches (dashboard/jobs.py)."""
+    from . import jobs
+
+    jobs.count(job_id)
+
+
+@shared_task(name="dashboard.tasks.bulk_run", ignore_result=True)
+def bulk_run(job_id: int) -> None:
+    """Act on every match, once confirmed: paced, in bounded steps (dashboard/jobs.py)."""
+    from . import jobs
+
+    jobs.execute(job_id)

@@ -9,6 +9,7 @@ from .views import (
     audit,
     failing,
     incidents,
+    jobs,
     message,
     overview,
     owners,
@@ -29,6 +30,9 @@ place_patterns = [
     path("q/<str:qname>/failing/", failing.failing, name="rsmq-queue-failing"),
     path("q/<str:qname>/m/<str:msg_id>/", message.message_detail, name="rsmq-message"),
     path("q/<str:qname>/m/<str:msg_id>/act/", message.message_action, name="rsmq-message-action"),
+    path("q/<str:qname>/jobs/", jobs.job_start, name="rsmq-job-start"),
+    path("q/<str:qname>/jobs/<int:pk>/", jobs.job_page, name="rsmq-job"),
+    path("q/<str:qname>/jobs/<int:pk>/<str:verb>/", jobs.job_control, name="rsmq-job-control"),
 ]
 
 alert_patterns = [

@@ -29,7 +29,7 @@ from typing import Any
 from . import validation as v
 from .client import RedisSMQ
 from .errors import InvalidArgument
-from .models import CHECKED_ACTIONS, Cursor
+from .models import CHECKED_ACTIONS, Cursor, MessageInfo
 
 #: messages a counting page asks for (browse's own calls stay bounded: BROWSE_STEP)
 COUNT_PAGE = v.MAX_PAGE
@@ -192,8 +192,21 @@ def _wait(control: Control, p: Progress) -> str:
     return said
 
 
-def run(rsmq: RedisSMQ, plan: Plan, limit: int, control: Control | None = None) -> Progress:
-    """Act on at most ``limit`` matches (the confirmed count), paced; returns how it went."""
+#: what is handed the messages a step is about to remove (delete, move, redrive) before
+#: it does: where an undo stash keeps them (h22-undo)
+Stash = Callable[[str, list[MessageInfo]], None]
+REMOVING = ("delete", "move", "redrive")
+
+
+def run(
+    rsmq: RedisSMQ,
+    plan: Plan,
+    limit: int,
+    control: Control | None = None,
+    stash: Stash | None = None,
+) -> Progress:
+    """Act on at most ``limit`` matches (the confirmed count), paced; returns how it went.
+    ``stash`` is given each page it is about to remove from the queue, first."""
     plan.check()
     pace = plan.pace
     ctl: Control = control or (lambda p: RUN)
@@ -220,6 +233,8 @@ def run(rsmq: RedisSMQ, plan: Plan, limit: int, control: Control | None = None) 
         kw: dict[str, Any] = {"before": at} if backwards else {"after": at}
         page = rsmq.browse(plan.qname, limit=want, preview=1, **kw, **plan.match)
         items = page.items
+        if stash is not None and items and plan.action in REMOVING:
+            stash(plan.qname, items)  # the undo stash's call site
         acted = rsmq.act_checked(
             plan.qname,
             plan.action,

@@ -31,6 +31,7 @@ from ..context_processors import refresh_seconds
 from ..forms import queue_page_forms
 from ..history import RANGES, queue_history
 from ..htmx import HtmxHttpRequest
+from ..message_filter import from_params
 from ..models import QueueCondition
 from ..place import Place, place_for
 from ..templatetags.console import state_label
@@ -382,6 +383,7 @@ def render_queue(
         ),
         condition=SimpleLazyObject(lambda: condition_of(place, qname)),
         workers=SimpleLazyObject(lambda: live_workers(place, qname)),
+        job_filter=from_params(params),  # act on every match (_bulk_job.html)
         **browser,
         **forms_,
     )
