@@ -25,6 +25,7 @@ from queues.errors import InvalidArgument
 
 from . import audit
 from .access import Role
+from .celery import app
 from .message_filter import FilterError, MessageFilter, checked
 from .models import AuditEntry, BulkJob
 from .place import Place, resolve
@@ -93,6 +94,11 @@ def read_request(data: Any, qname: str) -> tuple[str, MessageFilter, pacing.Plan
     return kind, f, plan
 
 
+def _queue_task(name: str, job_id: int) -> None:
+    """A task of dashboard/tasks.py, by its name (tasks.py imports this module)."""
+    app.send_task(name, (job_id,), retry=False)
+
+
 def describe(job: BulkJob) -> str:
     """ "Delete 12,345 messages matching …" (the confirmation and the audit log)."""
     f = checked(job.filter)
@@ -143,9 +149,7 @@ def create(request: HttpRequest, place: Place, qname: str, data: Any) -> BulkJob
         filter=f.query(), params=params, username=request.user.get_username(),
         phase="counting",
     )  # fmt: skip
-    from .tasks import bulk_count
-
-    transaction.on_commit(lambda: bulk_count.apply_async((job.pk,), retry=False))
+    transaction.on_commit(lambda: _queue_task("dashboard.tasks.bulk_count", job.pk))
     return job
 
 
@@ -174,9 +178,7 @@ def confirm(request: HttpRequest, place: Place, job: BulkJob, typed: str) -> Non
         params={**job.params, "filter": job.filter, "job": job.pk, "step": "start"},
         detail=f"Started job {job.pk}: {describe(job)}.",
     )  # fmt: skip
-    from .tasks import bulk_run
-
-    transaction.on_commit(lambda: bulk_run.apply_async((job.pk,), retry=False))
+    transaction.on_commit(lambda: _queue_task("dashboard.tasks.bulk_run", job.pk))
 
 
 def control(job: BulkJob, verb: str) -> None:
