@@ -72,7 +72,7 @@ def read_request(data: Any, qname: str) -> tuple[str, MessageFilter, pacing.Plan
     if kind not in KINDS:
         raise JobError("kind", f"kind must be one of {', '.join(KINDS)}")
     try:
-        f = checked({k: data.get(k) or "" for k in ("state", "rc", "search")})
+        f = checked({k: str(data.get(k) or "") for k in ("state", "rc", "search")})
     except FilterError as e:
         raise JobError(e.field, str(e)) from None
     to = (data.get("to") or "").strip() or None
@@ -136,8 +136,9 @@ def plan_of(job: BulkJob) -> pacing.Plan:
     )
 
 
-def create(request: HttpRequest, place: Place, qname: str, data: Any) -> BulkJob:
-    """A job from what was posted, counting (its count task queued); JobError if bad."""
+def create(request: HttpRequest, place: Place, qname: str, data: Any, actor: str = "") -> BulkJob:
+    """A job from what was posted, counting (its count task queued); JobError if bad.
+    ``actor``: who asked when no console user did (an API token, by its name)."""
     kind, f, plan = read_request(data, qname)
     pace = plan.pace
     params: dict[str, Any] = {
@@ -146,14 +147,14 @@ def create(request: HttpRequest, place: Place, qname: str, data: Any) -> BulkJob
     }  # fmt: skip
     job = BulkJob.objects.create(
         kind=kind, connection=place.conn.name, namespace=place.ns, queue=qname,
-        filter=f.query(), params=params, username=request.user.get_username(),
+        filter=f.query(), params=params, username=actor or request.user.get_username(),
         phase="counting",
     )  # fmt: skip
     transaction.on_commit(lambda: _queue_task("dashboard.tasks.bulk_count", job.pk))
     return job
 
 
-def confirm(request: HttpRequest, place: Place, job: BulkJob, typed: str) -> None:
+def confirm(request: HttpRequest, place: Place, job: BulkJob, typed: str, actor: str = "") -> None:
     """The typed confirmation: the queue's name, exactly. Starts the run (audited)."""
     if job.state != BulkJob.State.COUNTED:
         raise JobError("state", f"this job is {job.state}: only a counted job can be started")
@@ -176,7 +177,7 @@ def confirm(request: HttpRequest, place: Place, job: BulkJob, typed: str) -> Non
     audit.record(
         request, place, AUDIT[job.kind], AuditEntry.Outcome.OK, job.queue, count=job.matched,
         params={**job.params, "filter": job.filter, "job": job.pk, "step": "start"},
-        detail=f"Started job {job.pk}: {describe(job)}.",
+        detail=f"Started job {job.pk}: {describe(job)}.", actor=actor,
     )  # fmt: skip
     transaction.on_commit(lambda: _queue_task("dashboard.tasks.bulk_run", job.pk))
 
