@@ -7,29 +7,15 @@ from __future__ import annotations
 import html
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
-from celery.contrib.testing.worker import start_worker
 from django.test import Client
 
-from dashboard.celery import app
 from dashboard.models import AuditEntry, BulkJob
 from queues import RedisSMQ
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def worker(settings, broker_url: str) -> Iterator[None]:
-    settings.CELERY_BROKER_URL = broker_url
-    before = app.conf.broker_url
-    app.conf.broker_url = broker_url
-    try:
-        with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
-            yield
-    finally:
-        app.conf.broker_url = before
 
 
 @pytest.fixture

@@ -7,15 +7,12 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from celery.contrib.testing.worker import start_worker
 from django.test import Client
 
 from dashboard import tokens
-from dashboard.celery import app
 from dashboard.models import AuditEntry, BulkJob
 from queues import RedisSMQ
 
@@ -34,18 +31,6 @@ class Api:
         self.response = getattr(self.client, method.lower())("/api/queues/" + path, **kwargs)
         self.status = self.response.status_code
         return self.response.json()
-
-
-@pytest.fixture
-def worker(settings, broker_url: str) -> Iterator[None]:
-    settings.CELERY_BROKER_URL = broker_url
-    before = app.conf.broker_url
-    app.conf.broker_url = broker_url
-    try:
-        with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
-            yield
-    finally:
-        app.conf.broker_url = before
 
 
 @pytest.fixture
