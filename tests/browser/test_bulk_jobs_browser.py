@@ -63,6 +63,9 @@ def test_filter_then_act_on_every_match_with_progress_and_cancel(
         "Move 100 messages of q1 matching all messages, whose body contains 'poison' to q2"
     )
     assert rsmq.get_queue_attributes("q2").msgs == 0  # nothing before the confirmation
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone: nothing sideways
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.set_viewport_size({"width": 1280, "height": 900})
     page.locator("[data-job-confirm]").fill("q1")
     page.locator("[data-job-start]").click()
 
