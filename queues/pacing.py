@@ -31,10 +31,13 @@ from .client import RedisSMQ
 from .errors import InvalidArgument
 from .models import CHECKED_ACTIONS, Cursor, MessageInfo
 
-#: messages a counting page asks for (browse's own calls stay bounded: BROWSE_STEP)
+#: messages a counting page asks for
 COUNT_PAGE = v.MAX_PAGE
+#: messages one browse call looks at, counting or acting (browse's ``step``): well inside
+#: the 50 ms a call may hold Redis on a loaded machine (bench/jobs.py)
+SCAN_STEP = 200
 #: messages an acting step handles at most (one act_checked call)
-STEP = 500
+STEP = 200
 #: how often a paused run, or a canary's watch, looks again (s)
 POLL = 0.25
 RATE_MAX = 100_000
@@ -161,7 +164,7 @@ def count_matches(
     p = Progress()
     after: Cursor | None = None
     while True:
-        page = rsmq.browse(qname, after=after, limit=COUNT_PAGE, preview=1, **match)
+        page = rsmq.browse(qname, after=after, limit=COUNT_PAGE, preview=1, step=SCAN_STEP, **match)
         p.matched += len(page.items)
         p.steps += 1
         if page.at_end and page.complete:
@@ -231,7 +234,7 @@ def run(
         if canary_left:
             want = min(want, canary_left)
         kw: dict[str, Any] = {"before": at} if backwards else {"after": at}
-        page = rsmq.browse(plan.qname, limit=want, preview=1, **kw, **plan.match)
+        page = rsmq.browse(plan.qname, limit=want, preview=1, step=SCAN_STEP, **kw, **plan.match)
         items = page.items
         if stash is not None and items and plan.action in REMOVING:
             stash(plan.qname, items)  # the undo stash's call site
