@@ -8,10 +8,14 @@ import html
 import re
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from django.test import Client
 
+from dashboard import jobs
+from dashboard.access import Role
+from dashboard.message_filter import checked
 from dashboard.models import AuditEntry, BulkJob
 from queues import RedisSMQ
 
@@ -199,3 +203,37 @@ def test_a_viewer_can_not_confirm_nor_cancel(
             == 403
         )
     assert BulkJob.objects.get(pk=pk).state == "counted"
+
+
+GUIDE = Path(__file__).resolve().parents[3] / "docs" / "console.md"
+#: each row of the guide's table of who may run a job → jobs it stands for
+#: (kind, filter, whether the queue is a dead-letter queue)
+GUIDE_ROWS = {
+    "delete, requeue, change visibility or move what a filter narrows (received ≥ N, body "
+    "contains)": [("delete", {"search": "x"}, False), ("requeue", {"state": "inflight",
+                  "rc": "2"}, False), ("visibility", {"search": "x"}, False),
+                  ("move", {"rc": "1"}, True)],
+    "delete, requeue, change visibility or move every message of a state": [
+        ("delete", {}, False), ("requeue", {"state": "hidden"}, False),
+        ("visibility", {"state": "visible"}, False), ("move", {"state": "all"}, True)],
+    "redrive from a dead-letter queue (one some queue's policy names)": [
+        ("redrive", {}, True), ("redrive", {"search": "x"}, True)],
+    "redrive from any other queue": [("redrive", {}, False), ("redrive", {"rc": "3"}, False)],
+}  # fmt: skip
+
+
+def test_the_guides_table_of_who_may_run_a_job_is_what_the_console_checks() -> None:
+    lines = GUIDE.read_text().splitlines()
+    head = next(i for i, line in enumerate(lines) if line.strip().startswith("| job | who may"))
+    rows: dict[str, set[str]] = {}
+    for line in lines[head + 2 :]:
+        if not line.strip().startswith("|"):
+            break
+        what, who = (c.strip() for c in line.strip().strip("|").split("|"))
+        rows[what] = {w.strip() for w in who.split(",")}
+    assert set(rows) == set(GUIDE_ROWS)
+    for what, cases in GUIDE_ROWS.items():
+        for kind, params, dead in cases:
+            least = jobs.role_for(kind, checked(params), dead)
+            expected = {"operator", "admin"} if least == Role.OPERATOR else {"admin"}
+            assert rows[what] == expected, (what, kind, params)
