@@ -150,6 +150,12 @@ def create(request: HttpRequest, place: Place, qname: str, data: Any, actor: str
         filter=f.query(), params=params, username=actor or request.user.get_username(),
         phase="counting",
     )  # fmt: skip
+    audit.record(
+        request, place, AUDIT[kind], AuditEntry.Outcome.OK, qname,
+        params={**params, "filter": job.filter, "job": job.pk, "step": "count"},
+        detail=f"Counting the messages of {qname} matching {f.describe()} (job {job.pk}).",
+        actor=actor,
+    )  # fmt: skip
     transaction.on_commit(lambda: _queue_task("dashboard.tasks.bulk_count", job.pk))
     return job
 

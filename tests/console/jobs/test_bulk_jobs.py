@@ -72,9 +72,9 @@ def test_count_confirm_run_with_progress(
     rows = list(AuditEntry.objects.filter(action="delete_matches").order_by("at", "pk"))
     who = operator.user.username  # type: ignore[attr-defined]
     assert [(r.params["step"], r.count, r.username) for r in rows] == [
-        ("start", 200, who), ("end", 200, who),
+        ("count", None, who), ("start", 200, who), ("end", 200, who),
     ]  # fmt: skip
-    assert "Job" in rows[1].detail and "200 of 200 deleted" in rows[1].detail
+    assert "Job" in rows[2].detail and "200 of 200 deleted" in rows[2].detail
 
     # the progress partial htmx polls
     part = operator.get(
