@@ -46,6 +46,7 @@ def main() -> None:
     n = args.messages
 
     with EmbeddedRedis(Path(tempfile.mkdtemp(prefix="rsmq-bench-jobs-"))) as server:
+        assert server.process is not None
         subprocess.run(["taskset", "-acp", "0", str(server.process.pid)], check=True,
                        capture_output=True)  # fmt: skip
         os.sched_setaffinity(0, {1})

@@ -16,7 +16,7 @@ from ..htmx import HtmxHttpRequest
 from ..message_filter import checked
 from ..models import AuditEntry, BulkJob
 from ..place import Place, place_for, queue_stats
-from .common import context, go
+from .common import UNPROCESSABLE, context, go
 
 BAD_REQUEST = 400
 VERBS = ("confirm", "pause", "resume", "cancel")
@@ -93,5 +93,7 @@ def job_control(
         else:
             jobs.control(job, verb)
     except jobs.JobError as e:
-        return _page(request, place, job, error=str(e), status=BAD_REQUEST)
+        # htmx swaps a form's errors in when they come as a 422 (base.html)
+        status = UNPROCESSABLE if request.htmx else BAD_REQUEST
+        return _page(request, place, job, error=str(e), status=status)
     return go(request, _url(place, job))
