@@ -223,12 +223,22 @@ def run(
     paced_from = 0  # the rate counts from here (after a canary's watch)
     canary_left = pace.canary
     watched = False
+
+    def ask() -> str:
+        """The control's word; time spent paused does not count towards the rate (no
+        burst to catch up after a resume)."""
+        nonlocal started
+        t0 = time.monotonic()
+        said = _wait(ctl, p)
+        started += time.monotonic() - t0
+        return said
+
     while p.done < limit:
         if pace.rate:
             due = started + (p.done - paced_from) / pace.rate
             while (wait := due - time.monotonic()) > 0:
                 time.sleep(min(wait, POLL))
-                if _wait(ctl, p) == CANCEL:
+                if ask() == CANCEL:
                     return _end(p, "cancelled")
         want = min(step, limit - p.done)
         if canary_left:
@@ -269,7 +279,7 @@ def run(
             paced_from, started = p.done, time.monotonic()
         if walked_out:
             break
-        if _wait(ctl, p) == CANCEL:
+        if ask() == CANCEL:
             return _end(p, "cancelled")
     return _end(p, "done")
 

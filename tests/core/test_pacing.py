@@ -213,3 +213,29 @@ def test_bad_plans_are_refused_naming_the_field_and_change_nothing(
             run(rsmq, plan, 2)
         assert e.value.field == field, plan
     assert ns_state() == before
+
+
+def test_no_burst_after_a_pause(rsmq: RedisSMQ, queue: str) -> None:
+    """Paused 1.5 s at 20 a second: what was not moved meanwhile is not made up at once."""
+    rsmq.send_messages(queue, [f"m{i}" for i in range(100)])
+    rsmq.create_queue("slow")
+    pause_until = [0.0]
+    done_at: list[tuple[float, int]] = []
+
+    def control(p: Progress) -> str:
+        now = time.monotonic()
+        done_at.append((now, p.done))
+        if p.done >= 10 and not pause_until[0]:
+            pause_until[0] = now + 1.5
+        return PAUSE if now < pause_until[0] else RUN
+
+    plan = Plan(queue, "move", {"state": "all"}, to="slow", pace=Pace(rate=20))
+    start = time.monotonic()
+    got = run(rsmq, plan, 40, control)
+    took = time.monotonic() - start
+    assert got.done == 40
+    # 40 at 20 a second is 1.75 s of steps (the last starts 35 / 20 s in), plus 1.5 s paused
+    assert took >= 3.0, took
+    resumed = pause_until[0]
+    soon = [d for t, d in done_at if resumed <= t <= resumed + 0.3]
+    assert not soon or max(soon) - min(soon) <= 10  # at most two steps of 5 in 0.3 s
