@@ -18,6 +18,7 @@ from typing import Any
 from django.db import transaction
 from django.http import Http404, HttpRequest
 from django.utils import timezone
+from redis.exceptions import RedisError
 
 from queues import RsmqError, pacing
 from queues import validation as v
@@ -248,7 +249,7 @@ def count(job_id: int) -> None:
         place = _place(job)
         p = pacing.count_matches(place.rsmq, job.queue, checked(job.filter).browse_kwargs(),
                                  _Saver(job, counting=True))  # fmt: skip
-    except (RsmqError, LookupError, OSError) as e:
+    except (RsmqError, RedisError, LookupError, OSError) as e:
         _finish(job, BulkJob.State.FAILED, f"Counting failed: {e}")
         return
     state = BulkJob.State.CANCELLED if p.phase == "cancelled" else BulkJob.State.COUNTED
@@ -269,7 +270,7 @@ def execute(job_id: int) -> None:
         # h22-undo: the one call site where an undo stash token for what a step removes
         # (delete, move, redrive) would be passed: pacing.run(..., stash=<token's writer>).
         p = pacing.run(place.rsmq, plan_of(job), job.matched, saver, stash=None)
-    except (RsmqError, LookupError, OSError) as e:
+    except (RsmqError, RedisError, LookupError, OSError) as e:
         log.warning("bulk job %s failed: %s", job_id, e)
         job.refresh_from_db()
         _finish(job, BulkJob.State.FAILED, f"Failed after {job.done:,}: {e}")

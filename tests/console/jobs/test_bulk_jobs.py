@@ -237,3 +237,18 @@ def test_the_guides_table_of_who_may_run_a_job_is_what_the_console_checks() -> N
             least = jobs.role_for(kind, checked(params), dead)
             expected = {"operator", "admin"} if least == Role.OPERATOR else {"admin"}
             assert rows[what] == expected, (what, kind, params)
+
+
+def test_a_queue_deleted_under_a_running_job_fails_it_saying_why(
+    console, queue, operator: Client, rsmq: RedisSMQ, worker
+) -> None:
+    pk = start(operator, console, kind="move", to="q2", search="job", rate="50")
+    assert wait_for(pk, {"counted"}).matched == 600
+    operator.post(console.queue("q1", f"jobs/{pk}/confirm/"), {"confirm": "q1"})
+    wait_for(pk, {"running"})
+    time.sleep(0.3)
+    rsmq.delete_queue("q2")
+    job = wait_for(pk, {"failed"})
+    assert "q2" in job.note and job.finished is not None
+    end = AuditEntry.objects.get(action="move_matches", params__step="end")
+    assert end.outcome == "error" and end.count == job.done
