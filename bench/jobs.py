@@ -50,6 +50,9 @@ def main() -> None:
         subprocess.run(["taskset", "-acp", "0", str(server.process.pid)], check=True,
                        capture_output=True)  # fmt: skip
         os.sched_setaffinity(0, {1})
+        # The machine is shared: redis-server gets the CPU first when it has work, so
+        # SLOWLOG measures its calls rather than the time other processes held its core.
+        os.setpriority(os.PRIO_PROCESS, server.process.pid, -15)
         rsmq = RedisSMQ(url=server.url, ns="bench")
         r = redis.Redis.from_url(server.url)
         rsmq.create_queue("big")
@@ -113,8 +116,8 @@ def main() -> None:
 
     report = (
         f"{time.strftime('%Y-%m-%d')}: {n:,} messages of ~150 bytes, every one matching the "
-        f'body filter `"failed"`, on redis-server {version}; redis-server on core 0, the '
-        f"client on core 1; load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} "
+        f'body filter `"failed"`, on redis-server {version}; redis-server on core 0 at nice '
+        f"-15, the client on core 1; load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} "
         "(uptime) when it began.\n\n"
         "| what | took (× the plain move) | longest PING seen by another client "
         "| SLOWLOG: longest call | calls over 1 / 10 / 50 ms | budget |\n"

@@ -27,7 +27,7 @@ from queues.errors import InvalidArgument
 from . import audit
 from .access import Role
 from .celery import app
-from .message_filter import FilterError, MessageFilter, checked
+from .message_filter import PARAMS, FilterError, MessageFilter, checked
 from .models import AuditEntry, BulkJob
 from .place import Place, resolve
 
@@ -73,7 +73,8 @@ def read_request(data: Any, qname: str) -> tuple[str, MessageFilter, pacing.Plan
     if kind not in KINDS:
         raise JobError("kind", f"kind must be one of {', '.join(KINDS)}")
     try:
-        f = checked({k: str(data.get(k) or "") for k in ("state", "rc", "search")})
+        # every field the one filter reads from a URL (message_filter.PARAMS), as text
+        f = checked({p: str(data.get(p) or "") for p in PARAMS.values()})
     except FilterError as e:
         raise JobError(e.field, str(e)) from None
     to = (data.get("to") or "").strip() or None
