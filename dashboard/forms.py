@@ -165,6 +165,8 @@ class VisibilityForm(forms.Form):
 
 class MoveForm(forms.Form):
     to = QueueNameField("to", label="To queue")
+    # Moved messages start with a fresh receive count unless this is ticked.
+    keep_counts = forms.BooleanField(required=False, label="Keep their receive count")
 
 
 class ConfirmNameForm(forms.Form):

@@ -646,3 +646,53 @@ class SavedFilter(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.queue or 'every queue'})"
+
+
+class BulkJob(models.Model):
+    """Acting on every message a filter matches (dashboard/jobs.py): counted first, then
+    confirmed with the count, then run by a Celery task in bounded steps, paced, with
+    progress, pause / resume / cancel and, for a move or a redrive, a canary."""
+
+    class State(models.TextChoices):
+        COUNTING = "counting"
+        COUNTED = "counted"  # waiting for the typed confirmation
+        RUNNING = "running"
+        PAUSED = "paused"
+        DONE = "done"
+        CANCELLED = "cancelled"
+        STOPPED = "stopped"  # the canary came back
+        FAILED = "failed"
+
+    kind = models.CharField(max_length=20)  # delete, requeue, visibility, move, redrive, export
+    connection = models.CharField(max_length=100)
+    namespace = models.CharField(max_length=200)
+    queue = models.CharField(max_length=160)
+    filter = models.JSONField(default=dict, blank=True)  # the filter's URL query
+    params = models.JSONField(default=dict, blank=True)  # to, vt, keep_counts, the pace
+    state = models.CharField(max_length=10, choices=State.choices, default=State.COUNTING)
+    # what the operator asked the running task for: "" (run), "pause", "cancel"
+    control = models.CharField(max_length=10, blank=True, default="")
+    matched = models.BigIntegerField(default=0)  # the count (so far, while counting)
+    done = models.BigIntegerField(default=0)
+    changed = models.BigIntegerField(default=0)  # changed since read: left alone
+    skipped = models.BigIntegerField(default=0)
+    canary = models.IntegerField(default=0)
+    bounced = models.IntegerField(default=0)
+    phase = models.CharField(max_length=12, blank=True)
+    note = models.TextField(blank=True)
+    username = models.CharField(max_length=150)
+    created = models.DateTimeField(default=timezone.now)
+    started = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+    updated = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created"]
+        indexes = [models.Index(fields=["connection", "namespace", "queue", "-created"])]
+
+    def __str__(self) -> str:
+        return f"job {self.pk}: {self.kind} {self.queue} ({self.state})"
+
+    @property
+    def live(self) -> bool:
+        return self.state in (self.State.COUNTING, self.State.RUNNING, self.State.PAUSED)

@@ -7,7 +7,7 @@ from typing import Any
 
 from celery import shared_task
 
-from . import audit_drain, conditions, pipeline_runs, snapshots
+from . import audit_drain, conditions, jobs, pipeline_runs, snapshots
 from .alerting import evaluate
 
 # The outbox's task is delivery's own (evaluation starts it): imported here, the worker
@@ -76,3 +76,15 @@ def evaluate_alerts() -> dict[str, Any]:
         "rules": ev.rules, "changes": ev.changes, "notifications": ev.notifications,
         "skipped": ev.skipped, "failed": ev.failed, "locked": ev.locked,
     }  # fmt: skip
+
+
+@shared_task(name="dashboard.tasks.bulk_count", ignore_result=True)
+def bulk_count(job_id: int) -> None:
+    """Act on every match, step one: count the matches (dashboard/jobs.py)."""
+    jobs.count(job_id)
+
+
+@shared_task(name="dashboard.tasks.bulk_run", ignore_result=True)
+def bulk_run(job_id: int) -> None:
+    """Act on every match, once confirmed: paced, in bounded steps (dashboard/jobs.py)."""
+    jobs.execute(job_id)

@@ -9,6 +9,7 @@ from .views import (
     audit,
     failing,
     incidents,
+    jobs,
     message,
     overview,
     owners,
@@ -37,6 +38,9 @@ place_patterns = [
         name="rsmq-filter-delete",
     ),  # fmt: skip
     path("q/<str:qname>/failing/act/", failing.failing_action, name="rsmq-failing-action"),
+    path("q/<str:qname>/jobs/", jobs.job_start, name="rsmq-job-start"),
+    path("q/<str:qname>/jobs/<int:pk>/", jobs.job_page, name="rsmq-job"),
+    path("q/<str:qname>/jobs/<int:pk>/<str:verb>/", jobs.job_control, name="rsmq-job-control"),
 ]
 
 alert_patterns = [

@@ -3,6 +3,7 @@ REDIS_URL, its JSON keys: more keys are ours). JSON on stdout; errors on one lin
 
 rsmq queue list|create|describe|set|delete|purge
 rsmq message send|receive|pop|get|list|delete|visibility|requeue|move|redrive|export|import
+    (move, redrive: --rate --canary N --watch S --max-bounce P: counted, then paced)
 rsmq failures QUEUE [ID]
 """
 
@@ -14,15 +15,17 @@ import datetime as dt
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import redis
 
-from . import transfer
+from . import pacing, transfer
 from . import validation as v
 from .client import RedisSMQ
 from .errors import InvalidArgument, QueueNotFound, QueueUnreadable, RsmqError
@@ -38,6 +41,7 @@ EXIT_ERROR = 1  # an RSMQ error: bad input, missing queue, ...
 EXIT_USAGE = 2  # argparse's own code for bad command lines
 EXIT_DATA = 2  # data the command can't use: a queue's record another client spoiled
 EXIT_REDIS = 3  # Redis unreachable (or timing out): never for an error about the data
+EXIT_STOPPED = 4  # a paced move / redrive stopped: its canary came back
 
 Handler = Callable[[RedisSMQ, argparse.Namespace], Any]
 
@@ -199,13 +203,75 @@ def _message_requeue(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
 
 
 def _message_move(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    if _is_paced(a):
+        if a.id:
+            raise InvalidArgument(
+                "id", "a paced move takes a filter (--state, --contains), not ids"
+            )
+        return _paced(rsmq, a, "move", "moved")
     if not a.id and not a.all:
         raise InvalidArgument("id", "give the ids to move with -i, or --all")
-    return {"moved": rsmq.move_messages(a.name, a.to, None if a.all else a.id)}
+    return {"moved": rsmq.move_messages(a.name, a.to, None if a.all else a.id, a.keep_counts)}
 
 
 def _message_redrive(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    if _is_paced(a) or a.keep_counts:
+        return _paced(rsmq, a, "redrive", "redriven")
     return {"redriven": rsmq.redrive(a.name, to=a.to, limit=a.limit)}
+
+
+class Stopped(dict[str, Any]):
+    """A paced run's result when its canary came back: printed, exit EXIT_STOPPED."""
+
+
+def _is_paced(a: argparse.Namespace) -> bool:
+    given = (a.rate, a.canary, a.watch, a.max_bounce, a.state, a.contains, a.min_rc)
+    return a.yes or any(x is not None for x in given)
+
+
+def _paced(rsmq: RedisSMQ, a: argparse.Namespace, action: str, verb: str) -> Any:
+    """Count the matches, then (with --yes) act on them paced: progress on stderr (a JSON
+    line a second), Ctrl-C cancels after the current step; the result on stdout."""
+    state = a.state or ("visible" if action == "redrive" else "all")
+    match = {"state": state, "min_rc": a.min_rc or 0, "contains": a.contains or ""}
+    pace = pacing.checked_pace(a.rate, a.canary, a.watch, a.max_bounce)
+    plan = pacing.Plan(a.name, action, match, a.to, None, a.keep_counts, pace)
+    plan.check()
+    if a.limit is not None:
+        v.integer("limit", a.limit, 1, 2**53)
+    n = pacing.count_matches(rsmq, a.name, match).matched
+    if a.limit is not None:
+        n = min(n, a.limit)
+    pacing.checked_pace(a.rate, a.canary, a.watch, a.max_bounce, count=n)
+    if not a.yes:
+        raise InvalidArgument(
+            "yes", f"{n} message(s) of {a.name} match ({state}): add --yes to {action} them"
+        )
+    cancelled = False
+    last = [0.0]
+
+    def control(p: pacing.Progress) -> str:
+        if time.monotonic() - last[0] >= 1:
+            last[0] = time.monotonic()
+            print(json.dumps({"phase": p.phase, "done": p.done, "of": n}), file=sys.stderr)
+        return pacing.CANCEL if cancelled else pacing.RUN
+
+    def interrupt(signum: int, frame: Any) -> None:
+        nonlocal cancelled
+        cancelled = True
+
+    before = signal.signal(signal.SIGINT, interrupt)
+    try:
+        p = pacing.run(rsmq, plan, n, control)
+    finally:
+        signal.signal(signal.SIGINT, before)
+    out: dict[str, Any] = {verb: p.done, "matched": n, "changed": p.changed,
+                           "skipped": p.skipped, "phase": p.phase}  # fmt: skip
+    if pace.canary:
+        out["canary"] = {"moved": len(p.canary_ids), "came_back": p.bounced}
+    if p.note:
+        out["note"] = p.note
+    return Stopped(out) if p.phase == "stopped" else out
 
 
 #: what a handler returns when it wrote its output itself (an export to stdout)
@@ -259,6 +325,24 @@ def _failures(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
         "name": g.qname, "dlq": g.dlq, "complete": g.complete,
         "groups": [x.as_dict() for x in g.groups],
     }  # fmt: skip
+
+
+def _pacing_flags(c: argparse.ArgumentParser) -> None:
+    """A paced move / redrive of a filter's matches: counted first, run with --yes."""
+    g = c.add_argument_group(
+        "paced", "count the matches of a filter, then (with --yes) move them paced"
+    )
+    g.add_argument("-s", "--state", choices=LIST_STATES, help="only messages in this state")
+    g.add_argument("--contains", help="only messages whose body contains this text")
+    g.add_argument("--min-rc", type=int, help="only messages received at least this often")
+    g.add_argument("--rate", help="at most this many messages a second")
+    g.add_argument("--canary", help="move the first N, then watch them")
+    g.add_argument("--watch", help="seconds to watch the canary")
+    g.add_argument("--max-bounce", help="stop if more than this % of the canary come back")
+    g.add_argument(
+        "--keep-counts", action="store_true", help="keep their receive count (default: fresh)"
+    )
+    g.add_argument("--yes", action="store_true", help="confirm, having seen the count")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -341,9 +425,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--to", required=True, help="destination queue")
     c.add_argument("-i", "--id", nargs="+")
     c.add_argument("--all", action="store_true", help="move every message")
+    c.add_argument("--limit", type=int, help="paced: at most this many")
+    _pacing_flags(c)
     c = cmd(ms, "redrive", _message_redrive, "move dead-lettered messages back to their queues")
     c.add_argument("--to", help="send them all to this queue instead")
     c.add_argument("--limit", type=int, help="at most this many")
+    _pacing_flags(c)
     c = cmd(ms, "export", _message_export, "write messages as JSON Lines, unchanged")
     c.add_argument("-o", "--output", required=True, help="a file, or - for stdout")
     c.add_argument("-s", "--state", choices=LIST_STATES, default="all")
@@ -422,7 +509,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     json.dump(result, sys.stdout, ensure_ascii=False, default=_raw)
     sys.stdout.write("\n")
-    return 0
+    return EXIT_STOPPED if isinstance(result, Stopped) else 0
 
 
 if __name__ == "__main__":

@@ -342,3 +342,21 @@ class WaitReading:
     def sampled(self) -> bool:
         """Whether ``waits`` come from a sample of the candidates, not all of them."""
         return self.looked < self.scored
+
+
+#: what ``act_checked`` does to each message (queues/ops/messages.py)
+CHECKED_ACTIONS = ("delete", "requeue", "visibility", "move", "redrive")
+
+
+@dataclass(frozen=True, slots=True)
+class Acted:
+    """What one ``act_checked`` call did: messages acted on (``ids``), those changed since
+    they were read (left alone), those it could not move (too large for the destination,
+    or no queue to go back to), and the pairs it got to (fewer when it stopped early:
+    the rest go again)."""
+
+    done: int
+    changed: int
+    skipped: int
+    looked: int
+    ids: list[str]

@@ -15,6 +15,7 @@ from ninja import NinjaAPI
 from ninja.parser import Parser
 
 from . import annotate, native, rest_rsmq
+from . import jobs as jobs  # act on every match: its routes are on native's router
 from .calls import HANDLERS, BadInput, surrogate_refusal, unpaired
 
 

@@ -107,6 +107,9 @@ class IdsIn(Known):
 
 class MoveIn(IdsIn):
     to: str = Field(description="the queue they go to")
+    keep_counts: bool = Field(
+        False, description="keep their receive count (default: they start with a fresh one)"
+    )
 
 
 class CountOut(Schema):
@@ -328,4 +331,8 @@ def move(
     request: HttpRequest, qname: str, body: MoveIn, conn: str | None = None, ns: str | None = None
 ) -> dict[str, int]:
     """Move these messages to queue ``to`` (operator); ``count``: how many went."""
-    return {"count": ops.move(request, places.resolve(conn, ns), qname, body.ids, body.to)}
+    return {
+        "count": ops.move(
+            request, places.resolve(conn, ns), qname, body.ids, body.to, body.keep_counts
+        )
+    }

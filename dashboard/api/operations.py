@@ -146,12 +146,20 @@ def requeue(request: HttpRequest, place: Place, qname: str, ids: list[str]) -> i
     return run(request, place, REQUEUE, qname, work, ids=ids)
 
 
-def move(request: HttpRequest, place: Place, qname: str, ids: list[str], to: str) -> int:
+def move(
+    request: HttpRequest,
+    place: Place,
+    qname: str,
+    ids: list[str],
+    to: str,
+    keep_counts: bool = False,
+) -> int:
     queue_in_url(qname)
 
     def work() -> tuple[int, int]:
         v.qname(to, "to")
-        n = place.rsmq.move_messages(qname, to, _ids(ids))
+        n = place.rsmq.move_messages(qname, to, _ids(ids), keep_counts=keep_counts)
         return n, n
 
-    return run(request, place, MOVE, qname, work, ids=ids, params={"to": to})
+    params = {"to": to, "keep_counts": keep_counts}
+    return run(request, place, MOVE, qname, work, ids=ids, params=params)

@@ -164,15 +164,15 @@ def _move(post: Posted) -> Result:
     form = MoveForm(post.data)
     if not form.is_valid():
         return Result(invalid={"move_form": form})
-    to = form.cleaned_data["to"]
+    to, keep = form.cleaned_data["to"], form.cleaned_data["keep_counts"]
     n = 0
 
     def work() -> tuple[str, int | None]:
         nonlocal n
-        n = post.place.rsmq.move_messages(post.qname, to, [post.msg_id])
+        n = post.place.rsmq.move_messages(post.qname, to, [post.msg_id], keep_counts=keep)
         return (f"Moved to {to}." if n else f"Not moved: gone, or too large for {to}."), n
 
-    if post.act(work, ids=[post.msg_id], params={"to": to}) and n:
+    if post.act(work, ids=[post.msg_id], params={"to": to, "keep_counts": keep}) and n:
         return Result(go=post.place.url("rsmq-message", to, post.msg_id))
     # Not moved: still here (too large for ``to``), or gone.
     return _look(post)

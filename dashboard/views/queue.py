@@ -397,6 +397,7 @@ def render_queue(
         workers=SimpleLazyObject(lambda: live_workers(place, qname)),
         saved_filters=SimpleLazyObject(lambda: saved_filters.listed(request.user, place, qname)),
         save_filter_form=SaveFilterForm(),
+        job_filter=from_params(params),  # act on every match (_bulk_job.html)
         **browser,
         **forms_,
         **(extra or {}),

@@ -110,17 +110,17 @@ def _move_selected(post: Posted) -> Result:
         return Result(invalid={"move_form": form})
     if not ids:
         return post.refuse("Select at least one message.")
-    to = form.cleaned_data["to"]
+    to, keep = form.cleaned_data["to"], form.cleaned_data["keep_counts"]
 
     def work() -> tuple[str, int | None]:
-        n = post.place.rsmq.move_messages(post.qname, to, ids)
+        n = post.place.rsmq.move_messages(post.qname, to, ids, keep_counts=keep)
         text = f"Moved {plural(n, 'message')} to {to}."
         if n < len(ids):
             left = len(ids) - n
             text += f" {left} {'was' if left == 1 else 'were'} gone or too large for {to}."
         return text, n
 
-    post.act(work, ids=ids, params={"to": to})
+    post.act(work, ids=ids, params={"to": to, "keep_counts": keep})
     return DONE
 
 

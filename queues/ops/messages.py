@@ -17,6 +17,8 @@ from ..limits import (
     FETCH_BATCH_BYTES,
 )
 from ..models import (
+    CHECKED_ACTIONS,
+    Acted,
     ImportRecord,
     Message,
 )
@@ -247,10 +249,74 @@ class Messages(Stats[R]):
             pass
 
     @operation
-    def move_messages(self, src: str, dst: str, ids: Iterable[str] | None = None) -> Op[int]:
+    def act_checked(
+        self,
+        qname: str,
+        action: str,
+        seen: Iterable[tuple[str | bytes, int]],
+        to: str | None = None,
+        vt: int | None = None,
+        keep_counts: bool = False,
+    ) -> Op[Acted]:
+        """Act on messages as they were read: pairs of (id, its ``visible_at`` when read,
+        as browsing gives them). A message no longer in the queue with that score (a
+        consumer received it, someone changed it since) is left alone and counted as
+        changed. Actions: ``delete``, ``requeue`` (visible now), ``visibility`` (``vt``
+        seconds from now), ``move`` (to ``to``), ``redrive`` (each to the queue it was
+        dead-lettered from, or to ``to``); moved messages start over with a fresh receive
+        count unless ``keep_counts``. At most ``v.MAX_BATCH`` pairs a call; a move stops
+        early past MOVE_BYTES of bodies (``Acted.looked`` says how far it got)."""
+        if action not in CHECKED_ACTIONS:
+            raise InvalidArgument("action", f"action must be one of {', '.join(CHECKED_ACTIONS)}")
+        src = self._with_failures(qname)
+        pairs = list(seen)
+        if len(pairs) > v.MAX_BATCH:
+            raise InvalidArgument("ids", f"ids: at most {v.MAX_BATCH} per call, not {len(pairs)}")
+        param = ""
+        dst = src
+        if action == "visibility":
+            param = str(v.seconds("vt", vt))
+        elif action in ("move", "redrive"):
+            param = "1" if keep_counts else ""
+            if action == "move" and to is None:
+                raise InvalidArgument("to", "to: the queue to move the messages to")
+            if to is not None:
+                if to == qname:
+                    raise InvalidArgument("to", "to must be a different queue from the source")
+                action = "move"
+                dst = self._with_failures(v.qname(to, "to"))
+        args: list[str | bytes | int] = [action, param, self._prefix, FAILURES_SUFFIX]
+        for mid, score in pairs:
+            if not isinstance(mid, (str, bytes)):
+                raise InvalidArgument("ids", "ids must be strings or bytes")
+            args += [mid, v.integer("visible_at", score, -(2**53), 2**53)]
+        if not pairs:
+            return Acted(0, 0, 0, 0, [])
+        r: list[Any] = yield Call(S.ACT_CHECKED, (*src, *dst), args, (qname, to or qname))
+        return Acted(r[0], r[1], r[2], r[3], [_str(i) for i in r[5:]])
+
+    @operation
+    def count_present(self, qname: str, ids: Iterable[str]) -> Op[int]:
+        """How many of ``ids`` are in the queue now (at most ``v.MAX_BATCH`` a call)."""
+        z, _ = self._queue_keys(qname)
+        checked = list(ids)
+        if len(checked) > v.MAX_BATCH:
+            raise InvalidArgument("ids", f"ids: at most {v.MAX_BATCH} per call, not {len(checked)}")
+        if not checked:
+            return 0
+        n: int = yield Call(S.COUNT_PRESENT, (z,), checked, qname)
+        return n
+
+    @operation
+    def move_messages(
+        self, src: str, dst: str, ids: Iterable[str] | None = None, keep_counts: bool = False
+    ) -> Op[int]:
         """Move messages (default: all) to another queue, visible there at once.
 
-        Each keeps its id, body, rc and fr; no queue's totals change. Moving all goes in
+        Each keeps its id and body and starts over with a fresh receive count (rc and fr
+        dropped: a message moved back from a dead-letter queue would otherwise go straight
+        back on its next receive), or keeps them with ``keep_counts``; no queue's totals
+        change. Moving all goes in
         chunks of ``CHUNK``; a message larger than ``dst``'s maxsize stays in ``src``.
         Returns how many were moved.
         """
@@ -259,6 +325,7 @@ class Messages(Stats[R]):
         if src == dst:
             raise InvalidArgument("dst", "dst must be a different queue from src")
         keys = (*src_keys, *dst_keys, self._failures_key(src), self._failures_key(dst))
+        keep = "1" if keep_counts else ""
         if ids is not None:
             checked = [v.message_id(i) for i in ids]
             if not checked:
@@ -266,13 +333,15 @@ class Messages(Stats[R]):
             m: int
             total = 0
             while checked:  # a call stops early past MOVE_BYTES of bodies: the rest again
-                m, _, looked, stopped = yield Call(S.MOVE, keys, (0, CHUNK, *checked), (src, dst))
+                m, _, looked, stopped = yield Call(
+                    S.MOVE, keys, (0, CHUNK, keep, *checked), (src, dst)
+                )
                 total += m
                 checked = checked[looked:] if stopped else []
             return total
         moved = skipped = 0
         while True:
-            m, s, _, stopped = yield Call(S.MOVE, keys, (skipped, CHUNK), (src, dst))
+            m, s, _, stopped = yield Call(S.MOVE, keys, (skipped, CHUNK, keep), (src, dst))
             moved += m
             skipped += s
             if m + s < CHUNK and not stopped:

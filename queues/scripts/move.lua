@@ -1,7 +1,9 @@
 -- KEYS: source zset, source hash, destination zset, destination hash, their failure keys
--- ARGV: offset, limit, ids... (no ids: the source's first `limit` messages from rank `offset`)
--- Moves each message with its id, body, rc and fr; it is visible in the destination at
--- once. Neither queue's totalsent / totalrecv changes. A body over the destination's
+-- ARGV: offset, limit, keep counts ("1": rc and fr go along; "": the message starts
+-- over with a fresh receive count), ids... (no ids: the source's first `limit` messages
+-- from rank `offset`)
+-- Moves each message with its id and body (and rc and fr if kept); it is visible in the
+-- destination at once. Neither queue's totalsent / totalrecv changes. A body over the destination's
 -- maxsize stays where it is. Stops early once the bodies it moved pass MOVE_BYTES
 -- (measured before one is read). Returns {moved, skipped, ids looked at, 1 if it
 -- stopped early (else 0)}.
@@ -18,8 +20,9 @@ if not dmax then
   return unreadable("dst " .. why)
 end
 local ids = {}
-if #ARGV > 2 then
-  for i = 3, #ARGV do ids[#ids + 1] = ARGV[i] end
+local keep = ARGV[3] == "1"
+if #ARGV > 3 then
+  for i = 4, #ARGV do ids[#ids + 1] = ARGV[i] end
 else
   local offset = tonumber(ARGV[1])
   ids = redis.call("ZRANGE", KEYS[1], offset, offset + tonumber(ARGV[2]) - 1)
@@ -37,7 +40,7 @@ for _, id in ipairs(ids) do
         return {moved, skipped, looked, 1}
       end
       bytes = bytes + size
-      transfer(KEYS[1], KEYS[2], KEYS[3], KEYS[4], id, score, true, nil, KEYS[5], KEYS[6])
+      transfer(KEYS[1], KEYS[2], KEYS[3], KEYS[4], id, score, keep, nil, KEYS[5], KEYS[6])
       moved = moved + 1
     end
   end

@@ -137,13 +137,13 @@ def dst(rsmq: RedisSMQ) -> str:
     return "q2"
 
 
-def test_move_messages_by_id_moves_them_with_body_rc_and_fr(
+def test_move_messages_by_id_with_keep_counts_moves_them_with_body_rc_and_fr(
     rsmq: RedisSMQ, queue: str, dst: str, r: redis.Redis, ns: str
 ):
     ids = rsmq.send_messages(queue, ["a", "b", "c"])
     got = rsmq.receive_message(queue)
 
-    assert rsmq.move_messages(queue, dst, ids=ids[:2]) == 2
+    assert rsmq.move_messages(queue, dst, ids=ids[:2], keep_counts=True) == 2
 
     h = r.hgetall(f"{ns}:{dst}:Q")
     assert (h[ids[0]], h[f"{ids[0]}:rc"], h[f"{ids[0]}:fr"]) == ("a", "1", str(got.fr))
@@ -151,6 +151,21 @@ def test_move_messages_by_id_moves_them_with_body_rc_and_fr(
     assert f"{ids[1]}:rc" not in h and f"{ids[1]}:fr" not in h
     assert r.zrange(f"{ns}:{queue}", 0, -1) == [ids[2]]
     assert not {ids[0], ids[1], f"{ids[0]}:rc", f"{ids[0]}:fr"} & set(r.hkeys(f"{ns}:{queue}:Q"))
+
+
+def test_moved_messages_start_with_a_fresh_receive_count_by_default(
+    rsmq: RedisSMQ, queue: str, dst: str, r: redis.Redis, ns: str
+):
+    ids = rsmq.send_messages(queue, ["a", "b"])
+    rsmq.receive_messages(queue, 2, vt=0)
+
+    assert rsmq.move_messages(queue, dst, ids=ids[:1]) == 1
+    assert rsmq.move_messages(queue, dst) == 1
+
+    h = r.hgetall(f"{ns}:{dst}:Q")
+    assert (h[ids[0]], h[ids[1]]) == ("a", "b")
+    assert not {f"{i}:{f}" for i in ids for f in ("rc", "fr")} & set(h)
+    assert [m.rc for m in rsmq.receive_messages(dst, 2)] == [1, 1]
 
 
 def test_moved_messages_are_visible_in_the_destination_at_once(
@@ -168,7 +183,7 @@ def test_moved_messages_are_visible_in_the_destination_at_once(
         assert before <= score <= after
     got = rsmq.receive_messages(dst, 10)
     assert [m.id for m in got][:2] == ids
-    assert [m.rc for m in got] == [2, 1, 1]
+    assert [m.rc for m in got] == [1, 1, 1]  # a fresh receive count: this receive
 
 
 def test_move_messages_changes_neither_queues_totals(

@@ -1012,3 +1012,31 @@ def test_pyrsmq_raises_its_exists_and_not_found_errors_like_queues(
         py.createQueue(qname="exists").execute()
     with pytest.raises(QueueDoesNotExist):
         py.getQueueAttributes(qname="missing").execute()
+
+
+def test_node_works_on_messages_a_paced_job_moved_and_acted_on(
+    node: NodeRsmq, rsmq: RedisSMQ, r: redis.Redis, ns: str
+) -> None:
+    """Node rsmq's messages, moved by a paced job (queues/pacing.py: act_checked) with a
+    fresh receive count, receive as new ones there; what a job deletes is gone for Node
+    too, and deleteQueue leaves nothing behind."""
+    from queues.pacing import Pace, Plan, run
+
+    node.run(
+        ("createQueue", {"qname": "src"}),
+        ("createQueue", {"qname": "dst"}),
+        *[("sendMessage", {"qname": "src", "message": f"m{i}"}) for i in range(6)],
+    )
+    assert len(rsmq.receive_messages("src", 6, vt=0)) == 6  # each received once: rc 1
+    moved = run(rsmq, Plan("src", "move", {"state": "all", "contains": "m"}, to="dst",
+                           pace=Pace(rate=100)), 3)  # fmt: skip
+    assert moved.done == 3
+    got = [node.call("receiveMessage", qname="dst") for _ in range(3)]
+    assert sorted(m["message"] for m in got) == ["m0", "m1", "m2"]
+    assert {m["rc"] for m in got} == {1}  # rc was 1 in src: fresh in dst, this is the first
+    deleted = run(rsmq, Plan("src", "delete", {"state": "all", "contains": "m"}), 3)
+    assert deleted.done == 3
+    assert node.call("getQueueAttributes", qname="src")["msgs"] == 0
+
+    assert node.run(("deleteQueue", {"qname": "src"}), ("deleteQueue", {"qname": "dst"})) == [1, 1]
+    assert r.keys(f"{ns}:*") == []

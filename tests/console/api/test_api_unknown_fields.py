@@ -42,7 +42,7 @@ def test_a_create_applies_every_field_it_names(call, rsmq: RedisSMQ) -> None:
         ("POST", "q/messages/", {"message": "m", "dealy": 5}, "dealy", "message, messages, delay"),
         ("POST", "q/receive/", {"n": 1, "visibility": 5}, "visibility", "n, vt"),
         ("POST", "q/requeue/", {"ids": [], "all": True}, "all", "ids"),
-        ("POST", "q/move/", {"ids": [], "to": "q", "dest": "r"}, "dest", "ids, to"),
+        ("POST", "q/move/", {"ids": [], "to": "q", "dest": "r"}, "dest", "ids, to, keep_counts"),
     ],
 )  # fmt: skip
 def test_a_field_a_call_does_not_take_is_refused_naming_it(

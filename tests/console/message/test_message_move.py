@@ -11,11 +11,22 @@ from queues import RedisSMQ
 pytestmark = pytest.mark.django_db
 
 
-def test_it_moves_the_message(console, mid, operator: Client, rsmq: RedisSMQ) -> None:
+def test_it_moves_the_message_with_a_fresh_receive_count(
+    console, mid, operator: Client, rsmq: RedisSMQ
+) -> None:
     operator.post(console.message_act(mid), {"action": "move", "to": "q2"})
     assert rsmq.get_message("q1", mid) is None
     moved = rsmq.get_message("q2", mid)
-    assert (moved.message, moved.rc, moved.state) == ("payload", 1, "visible")
+    assert (moved.message, moved.rc, moved.state) == ("payload", 0, "visible")
+
+
+def test_it_keeps_the_receive_count_when_asked(
+    console, mid, operator: Client, rsmq: RedisSMQ
+) -> None:
+    operator.post(console.message_act(mid), {"action": "move", "to": "q2", "keep_counts": "on"})
+    moved = rsmq.get_message("q2", mid)
+    assert (moved.message, moved.rc) == ("payload", 1)
+    assert AuditEntry.objects.get().params == {"to": "q2", "keep_counts": True}
 
 
 def test_it_follows_the_message_to_its_new_queue(console, mid, operator: Client) -> None:
@@ -39,7 +50,7 @@ def test_it_audits_a_move(console, mid, operator: Client) -> None:
         "move",
         [mid],
         1,
-        {"to": "q2"},
+        {"to": "q2", "keep_counts": False},
         "ok",
     )
 
@@ -62,7 +73,7 @@ def test_it_audits_a_failed_move(console, mid, operator: Client, rsmq: RedisSMQ)
         "move",
         [mid],
         None,
-        {"to": "q2"},
+        {"to": "q2", "keep_counts": False},
         "error",
         "Queue not found: q2",
     )

@@ -89,7 +89,7 @@ def test_it_audits_a_move(console, q1, operator: Client) -> None:
         "move",
         q1[:2],
         2,
-        {"to": "q2"},
+        {"to": "q2", "keep_counts": False},
         "ok",
     )
 
@@ -141,7 +141,7 @@ def test_it_audits_a_failed_move(console, q1, operator: Client, rsmq: RedisSMQ) 
         "move",
         q1[:2],
         None,
-        {"to": "q2"},
+        {"to": "q2", "keep_counts": False},
         "error",
         "Queue not found: q2",
     )

@@ -1,0 +1,172 @@
+"""Act on every match, for machines: start a job (it counts), read it (its count and
+progress), confirm it with the queue's name, pause / resume / cancel it. The same jobs
+as the console's (dashboard/jobs.py: a Celery task runs them), at the same roles: a
+filter's matches are the operator's, every message of a state the admin's (a redrive:
+the operator's from a dead-letter queue)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest
+from ninja import Schema, Status
+from pydantic import Field
+
+from queues import validation as v
+from queues.pacing import RATE_MAX, WATCH_MAX
+
+from .. import audit, jobs, tokens
+from .. import place as places
+from ..access import Role
+from ..actions import Action
+from ..message_filter import RC_MAX, checked
+from ..models import AuditEntry, BulkJob
+from ..place import Place
+from .bodies import Known
+from .calls import BadInput, actor, refusal, token_of
+from .native import ERRORS, both
+
+#: the least role a job takes (its own, the operator's or the admin's, is checked after)
+JOB = Action(Role.OPERATOR, "act_on_matches")
+
+
+class JobIn(Known):
+    kind: str = Field(description=f"one of {', '.join(jobs.KINDS)}")
+    state: str = Field("all", description="the filter's state: all, visible, hidden, ...")
+    rc: int = Field(0, description=f"the filter: received at least this often, 0 to {RC_MAX}")
+    search: str = Field("", description="the filter: the body contains this text")
+    where: str = Field("", description="the filter: JSON fields, e.g. amount > 100 (console.md)")
+    older: int = Field(0, description="the filter: sent more than this many minutes ago")
+    younger: int = Field(0, description="the filter: sent less than this many minutes ago")
+    to: str | None = Field(None, description="move: the queue they go to; redrive: instead")
+    vt: int | None = Field(None, description=f"visibility: seconds, 0 to {v.MAX_SECONDS}")
+    keep_counts: bool = Field(False, description="move, redrive: keep their receive count")
+    rate: float | None = Field(None, description=f"at most this many a second, to {RATE_MAX}")
+    canary: int = Field(0, description="move, redrive: the first N, then watched")
+    watch: float = Field(0, description=f"seconds the canary is watched, to {WATCH_MAX}")
+    max_bounce: float = Field(0, description="stop if more than this % of the canary came back")
+
+
+class ConfirmIn(Known):
+    confirm: str = Field("", description="confirm: the queue's name, exactly")
+
+
+class JobOut(Schema):
+    id: int
+    kind: str
+    queue: str
+    filter: dict[str, str] = Field(description="the filter, as the queue page's URL query")
+    params: dict[str, Any]
+    state: str = Field(description="counting, counted, running, paused, done, cancelled, "
+                       "stopped (the canary came back), failed")  # fmt: skip
+    phase: str
+    matched: int = Field(description="the count (so far, while counting)")
+    done: int
+    changed: int = Field(description="changed since they were read: left alone")
+    skipped: int = Field(description="too large for the destination, or no queue to go to")
+    canary: int
+    bounced: int = Field(description="canary messages that came back")
+    what: str = Field(description="what it does, in words (the confirmation's)")
+    note: str
+    by: str
+
+
+def _out(job: BulkJob) -> dict[str, Any]:
+    job.refresh_from_db()
+    return {
+        "id": job.pk, "kind": job.kind, "queue": job.queue, "filter": job.filter,
+        "params": job.params, "state": job.state, "phase": job.phase, "matched": job.matched,
+        "done": job.done, "changed": job.changed, "skipped": job.skipped,
+        "canary": job.canary, "bounced": job.bounced, "what": jobs.describe(job),
+        "note": job.note, "by": job.username,
+    }  # fmt: skip
+
+
+def _allow(request: HttpRequest, place: Place, kind: str, needed: Role, qname: str) -> None:
+    reason = refusal(tokens.role_of(token_of(request)), needed)
+    if reason:
+        audit.record(
+            request, place, jobs.AUDIT.get(kind, JOB.audit_name), AuditEntry.Outcome.DENIED,
+            queue=qname, detail=reason, actor=actor(token_of(request)),
+        )  # fmt: skip
+        request.rsmq_audited = True  # type: ignore[attr-defined]
+        raise PermissionDenied(reason)
+
+
+def _bad(e: jobs.JobError) -> BadInput:
+    text = str(e)
+    return BadInput(text if text.startswith(e.field) else f"{e.field}: {text}")
+
+
+@both("POST", "/queues/{qname}/jobs/", JOB, "job_start", response={201: JobOut, **ERRORS})
+def job_start(
+    request: HttpRequest, qname: str, body: JobIn, conn: str | None = None, ns: str | None = None
+) -> Status[dict[str, Any]]:
+    """Start a job on every message the filter matches: it counts them first (``state``
+    counting, then counted); nothing changes until it is confirmed."""
+    place = places.resolve(conn, ns)
+    places.queue_stats(place, qname)
+    data = body.model_dump()
+    try:
+        kind, f, _ = jobs.read_request(data, qname)
+    except jobs.JobError as e:
+        audit.record(
+            request, place, jobs.AUDIT.get(data["kind"], JOB.audit_name),
+            AuditEntry.Outcome.INVALID, qname, detail=str(e), actor=actor(token_of(request)),
+        )  # fmt: skip
+        request.rsmq_audited = True  # type: ignore[attr-defined]
+        raise _bad(e) from None
+    dead = kind == "redrive" and bool(place.rsmq.dead_letter_sources(qname))
+    _allow(request, place, kind, jobs.role_for(kind, f, dead), qname)
+    job = jobs.create(request, place, qname, data, actor=actor(token_of(request)))
+    return Status(201, _out(job))
+
+
+def _job(place: Place, qname: str, pk: int) -> BulkJob:
+    try:
+        return BulkJob.objects.get(
+            pk=pk, connection=place.conn.name, namespace=place.ns, queue=qname
+        )
+    except BulkJob.DoesNotExist:
+        raise Http404(f"No job {pk} on queue {qname!r}.") from None
+
+
+@both(["GET", "HEAD"], "/queues/{qname}/jobs/{pk}/", None, "job_read", tags=["read"],
+      response={200: JobOut, **ERRORS})  # fmt: skip
+def job_read(
+    request: HttpRequest, qname: str, pk: int, conn: str | None = None, ns: str | None = None
+) -> dict[str, Any]:
+    """A job: its count, state and progress (poll it)."""
+    return _out(_job(places.resolve(conn, ns), qname, pk))
+
+
+@both("POST", "/queues/{qname}/jobs/{pk}/{verb}/", JOB, "job_control",
+      response={200: JobOut, **ERRORS})  # fmt: skip
+def job_control(
+    request: HttpRequest,
+    qname: str,
+    pk: int,
+    verb: str,
+    body: ConfirmIn | None = None,
+    conn: str | None = None,
+    ns: str | None = None,
+) -> dict[str, Any]:
+    """``confirm`` (body ``{"confirm": "<the queue's name>"}``: it runs), ``pause``,
+    ``resume`` or ``cancel``."""
+    if verb not in ("confirm", "pause", "resume", "cancel"):
+        raise Http404(f"No job action {verb!r}.")
+    place = places.resolve(conn, ns)
+    job = _job(place, qname, pk)
+    dead = job.kind == "redrive" and bool(place.rsmq.dead_letter_sources(qname))
+    _allow(request, place, job.kind, jobs.role_for(job.kind, checked(job.filter), dead), qname)
+    try:
+        if verb == "confirm":
+            typed = body.confirm if body else ""
+            jobs.confirm(request, place, job, typed, actor=actor(token_of(request)))
+        else:
+            jobs.control(job, verb)
+    except jobs.JobError as e:
+        raise _bad(e) from None
+    request.rsmq_audited = True  # type: ignore[attr-defined]
+    return _out(job)

@@ -1,0 +1,99 @@
+"""Act on every match: start a job (its count), its page (progress polled by htmx, the
+typed confirmation stating the count), and its controls (confirm, pause, resume,
+cancel). The work is dashboard/jobs.py's, in Celery."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST, require_safe
+
+from .. import audit, jobs
+from ..access import Role, refusal
+from ..htmx import HtmxHttpRequest
+from ..message_filter import checked
+from ..models import AuditEntry, BulkJob
+from ..place import Place, place_for, queue_stats
+from .common import UNPROCESSABLE, context, go
+
+BAD_REQUEST = 400
+VERBS = ("confirm", "pause", "resume", "cancel")
+
+
+def _url(place: Place, job: BulkJob) -> str:
+    return reverse("rsmq-job", args=(place.conn.name, place.ns, job.queue, job.pk))
+
+
+def _role(place: Place, job: BulkJob) -> Role:
+    dead = job.kind == "redrive" and bool(place.rsmq.dead_letter_sources(job.queue))
+    return jobs.role_for(job.kind, checked(job.filter), dead)
+
+
+@login_required
+@require_POST
+def job_start(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> HttpResponse:
+    kind = request.POST.get("kind", "")
+    name = jobs.AUDIT.get(kind, "act_on_matches")
+    place = place_for(request, conn, ns, Role.OPERATOR, name, qname)
+    stats = queue_stats(place, qname)
+    try:
+        kind, f, plan = jobs.read_request(request.POST, qname)
+    except jobs.JobError as e:
+        audit.record(request, place, name, AuditEntry.Outcome.INVALID, qname, detail=str(e))
+        ctx = context(place, qname=qname, stats=stats, error=str(e), field=e.field, job=None)
+        return render(request, "job.html", ctx, status=BAD_REQUEST)
+    dead = kind == "redrive" and bool(place.rsmq.dead_letter_sources(qname))
+    audit.require(request, place, jobs.role_for(kind, f, dead), name, qname)
+    job = jobs.create(request, place, qname, request.POST)
+    return go(request, _url(place, job))
+
+
+def _job(place: Place, qname: str, pk: int) -> BulkJob:
+    return get_object_or_404(
+        BulkJob, pk=pk, connection=place.conn.name, namespace=place.ns, queue=qname
+    )
+
+
+def _page(
+    request: HtmxHttpRequest, place: Place, job: BulkJob, error: str = "", status: int = 200
+) -> HttpResponse:
+    job.refresh_from_db()
+    may = not refusal(request.user, _role(place, job))
+    ctx = context(
+        place, qname=job.queue, job=job, job_url=_url(place, job), may_act=may,
+        what=jobs.describe(job), outcome=jobs.outcome_text(job), error=error,
+        percent=int(100 * job.done / job.matched) if job.matched else 100,
+    )  # fmt: skip
+    polled = request.htmx and request.method == "GET" and request.htmx.target == "job-progress"
+    return render(request, "job.html#progress" if polled else "job.html", ctx, status=status)
+
+
+@login_required
+@require_safe
+def job_page(request: HtmxHttpRequest, conn: str, ns: str, qname: str, pk: int) -> HttpResponse:
+    place = place_for(request, conn, ns)
+    return _page(request, place, _job(place, qname, pk))
+
+
+@login_required
+@require_POST
+def job_control(
+    request: HtmxHttpRequest, conn: str, ns: str, qname: str, pk: int, verb: str
+) -> HttpResponse:
+    if verb not in VERBS:
+        raise Http404(f"No job action {verb!r}.")
+    place = place_for(request, conn, ns)
+    job = _job(place, qname, pk)
+    audit.require(request, place, _role(place, job), jobs.AUDIT[job.kind], qname)
+    try:
+        if verb == "confirm":
+            jobs.confirm(request, place, job, request.POST.get("confirm", ""))
+        else:
+            jobs.control(job, verb)
+    except jobs.JobError as e:
+        # htmx swaps a form's errors in when they come as a 422 (base.html)
+        status = UNPROCESSABLE if request.htmx else BAD_REQUEST
+        return _page(request, place, job, error=str(e), status=status)
+    return go(request, _url(place, job))

@@ -1,0 +1,254 @@
+"""Act on every match, through the console with a real Celery worker (in this process,
+celery.contrib.testing) and the test Redis: count → the confirmation stating it → run
+→ progress → pause / resume / cancel; audited at start and end; roles; bad input."""
+
+from __future__ import annotations
+
+import html
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+from dashboard import jobs
+from dashboard.access import Role
+from dashboard.message_filter import checked
+from dashboard.models import AuditEntry, BulkJob
+from queues import RedisSMQ
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def queue(console, rsmq: RedisSMQ) -> str:
+    """q1: 600 messages, every third a "poison" one (200)."""
+    rsmq.create_queue("q1")
+    rsmq.create_queue("q2")
+    rsmq.send_messages("q1", [f"job {i} {'poison' if i % 3 == 0 else 'ok'}" for i in range(600)])
+    return "q1"
+
+
+def wait_for(job_id: int, states: set[str], timeout: float = 30) -> BulkJob:
+    until = time.monotonic() + timeout
+    while True:
+        job = BulkJob.objects.get(pk=job_id)
+        if job.state in states:
+            return job
+        assert time.monotonic() < until, (job.state, job.phase, job.done, job.note)
+        time.sleep(0.05)
+
+
+def start(client: Client, console, qname: str = "q1", **data: str) -> int:
+    response = client.post(console.queue(qname, "jobs/"), data)
+    assert response.status_code == 302, response.content.decode()[:500]
+    m = re.search(r"/jobs/(\d+)/$", response["Location"])
+    assert m, response["Location"]
+    return int(m.group(1))
+
+
+def test_count_confirm_run_with_progress(
+    console, queue, operator: Client, rsmq: RedisSMQ, worker
+) -> None:
+    pk = start(operator, console, kind="delete", search="poison", rate="")
+    job = wait_for(pk, {"counted"})
+    assert job.matched == 200
+    page = html.unescape(operator.get(console.queue("q1", f"jobs/{pk}/")).content.decode())
+    assert "Delete 200 messages of q1 matching all messages, whose body contains 'poison'" in page
+    assert rsmq.get_queue_attributes("q1").msgs == 600  # nothing yet
+
+    wrong = operator.post(console.queue("q1", f"jobs/{pk}/confirm/"), {"confirm": "q2"})
+    assert wrong.status_code == 400 and "Type q1 exactly to confirm." in wrong.content.decode()
+    assert rsmq.get_queue_attributes("q1").msgs == 600
+
+    ok = operator.post(console.queue("q1", f"jobs/{pk}/confirm/"), {"confirm": "q1"})
+    assert ok.status_code == 302
+    job = wait_for(pk, {"done"})
+    assert (job.done, job.changed) == (200, 0)
+    assert rsmq.get_queue_attributes("q1").msgs == 400
+    assert not rsmq.browse("q1", contains="poison", limit=1000).items
+    rows = list(AuditEntry.objects.filter(action="delete_matches").order_by("at", "pk"))
+    who = operator.user.username  # type: ignore[attr-defined]
+    assert [(r.params["step"], r.count, r.username) for r in rows] == [
+        ("count", None, who), ("start", 200, who), ("end", 200, who),
+    ]  # fmt: skip
+    assert "Job" in rows[2].detail and "200 of 200 deleted" in rows[2].detail
+
+    # the progress partial htmx polls
+    part = operator.get(
+        console.queue("q1", f"jobs/{pk}/"), HTTP_HX_REQUEST="true", HTTP_HX_TARGET="job-progress"
+    ).content.decode()
+    assert part.lstrip().startswith('<section id="job-progress"') and "200</strong> of 200" in part
+
+
+def test_pause_resume_and_cancel(console, queue, operator: Client, rsmq: RedisSMQ, worker) -> None:
+    pk = start(operator, console, kind="move", to="q2", search="job", rate="40")
+    assert wait_for(pk, {"counted"}).matched == 600
+    operator.post(console.queue("q1", f"jobs/{pk}/confirm/"), {"confirm": "q1"})
+    wait_for(pk, {"running"})
+    time.sleep(0.6)
+    operator.post(console.queue("q1", f"jobs/{pk}/pause/"))
+    paused = wait_for(pk, {"paused"})
+    time.sleep(0.8)
+    moved = rsmq.get_queue_attributes("q2").msgs
+    time.sleep(0.8)
+    assert rsmq.get_queue_attributes("q2").msgs == moved  # nothing moves while paused
+    assert 0 < paused.done < 600
+    page = operator.get(console.queue("q1", f"jobs/{pk}/")).content.decode()
+    assert "data-job-resume" in page and "paused." in page
+
+    operator.post(console.queue("q1", f"jobs/{pk}/resume/"))
+    wait_for(pk, {"running"})
+    time.sleep(0.6)
+    assert rsmq.get_queue_attributes("q2").msgs > moved
+    operator.post(console.queue("q1", f"jobs/{pk}/cancel/"))
+    job = wait_for(pk, {"cancelled"})
+    assert 0 < job.done < 600
+    assert rsmq.get_queue_attributes("q2").msgs == job.done
+    assert rsmq.get_queue_attributes("q1").msgs == 600 - job.done
+    end = AuditEntry.objects.filter(action="move_matches", params__step="end").get()
+    assert end.count == job.done and "cancelled" in end.detail
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"kind": "explode"}, "kind"),
+        ({"kind": "delete", "rc": "-1"}, "rc"),
+        ({"kind": "delete", "state": "gone"}, "state"),
+        ({"kind": "move", "search": "x"}, "to"),
+        ({"kind": "move", "search": "x", "to": "q1"}, "to"),
+        ({"kind": "move", "search": "x", "to": "q2", "rate": "0"}, "rate"),
+        ({"kind": "move", "search": "x", "to": "q2", "canary": "5"}, "watch"),
+        (
+            {
+                "kind": "move",
+                "search": "x",
+                "to": "q2",
+                "canary": "5",
+                "watch": "1",
+                "max_bounce": "200",
+            },
+            "max_bounce",
+        ),  # fmt: skip
+        ({"kind": "visibility", "search": "x", "vt": "soon"}, "vt"),
+        ({"kind": "requeue", "search": "x"}, "state"),
+        ({"kind": "delete", "search": "x", "canary": "3", "watch": "1"}, "canary"),
+    ],
+)
+def test_bad_input_is_refused_naming_the_field(
+    console, queue, operator: Client, ns_state, data: dict, field: str
+) -> None:
+    before = ns_state()
+    response = operator.post(console.queue("q1", "jobs/"), data)
+    assert response.status_code == 400
+    assert f'data-field="{field}"' in response.content.decode()
+    assert not BulkJob.objects.exists()
+    assert ns_state() == before
+    assert AuditEntry.objects.get().outcome == "invalid"
+
+
+def test_a_canary_larger_than_the_count_is_refused_at_the_confirmation(
+    console, queue, operator: Client, rsmq: RedisSMQ, worker
+) -> None:
+    pk = start(operator, console, kind="move", to="q2", search="poison", canary="500", watch="1")
+    assert wait_for(pk, {"counted"}).matched == 200
+    response = operator.post(console.queue("q1", f"jobs/{pk}/confirm/"), {"confirm": "q1"})
+    assert response.status_code == 400
+    assert "canary must be at most the 200 matching messages" in response.content.decode()
+    assert BulkJob.objects.get(pk=pk).state == "counted"
+    assert rsmq.get_queue_attributes("q2").msgs == 0
+
+
+ROLE_CASES = [
+    # (what is posted, the least role that may)
+    ({"kind": "delete", "search": "poison"}, "operator"),  # a filter's matches: a message action
+    ({"kind": "delete", "state": "all"}, "admin"),  # every message of a state: whole-queue
+    ({"kind": "move", "rc": "1", "to": "q2"}, "operator"),
+    ({"kind": "visibility", "state": "visible", "vt": "30"}, "admin"),
+    ({"kind": "redrive", "state": "visible", "to": "q2"}, "admin"),  # q1 is no dead-letter queue
+]
+
+
+@pytest.mark.parametrize(("data", "least"), ROLE_CASES)
+@pytest.mark.parametrize("role", ["viewer", "operator", "admin"])
+def test_roles(
+    console, queue, as_role: Callable[[str], Client], data: dict, least: str, role: str
+) -> None:
+    client = as_role(role)
+    response = client.post(console.queue("q1", "jobs/"), data)
+    allowed = ["viewer", "operator", "admin"].index(role) >= ["operator", "admin"].index(least) + 1
+    if allowed:
+        assert response.status_code == 302
+        assert BulkJob.objects.get().username == client.user.username  # type: ignore[attr-defined]
+        return
+    assert response.status_code == 403
+    assert not BulkJob.objects.exists()
+    row = AuditEntry.objects.get()
+    assert (row.action, row.outcome) == (f"{data['kind']}_matches", "denied")
+
+
+def test_a_viewer_can_not_confirm_nor_cancel(
+    console, queue, operator: Client, viewer: Client, worker
+) -> None:
+    pk = start(operator, console, kind="delete", search="poison")
+    wait_for(pk, {"counted"})
+    page = viewer.get(console.queue("q1", f"jobs/{pk}/")).content.decode()
+    assert "data-job-start" not in page
+    for verb in ("confirm", "cancel"):
+        assert (
+            viewer.post(console.queue("q1", f"jobs/{pk}/{verb}/"), {"confirm": "q1"}).status_code
+            == 403
+        )
+    assert BulkJob.objects.get(pk=pk).state == "counted"
+
+
+GUIDE = Path(__file__).resolve().parents[3] / "docs" / "console.md"
+#: each row of the guide's table of who may run a job → jobs it stands for
+#: (kind, filter, whether the queue is a dead-letter queue)
+GUIDE_ROWS = {
+    "delete, requeue, change visibility or move what a filter narrows (received ≥ N, body "
+    "contains)": [("delete", {"search": "x"}, False), ("requeue", {"state": "inflight",
+                  "rc": "2"}, False), ("visibility", {"search": "x"}, False),
+                  ("move", {"rc": "1"}, True)],
+    "delete, requeue, change visibility or move every message of a state": [
+        ("delete", {}, False), ("requeue", {"state": "hidden"}, False),
+        ("visibility", {"state": "visible"}, False), ("move", {"state": "all"}, True)],
+    "redrive from a dead-letter queue (one some queue's policy names)": [
+        ("redrive", {}, True), ("redrive", {"search": "x"}, True)],
+    "redrive from any other queue": [("redrive", {}, False), ("redrive", {"rc": "3"}, False)],
+}  # fmt: skip
+
+
+def test_the_guides_table_of_who_may_run_a_job_is_what_the_console_checks() -> None:
+    lines = GUIDE.read_text().splitlines()
+    head = next(i for i, line in enumerate(lines) if line.strip().startswith("| job | who may"))
+    rows: dict[str, set[str]] = {}
+    for line in lines[head + 2 :]:
+        if not line.strip().startswith("|"):
+            break
+        what, who = (c.strip() for c in line.strip().strip("|").split("|"))
+        rows[what] = {w.strip() for w in who.split(",")}
+    assert set(rows) == set(GUIDE_ROWS)
+    for what, cases in GUIDE_ROWS.items():
+        for kind, params, dead in cases:
+            least = jobs.role_for(kind, checked(params), dead)
+            expected = {"operator", "admin"} if least == Role.OPERATOR else {"admin"}
+            assert rows[what] == expected, (what, kind, params)
+
+
+def test_a_queue_deleted_under_a_running_job_fails_it_saying_why(
+    console, queue, operator: Client, rsmq: RedisSMQ, worker
+) -> None:
+    pk = start(operator, console, kind="move", to="q2", search="job", rate="50")
+    assert wait_for(pk, {"counted"}).matched == 600
+    operator.post(console.queue("q1", f"jobs/{pk}/confirm/"), {"confirm": "q1"})
+    wait_for(pk, {"running"})
+    time.sleep(0.3)
+    rsmq.delete_queue("q2")
+    job = wait_for(pk, {"failed"})
+    assert "q2" in job.note and job.finished is not None
+    end = AuditEntry.objects.get(action="move_matches", params__step="end")
+    assert end.outcome == "error" and end.count == job.done
