@@ -213,18 +213,13 @@ class PolicyForm(forms.Form):
 
 
 class RedriveForm(ConfirmNameForm):
-    """Redrive: on a dead-letter queue as it is; on any other queue a bulk move of the
-    whole queue, confirmed like purge (``confirm``: the queue's name typed)."""
+    """Redrive (a dead-letter queue's messages back where they came from, or any queue's
+    to another), confirmed like purge: the page states how many, the queue's name typed."""
 
     to = QueueNameField(
         "to", label="To queue", required=False, help_text="empty: back to the queue each came from"
     )
     field_order = ["to", "confirm"]
-
-    def __init__(self, *args: Any, qname: str, confirm: bool, **kwargs: Any) -> None:
-        super().__init__(*args, qname=qname, **kwargs)
-        if not confirm:
-            del self.fields["confirm"]
 
 
 def queue_page_forms(stats: QueueStats) -> dict[str, forms.Form]:
@@ -241,7 +236,7 @@ def queue_page_forms(stats: QueueStats) -> dict[str, forms.Form]:
         "move_form": MoveForm(),
         "policy_form": PolicyForm(initial={"dlq": stats.dlq, "maxrc": stats.maxrc}),
         # Its confirmation is shown only where the queue is no dead-letter queue.
-        "redrive_form": RedriveForm(qname=stats.qname, confirm=True),
+        "redrive_form": RedriveForm(qname=stats.qname),
     }
 
 

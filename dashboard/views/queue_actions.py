@@ -215,11 +215,12 @@ def _policy(post: Posted) -> Result:
 
 def _redrive(post: Posted) -> Result:
     """On a dead-letter queue (one some queue's policy names) an operator's action; on
-    any other queue a bulk move of the whole queue: the admin's, confirmed like purge."""
+    any other queue a bulk move of the whole queue: the admin's. Both confirmed like
+    purge: the page states the count, the queue's name typed."""
     dead_letters = bool(post.place.rsmq.dead_letter_sources(post.qname))
     if not dead_letters:
         post.require(Role.ADMIN)
-    form = RedriveForm(post.data, qname=post.qname, confirm=not dead_letters)
+    form = RedriveForm(post.data, qname=post.qname)
     if not form.is_valid():
         return Result(invalid={"redrive_form": form})
     to = form.cleaned_data["to"] or None

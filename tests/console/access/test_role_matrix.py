@@ -70,7 +70,9 @@ ACTS: dict[str, Act] = {
     "message_delete": Act("q1", lambda ids: {"action": "delete"}, "delete", True),
     "message_move": Act("q1", lambda ids: {"action": "move", "to": "q2"}, "move", True),
     "visibility": Act("q1", lambda ids: {"action": "visibility", "vt": "0"}, "visibility", True),
-    "redrive_dlq": Act("dead", lambda ids: {"action": "redrive", "to": "q1"}, "redrive"),
+    "redrive_dlq": Act(
+        "dead", lambda ids: {"action": "redrive", "to": "q1", "confirm": "dead"}, "redrive"
+    ),
     "redrive_plain": Act(
         "q1", lambda ids: {"action": "redrive", "to": "q2", "confirm": "q1"}, "redrive"
     ),

@@ -93,7 +93,9 @@ def test_an_operator_redrives_dead_letters_back_to_their_queue(
     console, queues, rsmq: RedisSMQ, operator: Client
 ) -> None:
     mid = dead_letter_one(rsmq)
-    response = operator.post(console.act("dead"), {"action": "redrive", "to": ""})
+    response = operator.post(
+        console.act("dead"), {"action": "redrive", "to": "", "confirm": "dead"}
+    )
     assert response.status_code == 302
     back = rsmq.get_message("q1", mid)
     assert back is not None and (back.state, back.rc) == ("visible", 0)
@@ -112,8 +114,10 @@ def test_a_viewer_may_not_redrive(console, queues, rsmq: RedisSMQ, viewer: Clien
 def test_redrive_with_nothing_to_redrive_says_so(console, queues, rsmq, operator: Client):
     rsmq.set_dead_letter_policy("q1", "dead", 1)
     rsmq.send_message("dead", "no source")
-    response = operator.post(console.act("dead"), {"action": "redrive"}, **console.htmx(
-        current=console.queue("dead")))  # fmt: skip
+    response = operator.post(
+        console.act("dead"), {"action": "redrive", "confirm": "dead"},
+        **console.htmx(current=console.queue("dead")),
+    )  # fmt: skip
     assert "Nothing to redrive" in " ".join(console.flashes(response))
 
 
@@ -153,7 +157,7 @@ def test_redrive_leaves_a_message_in_flight_in_the_dead_letter_queue(
     other = rsmq.send_message("dead", "held")
     held = rsmq.receive_message("dead", vt=60)
     assert held is not None and held.id in {mid, other}
-    operator.post(console.act("dead"), {"action": "redrive", "to": "q1"})
+    operator.post(console.act("dead"), {"action": "redrive", "to": "q1", "confirm": "dead"})
     assert rsmq.get_message("dead", held.id) is not None
     assert AuditEntry.objects.get().count == 1
 
@@ -162,9 +166,9 @@ def test_redrive_leaves_a_message_in_flight_in_the_dead_letter_queue(
     ("role", "queue", "offered", "confirmed"),
     [
         ("viewer", "dead", False, False),
-        ("operator", "dead", True, False),
+        ("operator", "dead", True, True),
         ("operator", "q1", False, False),
-        ("admin", "dead", True, False),
+        ("admin", "dead", True, True),
         ("admin", "q1", True, True),
     ],
 )
@@ -177,3 +181,22 @@ def test_the_redrive_form_is_offered_only_where_it_applies(
     page = as_role(role).get(console.queue(queue)).content.decode()
     assert ('value="redrive"' in page) is offered
     assert ('name="confirm"' in page) is confirmed
+
+
+def test_a_dead_letter_redrive_states_its_count_and_wants_the_name_typed(
+    console, queues, rsmq: RedisSMQ, operator: Client
+) -> None:
+    """One click used to move every dead letter, uncounted, unconfirmed."""
+    mids = [dead_letter_one(rsmq) for _ in range(3)]
+    page = operator.get(console.queue("dead")).content.decode()
+    assert 'data-redrive-count="3"' in page and "Redrive 3 visible" in page
+
+    unconfirmed = operator.post(console.act("dead"), {"action": "redrive", "to": ""})
+    refused = operator.post(console.act("dead"), {"action": "redrive", "confirm": "deda"})
+
+    assert (unconfirmed.status_code, refused.status_code) == (422, 422)
+    assert "Type dead exactly to confirm." in refused.content.decode()
+    assert rsmq.get_queue_attributes("dead").msgs == 3
+    done = operator.post(console.act("dead"), {"action": "redrive", "to": "", "confirm": "dead"})
+    assert done.status_code == 302
+    assert {rsmq.get_message("q1", m).state for m in mids} == {"visible"}  # type: ignore[union-attr]
