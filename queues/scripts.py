@@ -69,6 +69,7 @@ RECORD_FAILURE = _load("record_failure")
 FAILURE_SCAN = _load("failure_scan")
 FAILURE_HISTORY = _load("failure_history")
 IMPORT = _load("import")
+RESEND = _load("resend")
 API_RATE = _load("api_rate")
 AUDIT_ACK = _load("audit_ack")
 
