@@ -44,6 +44,8 @@ MESSAGE_ACTIONS: Actions = {
     "visibility": Action(Role.OPERATOR, "visibility"),
     "delete": Action(Role.OPERATOR, "delete"),
     "move": Action(Role.OPERATOR, "move"),
+    # edit and re-send: a new message, the original deleted in the same step if asked
+    "resend": Action(Role.OPERATOR, "resend"),
 }
 
 # Two the console has no button for, at the roles theirs need: creating a queue

@@ -96,6 +96,22 @@ class MoveForm(forms.Form):
     to = QueueNameField("to", label="To queue")
 
 
+class ResendForm(forms.Form):
+    """Edit and re-send (the message page): the edited body, sent as a new message to
+    ``to`` (blank: this queue), the original deleted in the same step if asked."""
+
+    body = forms.CharField(
+        label="Body",
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false", "data-json-editor": ""}),
+    )
+    to = QueueNameField("to", label="Send to queue", required=False, help_text="blank: this queue")
+    delay = _seconds("delay", "Delay (s)", required=False, help_text="blank: the queue's delay")
+    delete_original = forms.BooleanField(
+        label="Delete the original in the same step", required=False
+    )
+
+
 class ConfirmNameForm(forms.Form):
     """Typed confirmation for destructive queue actions."""
 

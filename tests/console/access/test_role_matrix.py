@@ -62,6 +62,9 @@ ACTS: dict[str, Act] = {
     "message_requeue": Act("q1", lambda ids: {"action": "requeue"}, "requeue", True),
     "message_delete": Act("q1", lambda ids: {"action": "delete"}, "delete", True),
     "message_move": Act("q1", lambda ids: {"action": "move", "to": "q2"}, "move", True),
+    "message_resend": Act(
+        "q1", lambda ids: {"action": "resend", "body": "fixed", "to": "q2"}, "resend", True
+    ),
     "visibility": Act("q1", lambda ids: {"action": "visibility", "vt": "0"}, "visibility", True),
     "redrive_dlq": Act("dead", lambda ids: {"action": "redrive", "to": "q1"}, "redrive"),
     "redrive_plain": Act(
