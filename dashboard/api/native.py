@@ -109,6 +109,19 @@ class MoveIn(IdsIn):
     to: str = Field(description="the queue they go to")
 
 
+class ResendIn(Known):
+    message: str = Field(description="the edited body, sent as a new message")
+    to: str | None = Field(default=None, description="the queue it goes to; none: this queue")
+    delete_original: bool = Field(
+        default=False, description="delete the original in the same atomic step"
+    )
+    delay: int | None = Field(default=None, description=f"{SECONDS}; none: the target's delay")
+
+
+class ResentOut(Schema):
+    id: str = Field(description="the new message's id")
+
+
 class CountOut(Schema):
     count: int = Field(description="how many messages it changed")
 
@@ -303,3 +316,26 @@ def move(
 ) -> dict[str, int]:
     """Move these messages to queue ``to`` (operator); ``count``: how many went."""
     return {"count": ops.move(request, places.resolve(conn, ns), qname, body.ids, body.to)}
+
+
+@both(
+    "POST", "/queues/{qname}/messages/{msg_id}/resend/", ops.RESEND, "resend_message",
+    response={201: ResentOut, **ERRORS},
+)  # fmt: skip
+def resend_message(
+    request: HttpRequest,
+    qname: str,
+    msg_id: str,
+    body: ResendIn,
+    conn: str | None = None,
+    ns: str | None = None,
+) -> Status[dict[str, str]]:
+    """Edit and re-send (operator): ``message`` goes to ``to`` (default: this queue) as a
+    new message; with ``delete_original`` the original is deleted in the same atomic step
+    (404, nothing sent, when it is gone meanwhile). The audit row keeps both bodies (the
+    first 64 KB of each)."""
+    place = places.resolve(conn, ns)
+    new = ops.resend(
+        request, place, qname, msg_id, body.message, body.to, body.delete_original, body.delay
+    )
+    return Status(201, {"id": new})

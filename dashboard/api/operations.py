@@ -4,6 +4,8 @@ log), and what its audit row keeps. native.py and rest_rsmq.py shape their answe
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpRequest
 
 from queues import InvalidArgument
@@ -12,6 +14,7 @@ from queues.models import Message
 
 from ..actions import CREATE_QUEUE, MESSAGE_ACTIONS, QUEUE_ACTIONS
 from ..actions import RECEIVE as RECEIVE
+from ..audit import resend_bodies
 from ..place import Place
 from .calls import COUNTED_BY_CALL, head, queue_in_url, rate, run
 
@@ -19,6 +22,7 @@ CREATE = CREATE_QUEUE
 SEND, REQUEUE, MOVE = QUEUE_ACTIONS["send"], QUEUE_ACTIONS["requeue"], QUEUE_ACTIONS["move"]
 PURGE, DELETE_QUEUE = QUEUE_ACTIONS["purge"], QUEUE_ACTIONS["delete_queue"]
 DELETE, VISIBILITY = MESSAGE_ACTIONS["delete"], MESSAGE_ACTIONS["visibility"]
+RESEND = MESSAGE_ACTIONS["resend"]
 # Audited by their own scripts, and counted against the token's rate by them too.
 COUNTED_BY_CALL.update((SEND, RECEIVE, DELETE, VISIBILITY))
 
@@ -155,3 +159,31 @@ def move(request: HttpRequest, place: Place, qname: str, ids: list[str], to: str
         return n, n
 
     return run(request, place, MOVE, qname, work, ids=ids, params={"to": to})
+
+
+def resend(
+    request: HttpRequest,
+    place: Place,
+    qname: str,
+    msg_id: str,
+    body: str,
+    to: str | None,
+    delete_original: bool,
+    delay: int | None,
+) -> str:
+    """Edit and re-send, as the message page does: the new message's id."""
+    queue_in_url(qname)
+    target = to or qname
+    params: dict[str, Any] = {"to": target, "delete_original": delete_original, "delay": delay}
+
+    def work() -> tuple[str, int]:
+        v.message_id(msg_id)
+        original = place.rsmq.get_message(qname, msg_id)
+        params["bodies"] = resend_bodies(original.message if original else None, body)
+        new = place.rsmq.resend_message(
+            qname, msg_id, body, to=target, delete_original=delete_original, delay=delay
+        )
+        params["new_id"] = new
+        return new, 1
+
+    return run(request, place, RESEND, qname, work, ids=[msg_id], params=params)
