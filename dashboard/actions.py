@@ -36,6 +36,8 @@ QUEUE_ACTIONS: Actions = {
     "policy": Action(Role.ADMIN, "set_policy"),
     # An operator's on a dead-letter queue; elsewhere the admin's (checked by its handler).
     "redrive": Action(Role.OPERATOR, "redrive"),
+    # adds messages, as a send does (dashboard/exports.py)
+    "import": Action(Role.OPERATOR, "import"),
 }
 
 # The message page's buttons (views/message.py).
@@ -56,3 +58,7 @@ RECEIVE = Action(Role.OPERATOR, "receive")
 
 # API-only too: a token marks the timeline (api/annotate.py: POST /api/annotations/).
 ANNOTATE = Action(Role.OPERATOR, "annotation_create")
+
+# A download, no button: a viewer reads what it holds on the pages already; audited
+# (views/transfer.py, api/native.py).
+EXPORT = Action(Role.VIEWER, "export")

@@ -16,6 +16,7 @@ from queues.models import QueueStats
 from queues.ops import MAX_MAXRC
 
 from .alerting import outbound
+from .exports import IMPORT_MAX_BYTES, too_large
 from .models import AlertRule, Ownership
 
 
@@ -112,6 +113,24 @@ class ResendForm(forms.Form):
     )
 
 
+class ImportForm(forms.Form):
+    """Import an export's JSON Lines into the queue page's queue (dashboard/exports.py)."""
+
+    file = forms.FileField(
+        label="JSON Lines file",
+        help_text="an export (rsmq message export, or Export here); at most 2 MB",
+    )
+    keep_ids = forms.BooleanField(
+        label="Keep ids (with their receive counts); skip an id already here", required=False
+    )
+
+    def clean_file(self) -> Any:
+        f = self.cleaned_data["file"]
+        if f.size > IMPORT_MAX_BYTES:
+            raise forms.ValidationError(str(too_large(f.size)))
+        return f
+
+
 class ConfirmNameForm(forms.Form):
     """Typed confirmation for destructive queue actions."""
 
@@ -185,6 +204,7 @@ def queue_page_forms(stats: QueueStats) -> dict[str, forms.Form]:
         "policy_form": PolicyForm(initial={"dlq": stats.dlq, "maxrc": stats.maxrc}),
         # Its confirmation is shown only where the queue is no dead-letter queue.
         "redrive_form": RedriveForm(qname=stats.qname, confirm=True),
+        "import_form": ImportForm(),
     }
 
 

@@ -18,6 +18,7 @@ from .views import (
     redis_page,
     tokens,
 )
+from .views import transfer as transfer_views
 from .views.common import favicon
 
 place_patterns = [
@@ -29,6 +30,7 @@ place_patterns = [
     path("q/<str:qname>/failing/", failing.failing, name="rsmq-queue-failing"),
     path("q/<str:qname>/m/<str:msg_id>/", message.message_detail, name="rsmq-message"),
     path("q/<str:qname>/m/<str:msg_id>/act/", message.message_action, name="rsmq-message-action"),
+    path("q/<str:qname>/export/", transfer_views.export, name="rsmq-queue-export"),
 ]
 
 alert_patterns = [

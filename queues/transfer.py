@@ -57,14 +57,26 @@ def export_record(m: MessageInfo) -> dict[str, Any]:
 
 
 def export_lines(
-    rsmq: RedisSMQ, qname: str, state: str = "all", contains: str = "", min_rc: int = 0
+    rsmq: RedisSMQ,
+    qname: str,
+    state: str = "all",
+    contains: str = "",
+    min_rc: int = 0,
+    **filters: Any,
 ) -> Iterator[str]:
     """Every message of a state (or a filter's matches), in queue order, one JSON line
-    each (with its newline), read in browse's bounded calls."""
+    each (with its newline), read in browse's bounded calls. ``filters``: any further
+    filter of ``browse`` (the console hands its filter's ``browse_kwargs()`` whole)."""
     after: Cursor | None = None
     while True:
         page = rsmq.browse(
-            qname, state, after=after, limit=EXPORT_PAGE, contains=contains, min_rc=min_rc
+            qname,
+            state,
+            after=after,
+            limit=EXPORT_PAGE,
+            contains=contains,
+            min_rc=min_rc,
+            **filters,
         )
         for m in page.items:
             yield json.dumps(export_record(m), ensure_ascii=False) + "\n"
