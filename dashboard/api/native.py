@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from ninja import Router, Schema, Status
 from pydantic import Field
 
@@ -19,6 +20,7 @@ from queues.models import Message
 
 from .. import place as places
 from ..actions import Action
+from ..exports import IMPORT_MAX_BYTES
 from . import operations as ops
 from . import reads
 from .bodies import Known
@@ -120,6 +122,35 @@ class ResendIn(Known):
 
 class ResentOut(Schema):
     id: str = Field(description="the new message's id")
+
+
+class ExportLine(Schema):
+    """One line of an export (JSON Lines: one such object a line, in queue order)."""
+
+    id: str
+    body: str
+    rc: int = Field(description="how often it was received")
+    fr: int = Field(description="its first receive, epoch ms (0: never)")
+    sent: float | None = Field(description="when it was sent, epoch ms; null: unknown")
+    visible_at: int = Field(description="when it is (or was) visible, epoch ms")
+    delay_ms: int = Field(description="how long after the export it was due (0: visible)")
+    state: str = Field(description="visible, inflight or delayed")
+
+
+class SkippedLine(Schema):
+    line: int
+    id: str | None
+    why: str
+
+
+class ImportOut(Schema):
+    lines: int = Field(description="messages the file held")
+    imported: int = Field(description="messages written")
+    skipped: int = Field(description="messages not written: their kept id was in the queue")
+    skipped_lines: list[SkippedLine] = Field(description="the first 20 skipped")
+    batches: int = Field(description="atomic batches written")
+    first_id: str | None = Field(description="the first message written")
+    last_id: str | None = Field(description="the last message written")
 
 
 class CountOut(Schema):
@@ -339,3 +370,49 @@ def resend_message(
         request, place, qname, msg_id, body.message, body.to, body.delete_original, body.delay
     )
     return Status(201, {"id": new})
+
+
+FILTER_QUERY = (
+    "the queue page's filter, as its URL has it (dashboard/message_filter.py): state (all,"
+    " visible, hidden, inflight, delayed), rc (received at least), search (body contains)"
+)
+
+
+@both(
+    "GET", "/queues/{qname}/export/", ops.EXPORT, "export_messages",
+    response={200: ExportLine, **ERRORS},
+    openapi_extra={"responses": {200: {
+        "description": "JSON Lines, streamed: one ExportLine a line (no Content-Length)",
+        "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+    }}},
+)  # fmt: skip
+def export_messages(
+    request: HttpRequest, qname: str, conn: str | None = None, ns: str | None = None
+) -> HttpResponseBase:
+    """Export (viewer): the messages of a state or of a filter's matches as JSON Lines
+    (one ExportLine each), streamed; the query is the queue page's filter."""
+    return ops.export(request, places.resolve(conn, ns), qname)
+
+
+@both(
+    "POST", "/queues/{qname}/import/", ops.IMPORT, "import_messages",
+    response={200: ImportOut, **ERRORS},
+    openapi_extra={"requestBody": {
+        "required": True,
+        "description": f"an export's JSON Lines, at most {IMPORT_MAX_BYTES:,} bytes (larger:"
+        " `rsmq message import`)",
+        "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+    }},
+)  # fmt: skip
+def import_messages(
+    request: HttpRequest,
+    qname: str,
+    keep_ids: bool = False,
+    conn: str | None = None,
+    ns: str | None = None,
+) -> dict[str, Any]:
+    """Import (operator): each line of an export as a message — new ids (rc 0) unless
+    ``keep_ids`` (ids, rc and fr kept; an id already in the queue skipped), relative delays
+    kept — checked first (a bad line: 400 naming it by number, nothing written), then
+    written in atomic batches; the answer reports exactly what was written."""
+    return ops.import_lines(request, places.resolve(conn, ns), qname, request.body, keep_ids)

@@ -6,15 +6,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest
+from django.http import HttpRequest, StreamingHttpResponse
 
 from queues import InvalidArgument
 from queues import validation as v
 from queues.models import Message
 
+from .. import exports
 from ..actions import CREATE_QUEUE, MESSAGE_ACTIONS, QUEUE_ACTIONS
+from ..actions import EXPORT as EXPORT
 from ..actions import RECEIVE as RECEIVE
 from ..audit import resend_bodies
+from ..message_filter import FilterError, checked
 from ..place import Place
 from .calls import COUNTED_BY_CALL, head, queue_in_url, rate, run
 
@@ -23,6 +26,7 @@ SEND, REQUEUE, MOVE = QUEUE_ACTIONS["send"], QUEUE_ACTIONS["requeue"], QUEUE_ACT
 PURGE, DELETE_QUEUE = QUEUE_ACTIONS["purge"], QUEUE_ACTIONS["delete_queue"]
 DELETE, VISIBILITY = MESSAGE_ACTIONS["delete"], MESSAGE_ACTIONS["visibility"]
 RESEND = MESSAGE_ACTIONS["resend"]
+IMPORT = QUEUE_ACTIONS["import"]
 # Audited by their own scripts, and counted against the token's rate by them too.
 COUNTED_BY_CALL.update((SEND, RECEIVE, DELETE, VISIBILITY))
 
@@ -187,3 +191,37 @@ def resend(
         return new, 1
 
     return run(request, place, RESEND, qname, work, ids=[msg_id], params=params)
+
+
+def export(request: HttpRequest, place: Place, qname: str) -> StreamingHttpResponse:
+    """The streamed JSON Lines of the query's filter (message_filter.checked: a bad field
+    is a 400 naming it); audited when it starts (its count is not known before its end)."""
+    queue_in_url(qname)
+    params: dict[str, Any] = {}
+
+    def work() -> tuple[StreamingHttpResponse, None]:
+        try:
+            flt = checked(request.GET)
+        except FilterError as e:
+            raise InvalidArgument(e.field, str(e)) from None
+        params.update(flt.query())
+        place.rsmq.get_queue_attributes(qname)  # a missing queue: 404 before any line
+        return exports.export_response(place.rsmq, qname, flt), None
+
+    return run(request, place, EXPORT, qname, work, params=params)
+
+
+def import_lines(
+    request: HttpRequest, place: Place, qname: str, data: bytes, keep_ids: bool
+) -> dict[str, Any]:
+    """Every line checked (a bad one: 400 naming it by number, nothing written), then
+    written in atomic batches: the report."""
+    queue_in_url(qname)
+    params: dict[str, Any] = {"keep_ids": keep_ids, "bytes": len(data)}
+
+    def work() -> tuple[dict[str, Any], int]:
+        report = exports.import_file(place.rsmq, qname, data, keep_ids)
+        params["report"] = report
+        return report, report["imported"]
+
+    return run(request, place, IMPORT, qname, work, params=params)

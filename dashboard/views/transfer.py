@@ -5,7 +5,7 @@ download (dashboard/exports.py); the import is the page's ``import`` action
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
+from django.http import HttpResponse, HttpResponseBase
 from django.views.decorators.http import require_safe
 
 from queues import validation as v
@@ -20,7 +20,7 @@ from ..place import place_for
 
 @login_required
 @require_safe
-def export(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> HttpResponse:
+def export(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> HttpResponseBase:
     """The filter of the query (``message_filter.checked``: a bad field is a 400 naming
     it); the queue must exist (404) before the download starts."""
     place = place_for(request, conn, ns, EXPORT.role, EXPORT.audit_name, qname)
