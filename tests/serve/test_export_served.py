@@ -1,0 +1,90 @@
+"""A streamed export as `./run` serves it (dashboard/asgi.py ``streamer``): the served
+process sends an export piece by piece — its web workers' memory grows by a few MB while
+an export of over 100 MB goes out, where collecting the whole response (as every other
+answer is) would hold all of it — and the lines arrive whole and in order."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from served import Served, make_token, processes_in, serving
+
+from queues import RedisSMQ
+
+pytestmark = pytest.mark.slow
+
+MESSAGES = 300_000
+BODY = "x" * 300  # ~400-byte lines: an export of ~120 MB
+
+
+@pytest.fixture(scope="module")
+def served(clone: Path) -> Iterator[Served]:
+    with serving(clone, "--no-celery", log_name="export.log") as console:
+        yield console
+
+
+def web_workers(clone: Path) -> list[psutil.Process]:
+    return [p for p in processes_in(clone) if "granian" in " ".join(p.cmdline())]
+
+
+def test_a_big_export_streams_with_flat_memory(served: Served) -> None:
+    rsmq = RedisSMQ(url=f"redis://127.0.0.1:{served.redis_port}/0", ns="rsmq")
+    rsmq.create_queue("big", maxsize=-1)
+    for i in range(0, MESSAGES, 10_000):
+        rsmq.send_messages("big", [f"{BODY}{n}" for n in range(i, i + 10_000)])
+    token = make_token(served, "exporter", "viewer")
+    workers = web_workers(served.clone)
+    assert workers
+    before = {p.pid: p.memory_info().rss for p in workers}
+    peak = dict(before)
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            for p in workers:
+                try:
+                    peak[p.pid] = max(peak[p.pid], p.memory_info().rss)
+                except psutil.NoSuchProcess:
+                    pass
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=120)
+    lines = size = 0
+    first = last = ""
+    try:
+        conn.request("GET", "/api/queues/big/export/", headers={"Authorization": f"Bearer {token}"})
+        r = conn.getresponse()
+        assert r.status == 200
+        assert (
+            r.getheader("Content-Length") is None and r.getheader("Transfer-Encoding") == "chunked"
+        )
+        rest = b""
+        while piece := r.read(1 << 16):
+            size += len(piece)
+            *whole, rest = (rest + piece).split(b"\n")
+            for line in whole:
+                body = json.loads(line)["body"]
+                first = first or body
+                last = body
+                lines += 1
+        assert rest == b""
+    finally:
+        done.set()
+        sampler.join()
+        conn.close()
+    assert lines == MESSAGES and size > 100_000_000
+    assert (first, last) == (f"{BODY}0", f"{BODY}{MESSAGES - 1}")
+    grown = max(peak[pid] - before[pid] for pid in before)
+    # one browse page and one piece at a time: a few MB, never the ~120 MB sent
+    assert grown < 25_000_000, f"a web worker grew by {grown / 1e6:.1f} MB"
+    # the console still answers while (and after) an export held a thread
+    assert served.get("/healthz").status == 200
