@@ -32,6 +32,10 @@ from .models import Cursor, ImportRecord, MessageInfo
 
 #: messages a browse call of an export asks for
 EXPORT_PAGE = 500
+#: messages one of its script calls reads (browse's ``step``): an export reads whole
+#: bodies, so fewer than a browser's page does, to keep each call ~1-2 ms
+#: (bench/RESULTS.md, "Export of 1,000,000 messages")
+EXPORT_STEP = 200
 #: an import batch: at most this many messages ...
 IMPORT_BATCH = 500
 #: ... and about this many bytes of bodies (one script call holds Redis ~1 ms a MB)
@@ -76,6 +80,7 @@ def export_lines(
             limit=EXPORT_PAGE,
             contains=contains,
             min_rc=min_rc,
+            step=EXPORT_STEP,
             **filters,
         )
         for m in page.items:
