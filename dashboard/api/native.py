@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from ninja import Router, Schema, Status
@@ -18,11 +19,12 @@ from pydantic import Field
 from queues import validation as v
 from queues.models import Message
 
+from .. import exports
 from .. import place as places
 from ..actions import Action
 from ..exports import IMPORT_MAX_BYTES
+from . import calls, reads
 from . import operations as ops
-from . import reads
 from .bodies import Known
 from .calls import RANGES, BadInput, TokenAuth, placed
 
@@ -396,7 +398,7 @@ def export_messages(
 
 @both(
     "POST", "/queues/{qname}/import/", ops.IMPORT, "import_messages",
-    response={200: ImportOut, **ERRORS},
+    response={200: ImportOut, **ERRORS, 413: Error},
     openapi_extra={"requestBody": {
         "required": True,
         "description": f"an export's JSON Lines, at most {IMPORT_MAX_BYTES:,} bytes (larger:"
@@ -410,9 +412,17 @@ def import_messages(
     keep_ids: bool = False,
     conn: str | None = None,
     ns: str | None = None,
-) -> dict[str, Any]:
+) -> dict[str, Any] | HttpResponse:
     """Import (operator): each line of an export as a message — new ids (rc 0) unless
     ``keep_ids`` (ids, rc and fr kept; an id already in the queue skipped), relative delays
     kept — checked first (a bad line: 400 naming it by number, nothing written), then
-    written in atomic batches; the answer reports exactly what was written."""
-    return ops.import_lines(request, places.resolve(conn, ns), qname, request.body, keep_ids)
+    written in atomic batches; the answer reports exactly what was written. A body over
+    the server's limit (DATA_UPLOAD_MAX_MEMORY_SIZE): 413."""
+    place = places.resolve(conn, ns)
+    try:
+        data = request.body
+    except RequestDataTooBig:
+        return calls.error(
+            413, str(exports.too_large(int(request.META["CONTENT_LENGTH"]))), request
+        )
+    return ops.import_lines(request, place, qname, data, keep_ids)

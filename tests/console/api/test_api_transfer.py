@@ -124,3 +124,14 @@ def test_importing_needs_an_operator(q1: list[str], role: str, status: int) -> N
 def test_exporting_needs_a_token(q1: list[str]) -> None:
     assert Client().get("/api/queues/q1/export/").status_code == 401
     assert client("viewer").get("/api/queues/nope/export/").status_code == 404
+
+
+def test_a_body_over_the_servers_limit_is_refused(q1: list[str], rsmq: RedisSMQ) -> None:
+    line = (json.dumps({"body": "x" * 1000}) + "\n").encode()
+    data = line * 3000  # ~3 MB: over DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MB) too
+    answer = client("operator").post(
+        "/api/queues/q2/import/", data=data, content_type="application/x-ndjson"
+    )
+    assert answer.status_code == 413, answer.content[:300]
+    assert "rsmq message import" in answer.json()["error"]
+    assert rsmq.browse("q2").items == []
