@@ -35,6 +35,9 @@ EXPORT_CHUNK = 64 * 1024
 #: the served process's body limit (DATA_UPLOAD_MAX_MEMORY_SIZE, 2.5 MB) with room for
 #: the form's other fields
 IMPORT_MAX_BYTES = 2 * 1024 * 1024
+#: what a page's import request may hold besides its file (the form's other fields, the
+#: multipart framing)
+FORM_BYTES = 64 * 1024
 #: an export's media type: one JSON document a line
 JSONL = "application/x-ndjson; charset=utf-8"
 

@@ -239,6 +239,15 @@ def _redrive(post: Posted) -> Result:
 
 
 def _import(post: Posted) -> Result:
+    # A request larger than an import may be is refused by its declared length: the
+    # served process hands Django no more than its body limit (asgi.WholeBody), so such a
+    # file would arrive cut short.
+    declared = int(post.request.META.get("CONTENT_LENGTH") or 0)
+    if declared > exports.IMPORT_MAX_BYTES + exports.FORM_BYTES:
+        form = ImportForm(post.data)
+        form.is_valid()  # bound and checked, its file error then said as it is
+        form.errors["file"] = form.error_class([str(exports.too_large(declared))])
+        return Result(invalid={"import_form": form})
     form = ImportForm(post.data, post.request.FILES)
     if not form.is_valid():
         return Result(invalid={"import_form": form})

@@ -1,12 +1,16 @@
 """A streamed export as `./run` serves it (dashboard/asgi.py ``streamer``): the served
 process sends an export piece by piece — its web workers' memory grows by a few MB while
 an export of over 100 MB goes out, where collecting the whole response (as every other
-answer is) would hold all of it — and the lines arrive whole and in order."""
+answer is) would hold all of it — and the lines arrive whole and in order. The queue
+page's Import form works through the served process, and a file past its body limit is
+refused by its length, nothing written (never imported cut short)."""
 
 from __future__ import annotations
 
+import html
 import http.client
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -14,7 +18,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from served import Served, make_token, processes_in, serving
+from served import Response, Served, cookies, make_token, processes_in, request, serving
 
 from queues import RedisSMQ
 
@@ -88,3 +92,45 @@ def test_a_big_export_streams_with_flat_memory(served: Served) -> None:
     assert grown < 25_000_000, f"a web worker grew by {grown / 1e6:.1f} MB"
     # the console still answers while (and after) an export held a thread
     assert served.get("/healthz").status == 200
+
+
+def post_import(served: Served, qname: str, data: bytes) -> Response:
+    """The queue page's Import form, as a browser posts it (multipart, its CSRF token)."""
+    page = served.get(f"/c/default/rsmq/q/{qname}/")
+    served.cookies.update(cookies(page))
+    csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+    assert csrf, page.text[:500]
+    boundary = "----rsmqboundary7f3a"
+    parts = [
+        ("csrfmiddlewaretoken", None, html.unescape(csrf[1]).encode()),
+        ("action", None, b"import"),
+        ("file", "x.jsonl", data),
+    ]
+    body = b""
+    for name, filename, value in parts:
+        disposition = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename else "")
+        body += f"--{boundary}\r\nContent-Disposition: {disposition}\r\n\r\n".encode()
+        body += value + b"\r\n"
+    body += f"--{boundary}--\r\n".encode()
+    return request(
+        served.port, f"/c/default/rsmq/q/{qname}/act/", "POST", body=body, timeout=60,
+        headers={"Cookie": "; ".join(f"{k}={v}" for k, v in served.cookies.items()),
+                 "Content-Type": f"multipart/form-data; boundary={boundary}",
+                 "Referer": f"http://127.0.0.1:{served.port}/c/default/rsmq/q/{qname}/",
+                 "HX-Request": "true"},
+    )  # fmt: skip
+
+
+def test_the_import_form_through_the_served_process(served: Served) -> None:
+    rsmq = RedisSMQ(url=f"redis://127.0.0.1:{served.redis_port}/0", ns="rsmq")
+    rsmq.create_queue("restored", maxsize=-1)
+    small = b"".join(json.dumps({"body": f"m{i}"}).encode() + b"\n" for i in range(1000))
+    answer = post_import(served, "restored", small)
+    assert answer.status == 200, answer.text[:500]
+    assert "Imported 1000 messages in 2 batches" in answer.text
+    assert rsmq.get_queue_attributes("restored").msgs == 1000
+    big = json.dumps({"body": "x" * 1000}).encode() + b"\n"
+    answer = post_import(served, "restored", big * 3500)  # 3.5 MB: past the body limit
+    assert answer.status == 422, answer.text[:500]
+    assert "use `rsmq message import` for a larger file" in html.unescape(answer.text)
+    assert rsmq.get_queue_attributes("restored").msgs == 1000

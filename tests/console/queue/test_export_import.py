@@ -185,3 +185,17 @@ def test_a_viewer_may_not_import(console, q1, viewer: Client, rsmq: RedisSMQ) ->
     assert response.status_code == 403
     assert rsmq.browse("q2").items == []
     assert AuditEntry.objects.get().outcome == "denied"
+
+
+def test_a_request_over_the_servers_body_limit_is_refused_by_its_length(
+    console, q1, operator: Client, rsmq
+) -> None:
+    big = b'{"body": "x"}\n' * 250_000  # 3.5 MB: past the served process's 2.5 MB
+    response = operator.post(
+        console.act("q2"),
+        {"action": "import", "file": SimpleUploadedFile("x.jsonl", big)},
+        **console.htmx(console.queue("q2")),
+    )
+    assert response.status_code == 422
+    assert "rsmq message import" in response.content.decode()
+    assert rsmq.browse("q2").items == []
