@@ -18,6 +18,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+import redis
 from served import Response, Served, cookies, make_token, processes_in, request, serving
 
 from queues import RedisSMQ
@@ -136,3 +137,29 @@ def test_the_import_form_through_the_served_process(served: Served) -> None:
     answer = post_import(served, "restored", big * 3500)  # 3.5 MB: past the server's limit
     assert answer.status == 413, answer.text[:500]  # refused before Django, never cut short
     assert rsmq.get_queue_attributes("restored").msgs == 1000
+
+
+def test_a_client_gone_mid_export_stops_it(served: Served) -> None:
+    """The export's thread stops reading Redis soon after its client leaves."""
+    rsmq = RedisSMQ(url=f"redis://127.0.0.1:{served.redis_port}/0", ns="rsmq")
+    rsmq.create_queue("leaving", maxsize=-1)
+    for i in range(0, 200_000, 10_000):
+        rsmq.send_messages("leaving", [f"{BODY}{n}" for n in range(i, i + 10_000)])
+    token = make_token(served, "leaver", "viewer")
+    raw = redis.Redis(port=served.redis_port)
+
+    def calls() -> int:
+        return int(raw.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
+
+    conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=60)
+    conn.request("GET", "/api/queues/leaving/export/", headers={"Authorization": f"Bearer {token}"})
+    answer = conn.getresponse()
+    assert answer.status == 200
+    assert len(answer.read(1 << 20)) == 1 << 20
+    conn.sock.close()  # type: ignore[union-attr]
+    conn.close()
+    time.sleep(2)
+    settled = calls()
+    time.sleep(2)
+    assert calls() - settled <= 2  # stopped (an export of 80 MB would still be reading)
+    assert served.get("/healthz").status == 200
