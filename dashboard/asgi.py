@@ -26,6 +26,7 @@ import io
 import json
 import os
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -154,7 +155,8 @@ class Threads:
         environ: dict[str, Any] = dict(build_environ(scope, io.BytesIO(body)))  # type: ignore[arg-type]
         environ["wsgi.errors"] = sys.stderr
         loop = asyncio.get_running_loop()
-        got = await loop.run_in_executor(self.pool, self.call, environ, streamer(loop, send))
+        stream = streamer(loop, send, receive)
+        got = await loop.run_in_executor(self.pool, self.call, environ, stream)
         if got is None:  # streamed, sent already
             return
         status, headers, chunks = got
@@ -194,30 +196,47 @@ class Threads:
 Stream = Callable[[int, Headers, Iterable[bytes]], None]
 
 
-def streamer(loop: asyncio.AbstractEventLoop, send: Send) -> Stream:
+def streamer(loop: asyncio.AbstractEventLoop, send: Send, receive: Receive) -> Stream:
     """How a thread sends a streamed response (``Threads.call``): each piece handed to the
     event loop as it is made, the thread waiting until the server has taken it — so the
     process holds one piece at a time, never the whole body (a 1,000,000-message export
     stays a few MB: bench/RESULTS.md) — and the thread is the response's until its end.
-    A client gone mid-way ends it: the rest is never made (the iterable is closed)."""
+    A client gone mid-way (``http.disconnect``, watched in the loop meanwhile) ends it:
+    the rest is never made (the iterable is closed)."""
+    gone = threading.Event()
+
+    async def watch() -> None:
+        try:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+        finally:
+            gone.set()
 
     async def sent(message: Message) -> None:
         await send(message)
 
     def push(message: Message) -> bool:
+        if gone.is_set():
+            return False
         try:
             asyncio.run_coroutine_threadsafe(sent(message), loop).result()
-        except Exception:  # the client went away (the server refuses further sends)
+        except Exception:  # the server refuses further sends: the client went away
             return False
         return True
 
     def stream(status: int, headers: Headers, pieces: Iterable[bytes]) -> None:
-        if not push({"type": "http.response.start", "status": status, "headers": headers}):
-            return
-        for piece in pieces:
-            if piece and not push({"type": "http.response.body", "body": piece, "more_body": True}):
+        watcher = asyncio.run_coroutine_threadsafe(watch(), loop)
+        try:
+            if not push({"type": "http.response.start", "status": status, "headers": headers}):
                 return
-        push({"type": "http.response.body", "body": b""})
+            for piece in pieces:
+                if piece and not push(
+                    {"type": "http.response.body", "body": piece, "more_body": True}
+                ):
+                    return
+            push({"type": "http.response.body", "body": b""})
+        finally:
+            watcher.cancel()
 
     return stream
 
