@@ -36,6 +36,8 @@ QUEUE_ACTIONS: Actions = {
     "policy": Action(Role.ADMIN, "set_policy"),
     # An operator's on a dead-letter queue; elsewhere the admin's (checked by its handler).
     "redrive": Action(Role.OPERATOR, "redrive"),
+    # adds messages, as a send does (dashboard/exports.py)
+    "import": Action(Role.OPERATOR, "import"),
 }
 
 # The message page's buttons (views/message.py).
@@ -44,6 +46,8 @@ MESSAGE_ACTIONS: Actions = {
     "visibility": Action(Role.OPERATOR, "visibility"),
     "delete": Action(Role.OPERATOR, "delete"),
     "move": Action(Role.OPERATOR, "move"),
+    # edit and re-send: a new message, the original deleted in the same step if asked
+    "resend": Action(Role.OPERATOR, "resend"),
 }
 
 # The Failing view's buttons (views/failing.py): one failure group at a time.
@@ -60,3 +64,7 @@ RECEIVE = Action(Role.OPERATOR, "receive")
 
 # API-only too: a token marks the timeline (api/annotate.py: POST /api/annotations/).
 ANNOTATE = Action(Role.OPERATOR, "annotation_create")
+
+# A download, no button: a viewer reads what it holds on the pages already; audited
+# (views/transfer.py, api/native.py).
+EXPORT = Action(Role.VIEWER, "export")

@@ -26,6 +26,7 @@ import io
 import json
 import os
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -134,7 +135,8 @@ class Threads:
     """An ASGI app that runs a WSGI app in a fixed pool of ``threads`` (the same threads
     every time: their Redis and database connections are kept), for whole requests
     (``WholeBody`` in front): one hop into a thread with the request (a2wsgi's environ),
-    one back with the whole response — a response is no larger than a page or /metrics."""
+    one back with the whole response — a response is no larger than a page or /metrics —
+    except a streamed one (an export), sent piece by piece from its thread (``streamer``)."""
 
     def __init__(self, app: Any, threads: int) -> None:
         self.app = app
@@ -153,11 +155,19 @@ class Threads:
         environ: dict[str, Any] = dict(build_environ(scope, io.BytesIO(body)))  # type: ignore[arg-type]
         environ["wsgi.errors"] = sys.stderr
         loop = asyncio.get_running_loop()
-        status, headers, chunks = await loop.run_in_executor(self.pool, self.call, environ)
+        stream = streamer(loop, send, receive)
+        got = await loop.run_in_executor(self.pool, self.call, environ, stream)
+        if got is None:  # streamed, sent already
+            return
+        status, headers, chunks = got
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": b"".join(chunks)})
 
-    def call(self, environ: dict[str, Any]) -> tuple[int, Headers, list[bytes]]:
+    def call(
+        self, environ: dict[str, Any], stream: Stream | None = None
+    ) -> tuple[int, Headers, list[bytes]] | None:
+        """The whole response; or, for a streamed one (an export: Django's
+        StreamingHttpResponse) when ``stream`` is given, None once ``stream`` sent it."""
         started: list[tuple[int, Headers]] = []
         chunks: list[bytes] = []
 
@@ -172,12 +182,63 @@ class Threads:
 
         result: Iterable[bytes] = self.app(environ, start_response)
         try:
+            if stream is not None and getattr(result, "streaming", False):
+                stream(started[0][0], started[0][1], result)
+                return None
             chunks.extend(result)
         finally:
             close = getattr(result, "close", None)
             if close:
                 close()
         return started[0][0], started[0][1], chunks
+
+
+Stream = Callable[[int, Headers, Iterable[bytes]], None]
+
+
+def streamer(loop: asyncio.AbstractEventLoop, send: Send, receive: Receive) -> Stream:
+    """How a thread sends a streamed response (``Threads.call``): each piece handed to the
+    event loop as it is made, the thread waiting until the server has taken it — so the
+    process holds one piece at a time, never the whole body (a 1,000,000-message export
+    stays a few MB: bench/RESULTS.md) — and the thread is the response's until its end.
+    A client gone mid-way (``http.disconnect``, watched in the loop meanwhile) ends it:
+    the rest is never made (the iterable is closed)."""
+    gone = threading.Event()
+
+    async def watch() -> None:
+        try:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+        finally:
+            gone.set()
+
+    async def sent(message: Message) -> None:
+        await send(message)
+
+    def push(message: Message) -> bool:
+        if gone.is_set():
+            return False
+        try:
+            asyncio.run_coroutine_threadsafe(sent(message), loop).result()
+        except Exception:  # the server refuses further sends: the client went away
+            return False
+        return True
+
+    def stream(status: int, headers: Headers, pieces: Iterable[bytes]) -> None:
+        watcher = asyncio.run_coroutine_threadsafe(watch(), loop)
+        try:
+            if not push({"type": "http.response.start", "status": status, "headers": headers}):
+                return
+            for piece in pieces:
+                if piece and not push(
+                    {"type": "http.response.body", "body": piece, "more_body": True}
+                ):
+                    return
+            push({"type": "http.response.body", "body": b""})
+        finally:
+            watcher.cancel()
+
+    return stream
 
 
 refuse_insecure_key()

@@ -123,3 +123,23 @@ def record_lockout(
         outcome=AuditEntry.Outcome.THROTTLED,
         detail=f"Locked out after too many failed logins from {ip_address}.",
     )
+
+
+#: how much of each body an edit-and-re-send's audit row keeps (the first bytes, cut at a
+#: character's start): a row stays small whatever the message's size
+AUDIT_BODY_BYTES = 65536
+
+
+def kept_body(body: str | None) -> dict[str, Any]:
+    """A body as an audit row keeps it: its first AUDIT_BODY_BYTES bytes, its whole size,
+    and whether it was cut (None: there was no body to keep, e.g. the original was gone)."""
+    if body is None:
+        return {"text": None, "bytes": 0, "cut": False}
+    raw = body.encode("utf-8", "surrogatepass")
+    text = raw[:AUDIT_BODY_BYTES].decode("utf-8", "ignore")
+    return {"text": text, "bytes": len(raw), "cut": len(raw) > AUDIT_BODY_BYTES}
+
+
+def resend_bodies(before: str | None, after: str) -> dict[str, Any]:
+    """What an edit and re-send's audit row keeps of the two bodies (``params["bodies"]``)."""
+    return {"before": kept_body(before), "after": kept_body(after)}

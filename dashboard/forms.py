@@ -18,6 +18,7 @@ from queues.models import QueueStats
 from queues.ops import MAX_MAXRC
 
 from .alerting import outbound
+from .exports import IMPORT_MAX_BYTES, too_large
 from .models import AlertRule, Ownership
 
 
@@ -169,6 +170,40 @@ class MoveForm(forms.Form):
     keep_counts = forms.BooleanField(required=False, label="Keep their receive count")
 
 
+class ResendForm(forms.Form):
+    """Edit and re-send (the message page): the edited body, sent as a new message to
+    ``to`` (blank: this queue), the original deleted in the same step if asked."""
+
+    body = forms.CharField(
+        label="Body",
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false", "data-json-editor": ""}),
+    )
+    to = QueueNameField("to", label="Send to queue", required=False, help_text="blank: this queue")
+    delay = _seconds("delay", "Delay (s)", required=False, help_text="blank: the queue's delay")
+    delete_original = forms.BooleanField(
+        label="Delete the original in the same step", required=False
+    )
+
+
+class ImportForm(forms.Form):
+    """Import an export's JSON Lines into the queue page's queue (dashboard/exports.py)."""
+
+    file = forms.FileField(
+        label="JSON Lines file",
+        help_text="an export (rsmq message export, or Export here); at most 2 MB",
+    )
+    keep_ids = forms.BooleanField(
+        label="Keep ids (with their receive counts); skip an id already here", required=False
+    )
+
+    def clean_file(self) -> Any:
+        f = self.cleaned_data["file"]
+        if f.size > IMPORT_MAX_BYTES:
+            raise forms.ValidationError(str(too_large(f.size)))
+        return f
+
+
 class ConfirmNameForm(forms.Form):
     """Typed confirmation for destructive queue actions."""
 
@@ -235,8 +270,8 @@ def queue_page_forms(stats: QueueStats) -> dict[str, forms.Form]:
         "leftover_form": ConfirmNameForm(qname=stats.qname, prefix="leftover"),
         "move_form": MoveForm(),
         "policy_form": PolicyForm(initial={"dlq": stats.dlq, "maxrc": stats.maxrc}),
-        # Its confirmation is shown only where the queue is no dead-letter queue.
         "redrive_form": RedriveForm(qname=stats.qname),
+        "import_form": ImportForm(),
     }
 
 

@@ -51,7 +51,9 @@ class AuditEntry(models.Model):
 
     @property
     def params_json(self) -> str:
-        return json.dumps(self.params, sort_keys=True, ensure_ascii=False)
+        # An edit and re-send's two bodies are shown as their difference (views/audit.py).
+        shown = {k: v for k, v in self.params.items() if k != "bodies"}
+        return json.dumps(shown, sort_keys=True, ensure_ascii=False)
 
 
 class Preference(models.Model):

@@ -20,6 +20,7 @@ from .views import (
     saved_filters,
     tokens,
 )
+from .views import transfer as transfer_views
 from .views.common import favicon
 
 place_patterns = [
@@ -41,6 +42,7 @@ place_patterns = [
     path("q/<str:qname>/jobs/", jobs.job_start, name="rsmq-job-start"),
     path("q/<str:qname>/jobs/<int:pk>/", jobs.job_page, name="rsmq-job"),
     path("q/<str:qname>/jobs/<int:pk>/<str:verb>/", jobs.job_control, name="rsmq-job-control"),
+    path("q/<str:qname>/export/", transfer_views.export, name="rsmq-queue-export"),
 ]
 
 alert_patterns = [

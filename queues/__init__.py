@@ -6,6 +6,7 @@ from .aio import AsyncRedisSMQ
 from .client import RedisSMQ
 from .errors import (
     InvalidArgument,
+    MessageGone,
     MessageNotString,
     MessageTooLong,
     NoAttributeSupplied,
@@ -36,6 +37,7 @@ __all__ = [
     "InvalidArgument",
     "Message",
     "MessageInfo",
+    "MessageGone",
     "MessageNotString",
     "MessageTooLong",
     "NoAttributeSupplied",

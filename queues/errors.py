@@ -47,6 +47,17 @@ class QueueUnreadable(RsmqError):
         self.why = why
 
 
+class MessageGone(RsmqError):
+    """A message an operation needed is no longer in its queue: nothing was changed."""
+
+    name = "messageNotFound"
+
+    def __init__(self, qname: str, id: str) -> None:
+        super().__init__(f"Message {id} is no longer in queue {qname}: nothing was changed")
+        self.qname = qname
+        self.id = id
+
+
 class MessageNotString(RsmqError):
     name = "messageNotString"
 

@@ -72,6 +72,7 @@ FAILURE_SCAN = _load("failure_scan")
 FAILURE_HISTORY = _load("failure_history")
 REDRIVE_IDS = _load("redrive_ids")
 IMPORT = _load("import")
+RESEND = _load("resend")
 API_RATE = _load("api_rate")
 AUDIT_ACK = _load("audit_ack")
 

@@ -32,6 +32,10 @@ from .models import Cursor, ImportRecord, MessageInfo
 
 #: messages a browse call of an export asks for
 EXPORT_PAGE = 500
+#: messages one of its script calls reads (browse's ``step``): an export reads whole
+#: bodies, so fewer than a browser's page does, to keep each call ~1-2 ms
+#: (bench/RESULTS.md, "Export of 1,000,000 messages")
+EXPORT_STEP = 200
 #: an import batch: at most this many messages ...
 IMPORT_BATCH = 500
 #: ... and about this many bytes of bodies (one script call holds Redis ~1 ms a MB)
@@ -57,14 +61,27 @@ def export_record(m: MessageInfo) -> dict[str, Any]:
 
 
 def export_lines(
-    rsmq: RedisSMQ, qname: str, state: str = "all", contains: str = "", min_rc: int = 0
+    rsmq: RedisSMQ,
+    qname: str,
+    state: str = "all",
+    contains: str = "",
+    min_rc: int = 0,
+    **filters: Any,
 ) -> Iterator[str]:
     """Every message of a state (or a filter's matches), in queue order, one JSON line
-    each (with its newline), read in browse's bounded calls."""
+    each (with its newline), read in browse's bounded calls. ``filters``: any further
+    filter of ``browse`` (the console hands its filter's ``browse_kwargs()`` whole)."""
     after: Cursor | None = None
     while True:
         page = rsmq.browse(
-            qname, state, after=after, limit=EXPORT_PAGE, contains=contains, min_rc=min_rc
+            qname,
+            state,
+            after=after,
+            limit=EXPORT_PAGE,
+            contains=contains,
+            min_rc=min_rc,
+            step=EXPORT_STEP,
+            **filters,
         )
         for m in page.items:
             yield json.dumps(export_record(m), ensure_ascii=False) + "\n"

@@ -10,17 +10,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from ninja import Router, Schema, Status
 from pydantic import Field
 
 from queues import validation as v
 from queues.models import Message
 
+from .. import exports
 from .. import place as places
 from ..actions import Action
+from ..exports import IMPORT_MAX_BYTES
+from . import calls, reads
 from . import operations as ops
-from . import reads
 from .bodies import Known
 from .calls import RANGES, BadInput, TokenAuth, placed
 
@@ -110,6 +114,48 @@ class MoveIn(IdsIn):
     keep_counts: bool = Field(
         False, description="keep their receive count (default: they start with a fresh one)"
     )
+
+
+class ResendIn(Known):
+    message: str = Field(description="the edited body, sent as a new message")
+    to: str | None = Field(default=None, description="the queue it goes to; none: this queue")
+    delete_original: bool = Field(
+        default=False, description="delete the original in the same atomic step"
+    )
+    delay: int | None = Field(default=None, description=f"{SECONDS}; none: the target's delay")
+
+
+class ResentOut(Schema):
+    id: str = Field(description="the new message's id")
+
+
+class ExportLine(Schema):
+    """One line of an export (JSON Lines: one such object a line, in queue order)."""
+
+    id: str
+    body: str
+    rc: int = Field(description="how often it was received")
+    fr: int = Field(description="its first receive, epoch ms (0: never)")
+    sent: float | None = Field(description="when it was sent, epoch ms; null: unknown")
+    visible_at: int = Field(description="when it is (or was) visible, epoch ms")
+    delay_ms: int = Field(description="how long after the export it was due (0: visible)")
+    state: str = Field(description="visible, inflight or delayed")
+
+
+class SkippedLine(Schema):
+    line: int
+    id: str | None
+    why: str
+
+
+class ImportOut(Schema):
+    lines: int = Field(description="messages the file held")
+    imported: int = Field(description="messages written")
+    skipped: int = Field(description="messages not written: their kept id was in the queue")
+    skipped_lines: list[SkippedLine] = Field(description="the first 20 skipped")
+    batches: int = Field(description="atomic batches written")
+    first_id: str | None = Field(description="the first message written")
+    last_id: str | None = Field(description="the last message written")
 
 
 class CountOut(Schema):
@@ -336,3 +382,82 @@ def move(
             request, places.resolve(conn, ns), qname, body.ids, body.to, body.keep_counts
         )
     }
+
+
+@both(
+    "POST", "/queues/{qname}/messages/{msg_id}/resend/", ops.RESEND, "resend_message",
+    response={201: ResentOut, **ERRORS},
+)  # fmt: skip
+def resend_message(
+    request: HttpRequest,
+    qname: str,
+    msg_id: str,
+    body: ResendIn,
+    conn: str | None = None,
+    ns: str | None = None,
+) -> Status[dict[str, str]]:
+    """Edit and re-send (operator): ``message`` goes to ``to`` (default: this queue) as a
+    new message; with ``delete_original`` the original is deleted in the same atomic step
+    (404, nothing sent, when it is gone meanwhile). The audit row keeps both bodies (the
+    first 64 KB of each)."""
+    place = places.resolve(conn, ns)
+    new = ops.resend(
+        request, place, qname, msg_id, body.message, body.to, body.delete_original, body.delay
+    )
+    return Status(201, {"id": new})
+
+
+FILTER_QUERY = (
+    "the queue page's filter, as its URL has it (dashboard/message_filter.py): state (all,"
+    " visible, hidden, inflight, delayed), rc (received at least), search (body contains),"
+    " where (JSON fields: amount > 100 and status in (failed, retry)), older / younger"
+    " (sent more / less than N minutes ago)"
+)
+
+
+@both(
+    "GET", "/queues/{qname}/export/", ops.EXPORT, "export_messages",
+    response={200: ExportLine, **ERRORS},
+    openapi_extra={"responses": {200: {
+        "description": "JSON Lines, streamed: one ExportLine a line (no Content-Length)",
+        "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+    }}},
+)  # fmt: skip
+def export_messages(
+    request: HttpRequest, qname: str, conn: str | None = None, ns: str | None = None
+) -> HttpResponseBase:
+    """Export (viewer): the messages of a state or of a filter's matches as JSON Lines
+    (one ExportLine each), streamed; the query is the queue page's filter."""
+    return ops.export(request, places.resolve(conn, ns), qname)
+
+
+@both(
+    "POST", "/queues/{qname}/import/", ops.IMPORT, "import_messages",
+    response={200: ImportOut, **ERRORS, 413: Error},
+    openapi_extra={"requestBody": {
+        "required": True,
+        "description": f"an export's JSON Lines, at most {IMPORT_MAX_BYTES:,} bytes (larger:"
+        " `rsmq message import`)",
+        "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+    }},
+)  # fmt: skip
+def import_messages(
+    request: HttpRequest,
+    qname: str,
+    keep_ids: bool = False,
+    conn: str | None = None,
+    ns: str | None = None,
+) -> dict[str, Any] | HttpResponse:
+    """Import (operator): each line of an export as a message — new ids (rc 0) unless
+    ``keep_ids`` (ids, rc and fr kept; an id already in the queue skipped), relative delays
+    kept — checked first (a bad line: 400 naming it by number, nothing written), then
+    written in atomic batches; the answer reports exactly what was written. A body over
+    the server's limit (DATA_UPLOAD_MAX_MEMORY_SIZE): 413."""
+    place = places.resolve(conn, ns)
+    try:
+        data = request.body
+    except RequestDataTooBig:
+        return calls.error(
+            413, str(exports.too_large(int(request.META["CONTENT_LENGTH"]))), request
+        )
+    return ops.import_lines(request, place, qname, data, keep_ids)

@@ -4,14 +4,20 @@ log), and what its audit row keeps. native.py and rest_rsmq.py shape their answe
 
 from __future__ import annotations
 
-from django.http import HttpRequest
+from typing import Any
+
+from django.http import HttpRequest, StreamingHttpResponse
 
 from queues import InvalidArgument
 from queues import validation as v
 from queues.models import Message
 
+from .. import exports
 from ..actions import CREATE_QUEUE, MESSAGE_ACTIONS, QUEUE_ACTIONS
+from ..actions import EXPORT as EXPORT
 from ..actions import RECEIVE as RECEIVE
+from ..audit import resend_bodies
+from ..message_filter import FilterError, checked
 from ..place import Place
 from .calls import COUNTED_BY_CALL, head, queue_in_url, rate, run
 
@@ -19,6 +25,8 @@ CREATE = CREATE_QUEUE
 SEND, REQUEUE, MOVE = QUEUE_ACTIONS["send"], QUEUE_ACTIONS["requeue"], QUEUE_ACTIONS["move"]
 PURGE, DELETE_QUEUE = QUEUE_ACTIONS["purge"], QUEUE_ACTIONS["delete_queue"]
 DELETE, VISIBILITY = MESSAGE_ACTIONS["delete"], MESSAGE_ACTIONS["visibility"]
+RESEND = MESSAGE_ACTIONS["resend"]
+IMPORT = QUEUE_ACTIONS["import"]
 # Audited by their own scripts, and counted against the token's rate by them too.
 COUNTED_BY_CALL.update((SEND, RECEIVE, DELETE, VISIBILITY))
 
@@ -163,3 +171,65 @@ def move(
 
     params = {"to": to, "keep_counts": keep_counts}
     return run(request, place, MOVE, qname, work, ids=ids, params=params)
+
+
+def resend(
+    request: HttpRequest,
+    place: Place,
+    qname: str,
+    msg_id: str,
+    body: str,
+    to: str | None,
+    delete_original: bool,
+    delay: int | None,
+) -> str:
+    """Edit and re-send, as the message page does: the new message's id."""
+    queue_in_url(qname)
+    target = to or qname
+    params: dict[str, Any] = {"to": target, "delete_original": delete_original, "delay": delay}
+
+    def work() -> tuple[str, int]:
+        v.message_id(msg_id)
+        original = place.rsmq.get_message(qname, msg_id)
+        params["bodies"] = resend_bodies(original.message if original else None, body)
+        new = place.rsmq.resend_message(
+            qname, msg_id, body, to=target, delete_original=delete_original, delay=delay
+        )
+        params["new_id"] = new
+        return new, 1
+
+    return run(request, place, RESEND, qname, work, ids=[msg_id], params=params)
+
+
+def export(request: HttpRequest, place: Place, qname: str) -> StreamingHttpResponse:
+    """The streamed JSON Lines of the query's filter (message_filter.checked: a bad field
+    is a 400 naming it); audited when it starts (its count is not known before its end)."""
+    queue_in_url(qname)
+    params: dict[str, Any] = {}
+
+    def work() -> tuple[StreamingHttpResponse, None]:
+        try:
+            flt = checked(request.GET)
+        except FilterError as e:
+            raise InvalidArgument(e.field, str(e)) from None
+        params.update(flt.query())
+        place.rsmq.get_queue_attributes(qname)  # a missing queue: 404 before any line
+        return exports.export_response(place.rsmq, qname, flt), None
+
+    return run(request, place, EXPORT, qname, work, params=params)
+
+
+def import_lines(
+    request: HttpRequest, place: Place, qname: str, data: bytes, keep_ids: bool
+) -> dict[str, Any]:
+    """Every line checked (a bad one: 400 naming it by number, nothing written), then
+    written in atomic batches: the report."""
+    queue_in_url(qname)
+    params: dict[str, Any] = {"keep_ids": keep_ids, "bytes": len(data)}
+
+    def work() -> tuple[dict[str, Any], int]:
+        report = exports.import_file(place.rsmq, qname, data, keep_ids)
+        params["report"] = report
+        return report, report["imported"]
+
+    return run(request, place, IMPORT, qname, work, params=params)

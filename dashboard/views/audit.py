@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -14,8 +15,10 @@ from django.views.decorators.http import require_safe
 
 from .. import audit_drain
 from ..access import Role, require
+from ..audit import AUDIT_BODY_BYTES
 from ..htmx import HtmxHttpRequest
 from ..models import AuditEntry
+from ..templatetags.console import pretty_body
 from .common import context
 
 FILTERS = ("username", "queue", "action", "outcome", "connection", "namespace")
@@ -89,6 +92,8 @@ def audit_log(request: HtmxHttpRequest) -> HttpResponse:
         entries = AuditEntry.objects.none()
         filters.update({f: request.GET.get(f, "").strip() for f in TIME_FIELDS})
     page_obj = Paginator(entries, 50).get_page(request.GET.get("page"))
+    for e in page_obj.object_list:
+        e.body_diff = body_diff(e.params)
     ctx = context(
         None,
         page_obj=page_obj,
@@ -100,3 +105,52 @@ def audit_log(request: HtmxHttpRequest) -> HttpResponse:
         pending=pending,
     )
     return render(request, "audit.html", ctx, status=status)
+
+
+#: lines of an edit and re-send's difference the audit page shows (the rest: counted)
+DIFF_LINES = 200
+
+
+def body_diff(params: Any) -> list[tuple[str, str]] | None:
+    """An edit and re-send's two bodies (``params["bodies"]``, audit.resend_bodies) as a
+    unified difference — (kind, line): kind "add", "del", "hunk" or "" — JSON bodies
+    pretty-printed first, so a re-indented body differs only where its values do. None:
+    the row keeps no bodies. The template escapes every line."""
+    bodies = params.get("bodies") if isinstance(params, dict) else None
+    if not isinstance(bodies, dict):
+        return None
+    texts = []
+    for side in ("before", "after"):
+        kept = bodies.get(side)
+        text = kept.get("text") if isinstance(kept, dict) else None
+        texts.append(pretty_body(text) if isinstance(text, str) else "")
+    lines = list(
+        difflib.unified_diff(
+            texts[0].splitlines(), texts[1].splitlines(), "before", "after", lineterm="", n=2
+        )
+    )
+    out: list[tuple[str, str]] = []
+    for line in lines[:DIFF_LINES]:
+        if line.startswith(("---", "+++")):
+            kind = "hunk"
+        elif line.startswith("@@"):
+            kind = "hunk"
+        elif line.startswith("+"):
+            kind = "add"
+        elif line.startswith("-"):
+            kind = "del"
+        else:
+            kind = ""
+        out.append((kind, line))
+    if len(lines) > DIFF_LINES:
+        out.append(("hunk", f"… {len(lines) - DIFF_LINES} more lines"))
+    if not lines:
+        out.append(("", "(the bodies are the same)"))
+    for side in ("before", "after"):
+        kept = bodies.get(side)
+        if isinstance(kept, dict) and kept.get("cut"):
+            size = kept.get("bytes", 0)
+            out.append(("hunk", f"({side}: {size} bytes, only the first {AUDIT_BODY_BYTES} kept)"))
+        if isinstance(kept, dict) and kept.get("text") is None:
+            out.append(("hunk", f"({side}: the message was gone, its body unknown)"))
+    return out

@@ -7,6 +7,7 @@ page's "move to" suggestions live outside the swapped ``#content``: not read aga
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from django import forms
 from django.contrib.auth.decorators import login_required
@@ -19,9 +20,11 @@ from queues.models import Failure, MessageInfo
 
 from .. import place as places
 from ..actions import MESSAGE_ACTIONS
-from ..forms import MoveForm, VisibilityForm
+from ..audit import resend_bodies
+from ..forms import MoveForm, ResendForm, VisibilityForm
 from ..htmx import HtmxHttpRequest
 from ..place import Place, place_for
+from ..templatetags.console import pretty_body
 from .actions import DONE, Handlers, Posted, Result, posted, respond
 from .common import context, go, template
 from .queue import move_targets
@@ -81,6 +84,7 @@ def render_message(
     forms_ = {
         "visibility_form": VisibilityForm(initial={"vt": 0}),
         "move_form": MoveForm(),
+        "resend_form": ResendForm(initial={"body": _pretty(msg.message)}),
         **(invalid or {}),
     }
     ctx = context(
@@ -178,10 +182,44 @@ def _move(post: Posted) -> Result:
     return _look(post)
 
 
+def _pretty(body: str) -> str:
+    """The editor's starting text: a JSON object or list pretty-printed, else as it is."""
+    return pretty_body(body)
+
+
+def _resend(post: Posted) -> Result:
+    form = ResendForm(post.data)
+    if not form.is_valid():
+        return Result(invalid={"resend_form": form})
+    body: str = form.cleaned_data["body"]
+    to: str = form.cleaned_data["to"] or post.qname
+    delete: bool = form.cleaned_data["delete_original"]
+    delay: int | None = form.cleaned_data["delay"]
+    # The original as it is now, for the audit row's difference (a body never changes).
+    original = places.find_message(post.place, post.qname, post.msg_id)
+    params: dict[str, Any] = {"to": to, "delete_original": delete, "delay": delay}
+    params["bodies"] = resend_bodies(original.message if original else None, body)
+    new = ""
+
+    def work() -> tuple[str, int | None]:
+        nonlocal new
+        new = post.place.rsmq.resend_message(
+            post.qname, post.msg_id, body, to=to, delete_original=delete, delay=delay
+        )
+        params["new_id"] = new
+        gone = " The original was deleted." if delete else ""
+        return f"Sent as a new message {new} to {to}.{gone}", 1
+
+    if post.act(work, ids=[post.msg_id], params=params):
+        return Result(go=post.place.url("rsmq-message", to, new))
+    return _look(post)
+
+
 # The button's value → its handler (its role and audit name: dashboard/actions.py).
 MESSAGE_HANDLERS: Handlers = {
     "requeue": _requeue,
     "visibility": _visibility,
     "delete": _delete,
     "move": _move,
+    "resend": _resend,
 }

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.views.decorators.http import require_POST
 
-from queues import RedisSMQ
+from queues import InvalidArgument, RedisSMQ
 from queues.models import LIST_STATES
 
+from .. import exports
 from ..access import Role
 from ..actions import QUEUE_ACTIONS
 from ..forms import (
     ConfirmNameForm,
+    ImportForm,
     MoveForm,
     PolicyForm,
     QueueAttributesForm,
@@ -236,6 +239,37 @@ def _redrive(post: Posted) -> Result:
     return DONE
 
 
+def _import(post: Posted) -> Result:
+    # A request larger than an import may be is refused by its declared length: the
+    # served process hands Django no more than its body limit (asgi.WholeBody), so such a
+    # file would arrive cut short.
+    declared = int(post.request.META.get("CONTENT_LENGTH") or 0)
+    if declared > exports.IMPORT_MAX_BYTES + exports.FORM_BYTES:
+        form = ImportForm(post.data)
+        form.is_valid()  # bound and checked, its file error then said as it is
+        form.errors["file"] = form.error_class([str(exports.too_large(declared))])
+        return Result(invalid={"import_form": form})
+    form = ImportForm(post.data, post.request.FILES)
+    if not form.is_valid():
+        return Result(invalid={"import_form": form})
+    upload, keep = form.cleaned_data["file"], form.cleaned_data["keep_ids"]
+    data = upload.read()
+    params: dict[str, Any] = {"keep_ids": keep, "bytes": len(data), "file": upload.name[:200]}
+    try:  # every line checked first: a bad one is the form's error, nothing written
+        exports.check_file(post.place.rsmq, post.qname, data, keep)
+    except InvalidArgument as e:
+        form.add_error("file", str(e))
+        return Result(invalid={"import_form": form})
+
+    def work() -> tuple[str, int | None]:
+        report = exports.import_file(post.place.rsmq, post.qname, data, keep)
+        params["report"] = report
+        return exports.report_text(report), report["imported"]
+
+    post.act(work, params=params)
+    return DONE
+
+
 # The button's value → its handler (its role and audit name: dashboard/actions.py).
 QUEUE_HANDLERS: Handlers = {
     "send": _send,
@@ -252,4 +286,5 @@ QUEUE_HANDLERS: Handlers = {
     "policy": _policy,
     # An operator's on a dead-letter queue; elsewhere the admin's (checked in _redrive).
     "redrive": _redrive,
+    "import": _import,
 }

@@ -9,7 +9,7 @@ from typing import Any
 from .. import scripts as S
 from .. import validation as v
 from ..driver import Call, Command, Op, operation
-from ..errors import InvalidArgument, MessageNotString, QueueNotFound
+from ..errors import InvalidArgument, MessageGone, MessageNotString, QueueNotFound
 from ..ids import random_suffixes
 from ..limits import (
     CHUNK,
@@ -104,6 +104,39 @@ class Messages(Stats[R]):
                 args += ["", v.body(r.body), delay, 0, ""]
         ids = yield Call(S.IMPORT, keys, tuple(args), qname)
         return [_str(i) or None for i in ids]
+
+    @operation
+    def resend_message(
+        self,
+        qname: str,
+        id: str,
+        message: str | bytes,
+        to: str | None = None,
+        delete_original: bool = False,
+        delay: int | None = None,
+    ) -> Op[str]:
+        """Edit and re-send: ``message`` (the edited body) goes to queue ``to`` (default:
+        this one, the same namespace) as a new message — a new id, rc 0, ``to``'s delay
+        and maxsize — and with ``delete_original`` message ``id`` is deleted in the same
+        atomic step: both or neither. An original to delete that is gone meanwhile raises
+        MessageGone and nothing is sent. Returns the new message's id."""
+        src = self._with_failures(qname)
+        target = qname if to is None else to
+        dst = self._queue_keys(target) if to is None else self._queue_keys(v.qname(to, "to"))
+        body = v.body(message)
+        d = "" if delay is None else v.seconds("delay", delay)
+        args = (
+            v.message_id(id),
+            "1" if delete_original else "",
+            d,
+            self._channel(target),
+            random_suffixes(),
+            body,
+        )
+        new = yield Call(S.RESEND, (*src, *dst), args, (qname, target))
+        if new == 0:
+            raise MessageGone(qname, id)
+        return _str(new)
 
     def _receive(self, qname: str, n: int, vt: int | None, pop: bool = False) -> Op[list[Any]]:
         keys = self._with_failures(qname)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from dashboard.models import AuditEntry
@@ -69,6 +70,14 @@ ACTS: dict[str, Act] = {
     "message_requeue": Act("q1", lambda ids: {"action": "requeue"}, "requeue", True),
     "message_delete": Act("q1", lambda ids: {"action": "delete"}, "delete", True),
     "message_move": Act("q1", lambda ids: {"action": "move", "to": "q2"}, "move", True),
+    "import": Act(
+        "q1",
+        lambda ids: {"action": "import", "file": SimpleUploadedFile("x.jsonl", b'{"body": "x"}')},
+        "import",
+    ),
+    "message_resend": Act(
+        "q1", lambda ids: {"action": "resend", "body": "fixed", "to": "q2"}, "resend", True
+    ),
     "visibility": Act("q1", lambda ids: {"action": "visibility", "vt": "0"}, "visibility", True),
     "redrive_dlq": Act(
         "dead", lambda ids: {"action": "redrive", "to": "q1", "confirm": "dead"}, "redrive"

@@ -67,6 +67,13 @@ CALLS: dict[str, Call] = {
         "move",
         "operator",
     ),
+    "resend": Call(
+        "POST",
+        lambda ids: f"/api/queues/q1/messages/{ids[1]}/resend/",
+        {"message": "fixed", "to": "q2", "delete_original": True},
+        "resend",
+        "operator",
+    ),
     "create_queue": Call("PUT", lambda ids: "/api/queues/q3/", {}, "create_queue", "admin"),
     "delete_queue": Call("DELETE", lambda ids: "/api/queues/q1/", None, "delete_queue", "admin"),
     "purge": Call("POST", lambda ids: "/api/queues/q1/purge/", None, "purge", "admin"),

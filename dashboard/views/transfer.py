@@ -1,0 +1,37 @@
+"""The queue page's export: the messages of its current filter as a streamed JSON Lines
+download (dashboard/exports.py); the import is the page's ``import`` action
+(views/queue_actions.py)."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse, HttpResponseBase
+from django.views.decorators.http import require_safe
+
+from queues import validation as v
+
+from .. import audit, exports
+from ..actions import EXPORT
+from ..htmx import HtmxHttpRequest
+from ..message_filter import FilterError, checked
+from ..models import AuditEntry
+from ..place import place_for
+
+
+@login_required
+@require_safe
+def export(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> HttpResponseBase:
+    """The filter of the query (``message_filter.checked``: a bad field is a 400 naming
+    it); the queue must exist (404) before the download starts."""
+    place = place_for(request, conn, ns, EXPORT.role, EXPORT.audit_name, qname)
+    v.qname(qname)  # a bad name in the URL: the middleware answers 404
+    try:
+        flt = checked(request.GET)
+    except FilterError as e:
+        audit.record(request, place, EXPORT.audit_name, AuditEntry.Outcome.INVALID, qname,
+                     detail=f"{e.field}: {e}")  # fmt: skip
+        return HttpResponse(f"{e.field}: {e}\n", status=400, content_type="text/plain")
+    place.rsmq.get_queue_attributes(qname)  # QueueNotFound: the middleware answers 404
+    audit.record(request, place, EXPORT.audit_name, AuditEntry.Outcome.OK, qname,
+                 params=flt.query(), detail=f"exporting {flt.describe()}")  # fmt: skip
+    return exports.export_response(place.rsmq, qname, flt)
