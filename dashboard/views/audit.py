@@ -87,13 +87,13 @@ def audit_log(request: HtmxHttpRequest) -> HttpResponse:
     try:
         entries, when = time_range(request.GET, entries)
         filters.update(when)
-    except BadFilter as e:
-        error, status = str(e), 400
+    except BadFilter as bad:
+        error, status = str(bad), 400
         entries = AuditEntry.objects.none()
         filters.update({f: request.GET.get(f, "").strip() for f in TIME_FIELDS})
     page_obj = Paginator(entries, 50).get_page(request.GET.get("page"))
-    for e in page_obj.object_list:
-        e.body_diff = body_diff(e.params)
+    for row in page_obj.object_list:
+        row.body_diff = body_diff(row.params)
     ctx = context(
         None,
         page_obj=page_obj,
