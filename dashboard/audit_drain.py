@@ -3,6 +3,7 @@ audit table here (audit.py writes the table's other rows)."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
 import logging
@@ -10,6 +11,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from django.conf import settings
@@ -163,6 +165,22 @@ def maybe_drain(place: Place) -> None:
         return
     if not _draining.acquire(blocking=False):
         return
+    if asyncio._get_running_loop() is not None:
+        # In the server's event loop (dashboard/lean.py's fast path): the database is
+        # for a thread.
+        try:
+            _drainer.submit(_drain_and_release, place)
+        except BaseException:
+            _draining.release()
+            raise
+        return
+    _drain_and_release(place)
+
+
+_drainer = ThreadPoolExecutor(1, thread_name_prefix="audit-drain")
+
+
+def _drain_and_release(place: Place) -> None:
     try:
         drain([place])
     except Exception:

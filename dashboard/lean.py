@@ -76,6 +76,20 @@ def dispatch(full: Wsgi) -> Wsgi:
     return application
 
 
+def in_loop(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes] | None:
+    """The server's event loop's answer (dashboard/asgi.py): ``fast``'s, for a token call
+    whose body is within the limit (ChunkedBodies refuses the others, in a thread); None:
+    a thread answers. ``fast`` there touches only Redis (the database is Django's, in
+    threads: what needs it is deferred, calls.Deferred)."""
+    if not token_call(environ):
+        return None
+    length = environ.get("CONTENT_LENGTH") or "0"
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    if not length.isdigit() or (limit is not None and int(length) > limit):
+        return None
+    return fast(environ, start)
+
+
 # -- The data plane's fast path ---------------------------------------------------------
 #
 # Django's request cycle and ninja's parsing cost a token call ~6× what the operation and
@@ -239,17 +253,50 @@ def fast(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes] | Non
         else:
             done = ops.delete(request, place, qname, parts[5])
             status, answer = 200, {"result": done if native_route else int(done)}
+    except calls.Deferred as d:  # in the event loop: the rest is for a thread (finish)
+        d.request = request
+        raise
     except Exception as e:
-        response = _error(request, e, calls)
-        data = response.content
-        headers = [(k, v) for k, v in response.items() if k.lower() != "content-type"]
-        start(f"{response.status_code} {response.reason_phrase}",
-              [*_headers(), *headers, ("Content-Length", str(len(data)))])  # fmt: skip
-        return [data]
+        if calls.in_event_loop():
+            later = calls.Deferred(calls._raise(e))
+            later.request = request
+            raise later from e
+        return _respond_error(request, e, start)
     finally:
-        close_old_connections()
+        if not calls.in_event_loop():
+            close_old_connections()
     data = json.dumps(answer).encode()
     start(_STATUS[status], [*_headers(), ("Content-Length", str(len(data)))])
+    return [data]
+
+
+def finish(
+    deferred: Any, again: Wsgi, environ: dict[str, Any], start: StartResponse
+) -> Iterable[bytes]:
+    """In a thread of the pool: the rest of a call ``fast`` began in the event loop and
+    deferred (calls.Deferred) — its error answered and audited as the thread path does —
+    or, when it changed nothing, the whole call again by ``again``."""
+    from django.db import close_old_connections
+
+    if deferred.finish is None:
+        return again(environ, start)
+    try:
+        deferred.finish()  # raises what the call answers
+        raise AssertionError("a deferred call's rest answers by raising")
+    except Exception as e:
+        return _respond_error(deferred.request, e, start)
+    finally:
+        close_old_connections()
+
+
+def _respond_error(request: HttpRequest, e: Exception, start: StartResponse) -> list[bytes]:
+    from .api import calls
+
+    response = _error(request, e, calls)
+    data = response.content
+    headers = [(k, v) for k, v in response.items() if k.lower() != "content-type"]
+    start(f"{response.status_code} {response.reason_phrase}",
+          [*_headers(), *headers, ("Content-Length", str(len(data)))])  # fmt: skip
     return [data]
 
 
