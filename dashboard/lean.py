@@ -135,6 +135,8 @@ def _headers(content_type: str = "application/json") -> list[tuple[str, str]]:
 
 
 _STATUS = {200: "200 OK", 201: "201 Created"}
+#: Host header → (the ALLOWED_HOSTS it was checked against, whether it is allowed)
+_HOSTS: dict[str, tuple[Any, bool]] = {}
 
 
 def _int(value: Any) -> bool:
@@ -154,8 +156,16 @@ def fast(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes] | Non
     method, path = environ.get("REQUEST_METHOD"), environ.get("PATH_INFO", "")
     if settings.SECURE_SSL_REDIRECT or environ.get("wsgi.url_scheme") != "http":
         return None
-    host, _ = split_domain_port(environ.get("HTTP_HOST", ""))
-    if not host or not validate_host(host, settings.ALLOWED_HOSTS):
+    given_host = environ.get("HTTP_HOST", "")
+    hosts = settings.ALLOWED_HOSTS
+    known = _HOSTS.get(given_host)
+    if known is None or known[0] != hosts:  # Django's check, once a Host a process
+        host, _ = split_domain_port(given_host)
+        known = (list(hosts), bool(host) and validate_host(host, hosts))
+        if len(_HOSTS) > 1000:
+            _HOSTS.clear()
+        _HOSTS[given_host] = known
+    if not known[1]:
         return None
     parts = path.split("/")  # "", "api", …
     query = environ.get("QUERY_STRING", "")
