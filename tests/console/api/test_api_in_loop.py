@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import os
 import threading
 from typing import Any
 
@@ -156,3 +157,22 @@ def test_a_token_revoked_is_refused_in_the_loop_at_once(console, rsmq, monkeypat
     assert status == 401 and "revoked" in answer["error"]
     assert served.deferred == 1
     assert rsmq.get_queue_attributes("q1").msgs == 1
+
+
+def test_a_records_key_is_new_in_each_call_and_in_a_forked_child() -> None:
+    """The drain keeps one row a key (``record``, unique): a web process forked from
+    another (granian's workers) must never make a key its parent makes."""
+    keys = {audit_drain._key() for _ in range(1000)}
+    assert len(keys) == 1000
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its first keys, then out at once
+        os.write(write, " ".join(audit_drain._key() for _ in range(3)).encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    child = set(os.read(read, 4096).decode().split())
+    os.close(read)
+    parent = {audit_drain._key() for _ in range(3)}
+    assert len(child) == 3 and not child & (keys | parent)
+    assert {k[:32] for k in child} != {k[:32] for k in parent}  # its own prefix
