@@ -148,6 +148,8 @@ def fast(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes] | Non
     from django.db import close_old_connections
     from django.http.request import split_domain_port, validate_host
 
+    from queues import validation as v
+
     from . import place as places
     from . import tokens
     from .api import calls, native
@@ -214,7 +216,16 @@ def fast(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes] | Non
         return None
     vt: int | None = None
     n, delay, message = 1, None, None
-    if kind == "send":
+    batch: list[str] | None = None
+    if kind == "send" and native_route and "messages" in body:  # a batch, all or none
+        batch, delay = body["messages"], body.get("delay")
+        if set(body) - {"messages", "delay"} or type(batch) is not list:
+            return None
+        if not 1 <= len(batch) <= v.MAX_SEND_BATCH or any(type(m) is not str for m in batch):
+            return None
+        if delay is not None and not _int(delay):
+            return None
+    elif kind == "send":
         allowed = {"message", "delay"}
         if set(body) - allowed or not isinstance(body.get("message"), str):
             return None
@@ -250,7 +261,9 @@ def fast(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes] | Non
     answer: dict[str, Any]
     try:
         place = places.resolve(None, None)
-        if kind == "send":
+        if kind == "send" and batch is not None:
+            status, answer = 201, {"ids": ops.send(request, place, qname, batch, delay)}
+        elif kind == "send":
             sent = ops.send(request, place, qname, [str(message)], delay)
             status, answer = 201 if native_route else 200, {"id": sent[0]}
         elif kind == "receive":
