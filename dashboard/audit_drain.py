@@ -4,6 +4,7 @@ audit table here (audit.py writes the table's other rows)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import itertools
 import json
@@ -23,7 +24,7 @@ from django.db.models import CharField, IntegerField, JSONField, TextField
 from django.db.models.constants import OnConflict
 from redis.exceptions import RedisError, ResponseError
 
-from queues import InvalidArgument, MessageTooLong, RsmqError
+from queues import InvalidArgument, MessageTooLong, RsmqError, locks
 from queues.driver import error_for
 from queues.ops import AUDIT_READ
 
@@ -221,9 +222,27 @@ def maybe_drain(place: Place) -> None:
 _drainer = ThreadPoolExecutor(1, thread_name_prefix="audit-drain")
 
 
+#: the web processes' drain of a namespace, one process at a time (queues/locks.py): each
+#: of them drained every RSMQ_AUDIT_DRAIN_EVERY s, and drains that overlapped read, built
+#: and inserted the same records (the database ignores the second copy; the CPU is spent).
+#: Celery beat's and the audit page's drains don't wait for it (a process killed holding
+#: it stops the others' for DRAIN_LOCK_TIMEOUT s at most; the page drains all the same).
+DRAIN_LOCK = ("rsmq-console", "lock", "audit-drain")
+DRAIN_LOCK_TIMEOUT = 30.0  # s: DRAIN_STEPS reads of AUDIT_READ records take well under it
+
+
 def _drain_and_release(place: Place) -> None:
+    global _drained_at
+    _drained_at = time.monotonic()  # taken or not, the next try is a period away
     try:
-        drain([place])
+        held = locks.lock(place.rsmq.redis, *DRAIN_LOCK, place.conn.name, place.ns,
+                          timeout=DRAIN_LOCK_TIMEOUT)  # fmt: skip
+        if held.acquire():  # else another process drains it now
+            try:
+                drain([place])
+            finally:
+                with contextlib.suppress(RedisError):
+                    held.release()
     except Exception:
         log.warning("Audit drain failed", exc_info=True)
     finally:
