@@ -39,4 +39,4 @@ EXPOSE 8000
 # setting (no SECRET_KEY with DEBUG off) stops it at once.
 CMD ["granian", "--interface", "asgi", "dashboard.asgi:application", "--host", "0.0.0.0", \
      "--port", "8000", "--workers", "4", "--http1-header-read-timeout", "10000", "--no-ws", \
-     "--respawn-failed-workers", "--workers-kill-timeout", "10"]
+     "--loop", "uvloop", "--respawn-failed-workers", "--workers-kill-timeout", "10"]

@@ -333,7 +333,8 @@ def report(cells: dict[tuple[str, int], list[dict[str, float]]], args: argparse.
         "",
         f"{describe()}; load average {load_start:.1f} at the start, {load_end:.1f} at the end"
         f" (a shared machine: other engineers' runs too). {args.seconds:.0f} s per cell,"
-        f" median of {args.rounds} interleaved rounds (errors: the sum). Each client, on its"
+        f" {args.rounds} interleaved rounds: ops/s the median of the rounds, × rest-rsmq the"
+        " median of the rounds' own ratios (errors: the sum). Each client, on its"
         " own queue and keep-alive connection, loops send → receive → delete; ops/s counts"
         " the three calls. The console: ./run's web server (console.py's web_argv), SQLite,"
         " an operator's token (rate-limited in Redis), every call audited (data-plane"
@@ -350,15 +351,17 @@ def report(cells: dict[tuple[str, int], list[dict[str, float]]], args: argparse.
     for clients in CLIENTS:
         for name in (n for n, c in cells if c == clients):
             errors = sum(r["errors"] for r in cells[(name, clients)])
-            node = ops(NODE, clients)
             mine = ops(name, clients)
             per = 3 if name == BATCHED else 1  # rest-rsmq's messages/s: its ops/s / 3
             unit = "msgs/s" if name == BATCHED else ""
-            ratio = mine / (node / per)
             rounds = [
                 r["ops"] / (n["ops"] / per)
                 for r, n in zip(cells[(name, clients)], cells[(NODE, clients)], strict=True)
             ]
+            # Each round's ratio pairs cells measured seconds apart; on a shared machine the
+            # load moves between rounds, so their median, not the ratio of the medians
+            # (which can pair one round's quiet with another's storm).
+            ratio = statistics.median(rounds)
             each = ", ".join(f"{x:.2f}" for x in rounds)
             out.append(
                 f"| {name} | {clients} | {mine:,.0f} {unit} | {ratio:.2f} | {each} | {errors:.0f} |"

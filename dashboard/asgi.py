@@ -22,6 +22,7 @@ environ builder is used here.)
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import json
 import os
@@ -138,8 +139,8 @@ class Threads:
     one back with the whole response — a response is no larger than a page or /metrics —
     except a streamed one (an export), sent piece by piece from its thread (``streamer``)."""
 
-    def __init__(self, app: Any, threads: int) -> None:
-        self.app = app
+    def __init__(self, app: Any, threads: int, in_loop: Any = None) -> None:
+        self.app, self.in_loop = app, in_loop
         self.pool = ThreadPoolExecutor(threads, thread_name_prefix="django")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -155,19 +156,30 @@ class Threads:
         environ: dict[str, Any] = dict(build_environ(scope, io.BytesIO(body)))  # type: ignore[arg-type]
         environ["wsgi.errors"] = sys.stderr
         loop = asyncio.get_running_loop()
-        stream = streamer(loop, send, receive)
-        got = await loop.run_in_executor(self.pool, self.call, environ, stream)
-        if got is None:  # streamed, sent already
-            return
-        status, headers, chunks = got
+        answer = None
+        if self.in_loop is not None:
+            # The data plane's plain calls, answered here: one Redis round trip, no hop
+            # into a thread and back (dashboard/lean.py ``fast``; bench/RESULTS.md).
+            try:
+                answer = self.call(environ, self.in_loop)
+            except Deferred as d:  # what needs the database: in a thread
+                rest = functools.partial(lean.finish, d, self.app)
+                answer = await loop.run_in_executor(self.pool, self.call, environ, rest)
+        if answer is None:
+            stream = streamer(loop, send, receive)
+            answer = await loop.run_in_executor(self.pool, self.call, environ, None, stream)
+            if answer is None:  # streamed, sent already
+                return
+        status, headers, chunks = answer
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": b"".join(chunks)})
 
     def call(
-        self, environ: dict[str, Any], stream: Stream | None = None
+        self, environ: dict[str, Any], app: Any = None, stream: Stream | None = None
     ) -> tuple[int, Headers, list[bytes]] | None:
-        """The whole response; or, for a streamed one (an export: Django's
-        StreamingHttpResponse) when ``stream`` is given, None once ``stream`` sent it."""
+        """``app``'s (default: the WSGI app's) whole answer; None: ``app`` gave none
+        (``in_loop``), or, for a streamed response (an export: Django's
+        StreamingHttpResponse) when ``stream`` is given, ``stream`` sent it already."""
         started: list[tuple[int, Headers]] = []
         chunks: list[bytes] = []
 
@@ -180,7 +192,9 @@ class Threads:
             ]
             return chunks.append
 
-        result: Iterable[bytes] = self.app(environ, start_response)
+        result: Iterable[bytes] | None = (app or self.app)(environ, start_response)
+        if result is None:
+            return None
         try:
             if stream is not None and getattr(result, "streaming", False):
                 stream(started[0][0], started[0][1], result)
@@ -245,13 +259,14 @@ refuse_insecure_key()
 _wsgi = get_wsgi_application()
 refuse_bad_configuration()
 # API token calls take a lean path (dashboard/lean.py): no session, CSRF, messages or axes.
-from dashboard.lean import dispatch  # noqa: E402 (Django is set up above)
+from dashboard import lean  # noqa: E402 (Django is set up above)
+from dashboard.api.calls import Deferred  # noqa: E402
 
 # Every view imported now, as each worker starts (the API's ~0.5 s), not by its first request.
 get_resolver().url_patterns  # noqa: B018
 application = WholeBody(
     # ChunkedBodies: a declared length past the limit is the same 413 as an unsized one
-    Threads(ChunkedBodies(dispatch(_wsgi)), settings.RSMQ_WEB_THREADS),
+    Threads(ChunkedBodies(lean.dispatch(_wsgi)), settings.RSMQ_WEB_THREADS, lean.in_loop),
     seconds=settings.RSMQ_BODY_TIMEOUT,
     max_bytes=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
 )

@@ -3,22 +3,28 @@ audit table here (audit.py writes the table's other rows)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime as dt
+import itertools
 import json
 import logging
+import os
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from django.conf import settings
 from django.db import connections as connections_db
 from django.db import transaction
+from django.db.models import CharField, IntegerField, JSONField, TextField
 from django.db.models.constants import OnConflict
 from redis.exceptions import RedisError, ResponseError
 
-from queues import InvalidArgument, MessageTooLong, RsmqError
+from queues import InvalidArgument, MessageTooLong, RsmqError, locks
 from queues.driver import error_for
 from queues.ops import AUDIT_READ
 
@@ -36,7 +42,7 @@ log = logging.getLogger(__name__)
 # the operation and its record are one atomic step. drain() moves the records into this
 # table in batches — each row keyed by its stream id (``record``, unique), inserted before
 # the records are removed from Redis — so a drain that dies half-way loses nothing and a
-# second one duplicates nothing (the key is a uuid the call made: a stream id can come
+# second one duplicates nothing (the key is one the call made, _Keys: a stream id can come
 # again once an emptied stream is deleted). It runs in the web process (after an API call, at most
 # every RSMQ_AUDIT_DRAIN_EVERY s), in Celery beat, and before the audit log is shown.
 
@@ -45,18 +51,38 @@ _drained_at = 0.0
 _draining = threading.Lock()
 
 
+class _Keys:
+    """Each call's record key, unique among every process and start (the row's ``record``,
+    which a drain run twice writes once): a random prefix of 16 bytes a process — a new
+    one in a forked child — and a count. A uuid4 a call read the OS's random source
+    every time (a system call that gives the GIL away on a busy web process)."""
+
+    def __init__(self) -> None:
+        self.renew()
+        os.register_at_fork(after_in_child=self.renew)
+
+    def renew(self) -> None:
+        self.prefix, self.count = uuid.uuid4().hex, itertools.count()
+
+    def __call__(self) -> str:
+        return f"{self.prefix}{next(self.count):x}"
+
+
+_key = _Keys()
+
+
 def head(place: Place, action: str, actor: str, queue: str, ids: Iterable[str] = (),
          params: dict[str, Any] | None = None) -> str:  # fmt: skip
     """The part of an API call's record its caller knows before it runs (JSON)."""
     return json.dumps(
-        {"k": uuid.uuid4().hex, "c": place.conn.name, "u": actor, "a": action, "q": queue,
+        {"k": _key(), "c": place.conn.name, "u": actor, "a": action, "q": queue,
          "i": list(ids)[:MAX_IDS],
          "p": params or {}},
         default=str, separators=(",", ":"),
     )  # fmt: skip
 
 
-def _row(place: Place, rid: str, fields: dict[str, str]) -> AuditEntry:
+def _row(place: Place, rid: str, fields: dict[str, str]) -> dict[str, Any]:
     """One stream record as a row; one that can't be read (the data is hostile) is still
     a row, saying so, never a failed drain."""
     try:
@@ -89,22 +115,24 @@ def _row(place: Place, rid: str, fields: dict[str, str]) -> AuditEntry:
     except ValueError:
         at = dt.datetime.now(dt.UTC)
     params = h.get("p") if isinstance(h.get("p"), dict) else {}
-    return AuditEntry(
-        at=at,
-        username=_fit("username", str(h.get("u") or "")),
-        connection=_fit("connection", conn),
-        namespace=_fit("namespace", place.ns),
-        queue=_fit("queue", queue),
-        action=_fit("action", str(h.get("a") or "")),
-        ids=ids[:MAX_IDS],
-        count=count,
-        params=params,
-        outcome=outcome,
-        detail=detail[:MAX_DETAIL],
+    # The row's columns by name (attname), not an AuditEntry: a model instance a record
+    # cost the drain a third of its time (_insert).
+    return {
+        "at": at,
+        "username": _fit("username", str(h.get("u") or "")),
+        "connection": _fit("connection", conn),
+        "namespace": _fit("namespace", place.ns),
+        "queue": _fit("queue", queue),
+        "action": _fit("action", str(h.get("a") or "")),
+        "ids": ids[:MAX_IDS],
+        "count": count,
+        "params": params,
+        "outcome": str(outcome),
+        "detail": detail[:MAX_DETAIL],
         # The call's own key: a stream id may come again once a drained stream is gone
-        # (Redis numbers a new stream from its clock), a uuid never does.
-        record=f"{conn}/{place.ns}/{h.get('k') or rid + '/' + str(hash(str(fields)))}"[:400],
-    )
+        # (Redis numbers a new stream from its clock), a _Keys key never does.
+        "record": f"{conn}/{place.ns}/{h.get('k') or rid + '/' + str(hash(str(fields)))}"[:400],
+    }
 
 
 def _places() -> list[Place]:
@@ -138,10 +166,24 @@ def drain(places: Iterable[Place] | None = None) -> int:
 _COLUMNS = [f for f in AuditEntry._meta.concrete_fields if not f.primary_key]
 
 
-def _insert(rows: list[AuditEntry]) -> None:
+def _preparer(field: Any, db: Any) -> Callable[[Any], Any]:
+    """What ``field.get_db_prep_save`` makes of a plain value (a row's, ``_row``), without
+    its per-value steps where they change nothing: a text or a number is itself; JSON is
+    the database's adaptation of it (JSONField's own last step); any other field (a new
+    column) its own get_db_prep_save."""
+    if isinstance(field, JSONField):
+        encoder, adapt = field.encoder, db.ops.adapt_json_value
+        return lambda value: None if value is None else adapt(value, encoder)
+    if type(field) in (CharField, TextField, IntegerField):
+        return lambda value: value
+    return lambda value: field.get_db_prep_save(value, db)
+
+
+def _insert(rows: list[dict[str, Any]]) -> None:
     """``bulk_create(rows, ignore_conflicts=True)`` in one executemany: the same SQL
     (a row whose ``record`` is in already is skipped) without the ORM's per-row compiling,
-    which cost a web process ~90 µs a record (a third of an API call)."""
+    which cost a web process ~90 µs a record (a third of an API call). A column a row
+    does not name gets its default."""
     db = connections_db[AuditEntry.objects.db]
     ignore = OnConflict.IGNORE
     table = db.ops.quote_name(AuditEntry._meta.db_table)
@@ -151,7 +193,9 @@ def _insert(rows: list[AuditEntry]) -> None:
     sql = (
         f"{db.ops.insert_statement(on_conflict=ignore)} {table} ({names}) VALUES ({marks}) {suffix}"
     )
-    values = [[f.get_db_prep_save(f.pre_save(r, True), db) for f in _COLUMNS] for r in rows]
+    prepare = [(f.attname, _preparer(f, db), f.get_default()) for f in _COLUMNS]
+    values = [[p(r[name]) if name in r else p(default) for name, p, default in prepare]
+              for r in rows]  # fmt: skip
     with transaction.atomic(using=db.alias), db.cursor() as cursor:
         cursor.executemany(sql, values)
 
@@ -163,8 +207,42 @@ def maybe_drain(place: Place) -> None:
         return
     if not _draining.acquire(blocking=False):
         return
+    if asyncio._get_running_loop() is not None:
+        # In the server's event loop (dashboard/lean.py's fast path): the database is
+        # for a thread.
+        try:
+            _drainer.submit(_drain_and_release, place)
+        except BaseException:
+            _draining.release()
+            raise
+        return
+    _drain_and_release(place)
+
+
+_drainer = ThreadPoolExecutor(1, thread_name_prefix="audit-drain")
+
+
+#: the web processes' drain of a namespace, one process at a time (queues/locks.py): each
+#: of them drained every RSMQ_AUDIT_DRAIN_EVERY s, and drains that overlapped read, built
+#: and inserted the same records (the database ignores the second copy; the CPU is spent).
+#: Celery beat's and the audit page's drains don't wait for it (a process killed holding
+#: it stops the others' for DRAIN_LOCK_TIMEOUT s at most; the page drains all the same).
+DRAIN_LOCK = ("rsmq-console", "lock", "audit-drain")
+DRAIN_LOCK_TIMEOUT = 30.0  # s: DRAIN_STEPS reads of AUDIT_READ records take well under it
+
+
+def _drain_and_release(place: Place) -> None:
+    global _drained_at
+    _drained_at = time.monotonic()  # taken or not, the next try is a period away
     try:
-        drain([place])
+        held = locks.lock(place.rsmq.redis, *DRAIN_LOCK, place.conn.name, place.ns,
+                          timeout=DRAIN_LOCK_TIMEOUT)  # fmt: skip
+        if held.acquire():  # else another process drains it now
+            try:
+                drain([place])
+            finally:
+                with contextlib.suppress(RedisError):
+                    held.release()
     except Exception:
         log.warning("Audit drain failed", exc_info=True)
     finally:

@@ -76,6 +76,20 @@ def dispatch(full: Wsgi) -> Wsgi:
     return application
 
 
+def in_loop(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes] | None:
+    """The server's event loop's answer (dashboard/asgi.py): ``fast``'s, for a token call
+    whose body is within the limit (ChunkedBodies refuses the others, in a thread); None:
+    a thread answers. ``fast`` there touches only Redis (the database is Django's, in
+    threads: what needs it is deferred, calls.Deferred)."""
+    if not token_call(environ):
+        return None
+    length = environ.get("CONTENT_LENGTH") or "0"
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    if not length.isdigit() or (limit is not None and int(length) > limit):
+        return None
+    return fast(environ, start)
+
+
 # -- The data plane's fast path ---------------------------------------------------------
 #
 # Django's request cycle and ninja's parsing cost a token call ~6× what the operation and
@@ -121,6 +135,8 @@ def _headers(content_type: str = "application/json") -> list[tuple[str, str]]:
 
 
 _STATUS = {200: "200 OK", 201: "201 Created"}
+#: Host header → (the ALLOWED_HOSTS it was checked against, whether it is allowed)
+_HOSTS: dict[str, tuple[Any, bool]] = {}
 
 
 def _int(value: Any) -> bool:
@@ -132,6 +148,8 @@ def fast(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes] | Non
     from django.db import close_old_connections
     from django.http.request import split_domain_port, validate_host
 
+    from queues import validation as v
+
     from . import place as places
     from . import tokens
     from .api import calls, native
@@ -140,8 +158,16 @@ def fast(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes] | Non
     method, path = environ.get("REQUEST_METHOD"), environ.get("PATH_INFO", "")
     if settings.SECURE_SSL_REDIRECT or environ.get("wsgi.url_scheme") != "http":
         return None
-    host, _ = split_domain_port(environ.get("HTTP_HOST", ""))
-    if not host or not validate_host(host, settings.ALLOWED_HOSTS):
+    given_host = environ.get("HTTP_HOST", "")
+    hosts = settings.ALLOWED_HOSTS
+    known = _HOSTS.get(given_host)
+    if known is None or known[0] != hosts:  # Django's check, once a Host a process
+        host, _ = split_domain_port(given_host)
+        known = (list(hosts), bool(host) and validate_host(host, hosts))
+        if len(_HOSTS) > 1000:
+            _HOSTS.clear()
+        _HOSTS[given_host] = known
+    if not known[1]:
         return None
     parts = path.split("/")  # "", "api", …
     query = environ.get("QUERY_STRING", "")
@@ -190,7 +216,16 @@ def fast(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes] | Non
         return None
     vt: int | None = None
     n, delay, message = 1, None, None
-    if kind == "send":
+    batch: list[str] | None = None
+    if kind == "send" and native_route and "messages" in body:  # a batch, all or none
+        batch, delay = body["messages"], body.get("delay")
+        if set(body) - {"messages", "delay"} or type(batch) is not list:
+            return None
+        if not 1 <= len(batch) <= v.MAX_SEND_BATCH or any(type(m) is not str for m in batch):
+            return None
+        if delay is not None and not _int(delay):
+            return None
+    elif kind == "send":
         allowed = {"message", "delay"}
         if set(body) - allowed or not isinstance(body.get("message"), str):
             return None
@@ -226,7 +261,9 @@ def fast(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes] | Non
     answer: dict[str, Any]
     try:
         place = places.resolve(None, None)
-        if kind == "send":
+        if kind == "send" and batch is not None:
+            status, answer = 201, {"ids": ops.send(request, place, qname, batch, delay)}
+        elif kind == "send":
             sent = ops.send(request, place, qname, [str(message)], delay)
             status, answer = 201 if native_route else 200, {"id": sent[0]}
         elif kind == "receive":
@@ -239,17 +276,50 @@ def fast(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes] | Non
         else:
             done = ops.delete(request, place, qname, parts[5])
             status, answer = 200, {"result": done if native_route else int(done)}
+    except calls.Deferred as d:  # in the event loop: the rest is for a thread (finish)
+        d.request = request
+        raise
     except Exception as e:
-        response = _error(request, e, calls)
-        data = response.content
-        headers = [(k, v) for k, v in response.items() if k.lower() != "content-type"]
-        start(f"{response.status_code} {response.reason_phrase}",
-              [*_headers(), *headers, ("Content-Length", str(len(data)))])  # fmt: skip
-        return [data]
+        if calls.in_event_loop():
+            later = calls.Deferred(calls._raise(e))
+            later.request = request
+            raise later from e
+        return _respond_error(request, e, start)
     finally:
-        close_old_connections()
+        if not calls.in_event_loop():
+            close_old_connections()
     data = json.dumps(answer).encode()
     start(_STATUS[status], [*_headers(), ("Content-Length", str(len(data)))])
+    return [data]
+
+
+def finish(
+    deferred: Any, again: Wsgi, environ: dict[str, Any], start: StartResponse
+) -> Iterable[bytes]:
+    """In a thread of the pool: the rest of a call ``fast`` began in the event loop and
+    deferred (calls.Deferred) — its error answered and audited as the thread path does —
+    or, when it changed nothing, the whole call again by ``again``."""
+    from django.db import close_old_connections
+
+    if deferred.finish is None:
+        return again(environ, start)
+    try:
+        deferred.finish()  # raises what the call answers
+        raise AssertionError("a deferred call's rest answers by raising")
+    except Exception as e:
+        return _respond_error(deferred.request, e, start)
+    finally:
+        close_old_connections()
+
+
+def _respond_error(request: HttpRequest, e: Exception, start: StartResponse) -> list[bytes]:
+    from .api import calls
+
+    response = _error(request, e, calls)
+    data = response.content
+    headers = [(k, v) for k, v in response.items() if k.lower() != "content-type"]
+    start(f"{response.status_code} {response.reason_phrase}",
+          [*_headers(), *headers, ("Content-Length", str(len(data)))])  # fmt: skip
     return [data]
 
 

@@ -4,6 +4,7 @@ audit row, and the one answer for each failure (web_errors.py's table; 400 for i
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import sys
 import typing
@@ -228,6 +229,23 @@ def run(
                 request.api_rate = tokens.rate_of(row, e.generation)  # type: ignore[attr-defined]
         raise AssertionError("unreachable")
 
+    if in_event_loop():
+        # dashboard/lean.py's fast path, in the server's event loop: Redis only. Whatever
+        # needs the database (a token read again, a refusal's row, a drain) is done by a
+        # thread of the pool, from where the call stands (``Deferred``).
+        try:
+            answer, count = work()
+        except ApiRefused:
+            raise Deferred(None) from None  # nothing ran or changed: the call again
+        except Exception as e:
+            again = _raise(e)
+            raise Deferred(
+                lambda: run(request, place, action, qname, again, ids, params, audited)
+            ) from e
+        if not audited:
+            raise AssertionError("only audited calls are answered in the event loop")
+        audit_drain.maybe_drain(place)  # in a thread of its own if one is due
+        return answer
     try:
         answer, count = attempts()
     except (ApiRefused, tokens.RateLimited, tokens.Unauthenticated, PermissionDenied):
@@ -253,6 +271,30 @@ def run(
     else:
         record(AuditEntry.Outcome.OK, count, "")
     return answer
+
+
+class Deferred(Exception):  # noqa: N818 (not an error: the rest of a call, elsewhere)
+    """Raised in the event loop: the rest of the call is for a thread of the pool —
+    ``finish`` (which raises what the call answers), or None: the whole call again, which
+    changed nothing."""
+
+    def __init__(self, finish: Callable[[], Any] | None) -> None:
+        super().__init__("the rest of this call is for a thread")
+        self.finish = finish
+        self.request: HttpRequest | None = None  # the call's (lean.py's fast path sets it)
+
+
+def in_event_loop() -> bool:
+    """Whether this thread runs an event loop (the server's: dashboard/asgi.py), where
+    the database may not be used (Django refuses it there)."""
+    return asyncio._get_running_loop() is not None
+
+
+def _raise(e: Exception) -> Callable[[], tuple[Any, int | None]]:
+    def again() -> tuple[Any, int | None]:
+        raise e
+
+    return again
 
 
 def uncounted(request: HttpRequest) -> None:

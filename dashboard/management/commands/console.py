@@ -402,12 +402,13 @@ def web_argv(host: str, port: int, options: dict[str, Any]) -> list[str]:
     # granian: --workers processes, each reading requests in its event loop (a slow client
     # holds no thread) and running Django in --threads threads (dashboard/asgi.py,
     # RSMQ_WEB_THREADS; bench/serve.py, bench/RESULTS.md). A worker that dies is started
-    # again; one that dies at start (a refused setting) stops granian.
+    # again; one that dies at start (a refused setting) stops granian. uvloop: the API's
+    # plain calls are answered in the event loop (dashboard/lean.py ``in_loop``).
     header_ms = min(60_000, max(1, round(settings.RSMQ_HEADER_TIMEOUT * 1000)))
     return [
         sys.executable, "-m", "granian", "--interface", "asgi", "dashboard.asgi:application",
         "--host", host, "--port", str(port), "--workers", str(options["workers"]),
-        "--http1-header-read-timeout", str(header_ms), "--no-ws",
+        "--http1-header-read-timeout", str(header_ms), "--no-ws", "--loop", "uvloop",
         "--respawn-failed-workers", "--workers-kill-timeout", "10",
     ]  # fmt: skip
 
