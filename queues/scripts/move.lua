@@ -1,4 +1,5 @@
 -- KEYS: source zset, source hash, destination zset, destination hash, their failure keys
+-- [, undo stash: zset, hash, record (its `to`: the destination's name)]
 -- ARGV: offset, limit, ids... (no ids: the source's first `limit` messages from rank `offset`)
 -- Moves each message with its id, body, rc and fr; it is visible in the destination at
 -- once. Neither queue's totalsent / totalrecv changes. A body over the destination's
@@ -17,6 +18,10 @@ dmax, why = integer("maxsize", dmax)
 if not dmax then
   return unreadable("dst " .. why)
 end
+local keep, refused = stash_open(7)
+if refused then
+  return refused
+end
 local ids = {}
 if #ARGV > 2 then
   for i = 3, #ARGV do ids[#ids + 1] = ARGV[i] end
@@ -34,13 +39,16 @@ for _, id in ipairs(ids) do
       skipped = skipped + 1
     else
       if moved > 0 and bytes + size > MOVE_BYTES then
+        stash_close(keep)
         return {moved, skipped, looked, 1}
       end
       bytes = bytes + size
+      stash_put(keep, KEYS[1], KEYS[2], id)
       transfer(KEYS[1], KEYS[2], KEYS[3], KEYS[4], id, score, true, nil, KEYS[5], KEYS[6])
       moved = moved + 1
     end
   end
   looked = looked + 1
 end
+stash_close(keep)
 return {moved, skipped, looked, 0}
