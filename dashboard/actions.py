@@ -36,6 +36,8 @@ QUEUE_ACTIONS: Actions = {
     "policy": Action(Role.ADMIN, "set_policy"),
     # An operator's on a dead-letter queue; elsewhere the admin's (checked by its handler).
     "redrive": Action(Role.OPERATOR, "redrive"),
+    # Put back what a destructive action kept (dashboard/undo.py): the admin's.
+    "undo": Action(Role.ADMIN, "undo"),
 }
 
 # The message page's buttons (views/message.py).

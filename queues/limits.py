@@ -119,3 +119,7 @@ UNDO_SKIPPED_IDS = 100
 UNDO_MESSAGE_BYTES = 96
 #: messages a whole queue's stash size is estimated from (evenly spaced ranks)
 UNDO_SAMPLE = 100
+#: messages one undo step moves into a stash (a purge's bodies) or back out of it: each
+#: message costs a restore several commands (presence checks, its fields), so fewer than
+#: CHUNK keep a call short on a loaded machine; at most 1000 (Lua's unpack limit)
+UNDO_CHUNK = 500

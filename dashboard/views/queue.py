@@ -25,6 +25,7 @@ from queues.ops import DEFAULT_SAMPLE
 
 from .. import forecast
 from .. import place as places
+from .. import undo as undos
 from ..access import Role, can
 from ..analytics import queue_analytics
 from ..context_processors import refresh_seconds
@@ -382,6 +383,10 @@ def render_queue(
         ),
         condition=SimpleLazyObject(lambda: condition_of(place, qname)),
         workers=SimpleLazyObject(lambda: live_workers(place, qname)),
+        # whether what a destructive action here removes fits RSMQ_UNDO_MAX_MB: its
+        # confirmation says "this cannot be undone" when not (read only if shown)
+        undoable=SimpleLazyObject(lambda: undos.fits(place, qname)),
+        undo_hours=undos.hours(),
         **browser,
         **forms_,
     )

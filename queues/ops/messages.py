@@ -15,6 +15,7 @@ from ..limits import (
     CHUNK,
     FAILURES_SUFFIX,
     FETCH_BATCH_BYTES,
+    UNDO_CHUNK,
 )
 from ..models import (
     ImportRecord,
@@ -255,7 +256,7 @@ class Messages(Stats[R]):
         return n
 
     def _drain_kept(self, kept: tuple[str, ...], hkey: str) -> Op[None]:
-        while (yield Call(S.UNDO_DRAIN, (*kept, hkey), (CHUNK,))) == CHUNK:
+        while (yield Call(S.UNDO_DRAIN, (*kept, hkey), (UNDO_CHUNK,))) == UNDO_CHUNK:
             pass
 
     def _drain(self, purge_key: str, hkey: str) -> Op[None]:

@@ -7,10 +7,10 @@ copies what it removes into the stash in the same script call as the removal (no
 is removed without its copy): every message's id, score, body, rc, fr and x:src (and
 where it went, for a move or a redrive); a deleted queue's whole hash (attributes,
 totals) and zset, renamed (O(1)). A purge renames the queue's zset to the stash's (O(1))
-and then moves the bodies in chunks of ``CHUNK``. The stash lives outside the RSMQ keys
+and then moves the bodies in chunks of ``UNDO_CHUNK``. The stash lives outside the RSMQ keys
 (``{ns}:@undo:{token}``: base.py) and expires with its record (``hours``).
 
-``undo(token)`` puts each message back as it was, in chunks of ``CHUNK`` (no call holds
+``undo(token)`` puts each message back as it was, in chunks of ``UNDO_CHUNK`` (no call holds
 Redis long), unless its id is in the queue again (``present``), or it went to another
 queue and is no longer there (``gone``) or was received there since (``taken``): those
 are counted and named, never duplicated. A deleted queue comes back whole when nobody
@@ -32,6 +32,7 @@ from ..errors import InvalidArgument, UndoNotFound
 from ..limits import (
     CHUNK,
     FAILURES_SUFFIX,
+    UNDO_CHUNK,
     UNDO_HOURS,
     UNDO_HOURS_MAX,
     UNDO_MESSAGE_BYTES,
@@ -77,6 +78,14 @@ class Undo(Base[R]):
         return token
 
     @operation
+    def discard_undo(self, token: str) -> Op[bool]:
+        """Forget a stash that kept nothing (its action failed or removed nothing), so no
+        empty record waits for its expiry; one that kept something stays. Returns
+        whether it was forgotten."""
+        gone: int = yield Call(S.UNDO_DISCARD, self._undo_keys(token), ())
+        return gone == 1
+
+    @operation
     def undo_info(self, token: str) -> Op[UndoInfo | None]:
         """A stash's record, or None once it expired (or never was)."""
         return (yield from self._undo_info(token))
@@ -116,10 +125,10 @@ class Undo(Base[R]):
         qname = _str(head[0])
         qz, qh = self._queue_keys(qname)
         if head[1] is not None:  # a purge whose bodies were not all moved yet
-            while (yield Call(S.UNDO_DRAIN, (z, m, record, qh), (CHUNK,))) == CHUNK:
+            while (yield Call(S.UNDO_DRAIN, (z, m, record, qh), (UNDO_CHUNK,))) == UNDO_CHUNK:
                 pass
         keys = (z, m, record, qz, qh, self.queues_key)
-        args = (self._prefix, qname, CHUNK, FAILURES_SUFFIX)
+        args = (self._prefix, qname, UNDO_CHUNK, FAILURES_SUFFIX)
         restored = 0
         skipped: dict[str, list[str]] = {"present": [], "gone": [], "taken": []}
         counts = dict.fromkeys(skipped, 0)

@@ -55,64 +55,103 @@ end
 local kept_rc = info[4] ~= "redrive"
 local chunk = tonumber(ARGV[3])
 local ids = redis.call("ZRANGE", sz, 0, chunk - 1, "WITHSCORES")
-local restored, bytes = 0, 0
-local present, gone, taken = {}, {}, {}
+-- how many this call takes: MOVE_BYTES of bodies (one at least)
+local n, bytes = 0, 0
+local fields = {}
 for i = 1, #ids, 2 do
-  local id, score = ids[i], ids[i + 1]
+  local id = ids[i]
   local size = redis.call("HSTRLEN", sm, id)
-  if restored > 0 and bytes + size > MOVE_BYTES then
-    return finish("more", restored, present, gone, taken)
+  if n > 0 and bytes + size > MOVE_BYTES then
+    break
   end
   bytes = bytes + size
-  local f = redis.call("HMGET", sm, id, id .. ":rc", id .. ":fr", "x:src:" .. id, id .. ":to")
-  local fields = {"x:src:" .. id, id .. ":rc", id .. ":fr"}
+  n = n + 1
+  fields[#fields + 1] = id
+  fields[#fields + 1] = id .. ":rc"
+  fields[#fields + 1] = id .. ":fr"
+  fields[#fields + 1] = "x:src:" .. id
+  fields[#fields + 1] = id .. ":to"
+end
+if n == 0 then
+  return finish("finished", 0, {}, {}, {})
+end
+-- one HMGET, then one HDEL / HSET / ZADD / ZREM each for the whole chunk (at most 1000
+-- messages: unpack's limit), per-message calls only to check and to take moved ones back
+local f = redis.call("HMGET", sm, unpack(fields))
+local restored = 0
+local present, gone, taken = {}, {}, {}
+local stray, kv, zadd = {}, {}, {}
+for k = 1, n do
+  local id, score = ids[2 * k - 1], ids[2 * k]
+  local body, rc, fr, src, to = f[5 * k - 4], f[5 * k - 3], f[5 * k - 2], f[5 * k - 1], f[5 * k]
+  local back = false
   if redis.call("ZSCORE", qz, id) then
     present[#present + 1] = id
-  elseif not f[1] then
+  elseif not body then
     -- not in the stash's hash: a purge interrupted before its drain moved it; its
     -- fields are still in the queue's hash (no zset member: no client saw them)
     if redis.call("HEXISTS", qh, id) == 1 then
-      redis.call("ZADD", qz, score, id)
+      zadd[#zadd + 1] = score
+      zadd[#zadd + 1] = id
       restored = restored + 1
     else
       gone[#gone + 1] = id
     end
-  else
-    local back = true
-    if f[5] then
-      -- it went to queue f[5]: take it back only if it is there, unreceived since
-      local dz = ARGV[1] .. f[5]
-      local dq = dz .. ":Q"
-      if not queue_name(f[5]) or not redis.call("ZSCORE", dz, id) then
-        gone[#gone + 1] = id
-        back = false
-      elseif redis.call("HGET", dq, id .. ":rc") ~= (kept_rc and f[2]) then
-        taken[#taken + 1] = id
-        back = false
-      else
-        redis.call("ZREM", dz, id)
-        redis.call("HDEL", dq, id, id .. ":rc", id .. ":fr", "x:src:" .. id)
-        local df = dz .. ARGV[4]
-        if is_hash(df) then
-          redis.call("HDEL", df, id, id .. ":t")
-        end
+  elseif to then
+    -- it went to queue `to`: taken back only if it is there, unreceived since
+    local dz = ARGV[1] .. to
+    local dq = dz .. ":Q"
+    if not queue_name(to) or not redis.call("ZSCORE", dz, id) then
+      gone[#gone + 1] = id
+    elseif redis.call("HGET", dq, id .. ":rc") ~= (kept_rc and rc) then
+      taken[#taken + 1] = id
+    else
+      redis.call("ZREM", dz, id)
+      redis.call("HDEL", dq, id, id .. ":rc", id .. ":fr", "x:src:" .. id)
+      local df = dz .. ARGV[4]
+      if is_hash(df) then
+        redis.call("HDEL", df, id, id .. ":t")
       end
+      back = true
     end
-    if back then
-      redis.call("HDEL", qh, unpack(fields))
-      local kv = {id, f[1]}
-      if f[2] then kv[#kv + 1] = id .. ":rc"; kv[#kv + 1] = f[2] end
-      if f[3] then kv[#kv + 1] = id .. ":fr"; kv[#kv + 1] = f[3] end
-      if f[4] then kv[#kv + 1] = "x:src:" .. id; kv[#kv + 1] = f[4] end
-      redis.call("HSET", qh, unpack(kv))
-      redis.call("ZADD", qz, score, id)
-      restored = restored + 1
-    end
+  else
+    back = true
   end
-  redis.call("ZREM", sz, id)
-  redis.call("HDEL", sm, id, id .. ":rc", id .. ":fr", "x:src:" .. id, id .. ":to")
+  if back then
+    stray[#stray + 1] = id .. ":rc"
+    stray[#stray + 1] = id .. ":fr"
+    stray[#stray + 1] = "x:src:" .. id
+    kv[#kv + 1] = id
+    kv[#kv + 1] = body
+    if rc then kv[#kv + 1] = id .. ":rc"; kv[#kv + 1] = rc end
+    if fr then kv[#kv + 1] = id .. ":fr"; kv[#kv + 1] = fr end
+    if src then kv[#kv + 1] = "x:src:" .. id; kv[#kv + 1] = src end
+    zadd[#zadd + 1] = score
+    zadd[#zadd + 1] = id
+    restored = restored + 1
+  end
 end
-if #ids / 2 < chunk then
+if #stray > 0 then
+  redis.call("HDEL", qh, unpack(stray))
+end
+-- at most 4 fields a message, 1000 messages: within unpack's limit in two halves
+local half = math.floor(#kv / 4) * 2
+if half > 0 then
+  redis.call("HSET", qh, unpack(kv, 1, half))
+end
+if #kv > half then
+  redis.call("HSET", qh, unpack(kv, half + 1, #kv))
+end
+if #zadd > 0 then
+  redis.call("ZADD", qz, unpack(zadd))
+end
+local looked = {}
+for k = 1, n do
+  looked[k] = ids[2 * k - 1]
+end
+redis.call("ZREM", sz, unpack(looked))
+redis.call("HDEL", sm, unpack(fields))
+if n == #ids / 2 and #ids / 2 < chunk then
   return finish("finished", restored, present, gone, taken)
 end
 return finish("more", restored, present, gone, taken)

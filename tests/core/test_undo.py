@@ -11,7 +11,7 @@ import redis
 
 from queues import InvalidArgument, QueueNotFound, RedisSMQ
 from queues.errors import UndoNotFound
-from queues.limits import CHUNK
+from queues.limits import UNDO_CHUNK
 
 
 def raw(r: redis.Redis, ns: str, qname: str) -> tuple[dict[str, str], list[tuple[str, float]]]:
@@ -288,15 +288,15 @@ def test_an_interrupted_purge_is_undone_all_the_same(
     not moved yet: undo moves them, then restores every one."""
     from queues import scripts as S
 
-    rsmq.send_messages(queue, [f"m{i}" for i in range(CHUNK + 10)])
+    rsmq.send_messages(queue, [f"m{i}" for i in range(UNDO_CHUNK * 2 + 10)])
     before = raw(r, ns, queue)
     token = rsmq.open_undo("purge", queue)
     z, m, record = rsmq._undo_keys(token)
     sha = r.script_load(S.PURGE_DETACH.source)
     qz, qh, f = rsmq._with_failures(queue)
-    assert r.evalsha(sha, 7, qz, qh, rsmq._purge_key(queue), f, z, m, record) == CHUNK + 10
+    assert r.evalsha(sha, 7, qz, qh, rsmq._purge_key(queue), f, z, m, record) == UNDO_CHUNK * 2 + 10
 
-    assert rsmq.undo(token).restored == CHUNK + 10
+    assert rsmq.undo(token).restored == UNDO_CHUNK * 2 + 10
     assert raw(r, ns, queue) == before
 
 
@@ -305,3 +305,29 @@ def test_undo_estimate(rsmq: RedisSMQ, queue: str):
     assert rsmq.undo_estimate(queue, ids[:1]) >= 1000
     assert rsmq.undo_estimate(queue, ids) > rsmq.undo_estimate(queue, ids[:1])
     assert rsmq.undo_estimate(queue) == rsmq.undo_estimate(queue, ids)
+
+
+def test_long_bodies_go_and_come_back_in_several_calls(rsmq: RedisSMQ, r: redis.Redis, ns: str):
+    """A call moves at most MOVE_BYTES of bodies (one at least): three of 700 KB take three
+    calls each way, and come back whole."""
+    rsmq.create_queue("big", maxsize=-1)
+    rsmq.send_messages("big", [c * 700_000 for c in "xyz"])
+    before = raw(r, ns, "big")
+    token = rsmq.open_undo("purge", "big")
+    assert rsmq.purge_queue("big", keep=token) == 3
+    info = rsmq.undo_info(token)
+    assert info is not None and info.bytes == 2_100_000
+
+    assert rsmq.undo(token).restored == 3
+    assert raw(r, ns, "big") == before
+
+
+def test_a_stash_that_kept_nothing_is_discarded_one_that_kept_something_is_not(
+    rsmq: RedisSMQ, queue: str, r: redis.Redis, ns: str
+):
+    empty = rsmq.open_undo("delete", queue)
+    assert rsmq.delete_messages(queue, ["a" * 32], keep=empty) == 0
+    assert rsmq.discard_undo(empty) and undo_keys(r, ns) == []
+    kept = rsmq.open_undo("delete", queue)
+    rsmq.delete_messages(queue, rsmq.send_messages(queue, ["x"]), keep=kept)
+    assert not rsmq.discard_undo(kept) and rsmq.undo(kept).restored == 1
