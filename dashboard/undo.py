@@ -8,6 +8,7 @@ both go through here."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,8 @@ from .place import Place
 
 #: the flash's extra tag that carries an Undo (templates/_flash.html reads it)
 TAG = "undo"
+#: an undo's token (queues/ops/base.py checks it again)
+TOKEN_RE = re.compile(r"[0-9a-f]{32}")
 
 
 @dataclass(frozen=True, slots=True)

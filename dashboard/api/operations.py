@@ -4,20 +4,24 @@ log), and what its audit row keeps. native.py and rest_rsmq.py shape their answe
 
 from __future__ import annotations
 
-from django.http import HttpRequest
+from typing import Any
+
+from django.http import Http404, HttpRequest
 
 from queues import InvalidArgument
 from queues import validation as v
 from queues.models import Message
 
+from .. import undo as undos
 from ..actions import CREATE_QUEUE, MESSAGE_ACTIONS, QUEUE_ACTIONS
 from ..actions import RECEIVE as RECEIVE
 from ..place import Place
-from .calls import COUNTED_BY_CALL, head, queue_in_url, rate, run
+from .calls import COUNTED_BY_CALL, actor, head, queue_in_url, rate, run, token_of
 
 CREATE = CREATE_QUEUE
 SEND, REQUEUE, MOVE = QUEUE_ACTIONS["send"], QUEUE_ACTIONS["requeue"], QUEUE_ACTIONS["move"]
 PURGE, DELETE_QUEUE = QUEUE_ACTIONS["purge"], QUEUE_ACTIONS["delete_queue"]
+UNDO = QUEUE_ACTIONS["undo"]
 DELETE, VISIBILITY = MESSAGE_ACTIONS["delete"], MESSAGE_ACTIONS["visibility"]
 # Audited by their own scripts, and counted against the token's rate by them too.
 COUNTED_BY_CALL.update((SEND, RECEIVE, DELETE, VISIBILITY))
@@ -155,3 +159,20 @@ def move(request: HttpRequest, place: Place, qname: str, ids: list[str], to: str
         return n, n
 
     return run(request, place, MOVE, qname, work, ids=ids, params={"to": to})
+
+
+def undo(request: HttpRequest, place: Place, token: str) -> tuple[str, dict[str, Any]]:
+    """Put back what an action kept (dashboard/undo.py), as the console's Undo does: its
+    words, and what its audit row keeps (restored, skipped). A token no action here
+    kept: a 404."""
+    e = undos.entry(place, token) if undos.TOKEN_RE.fullmatch(token) else None
+    if e is None:
+        raise Http404(f"No undo {token[:40]!r} here: no action kept one under this token.")
+    params: dict[str, Any] = {"token": e.token, "undid": e.action}
+
+    def work() -> tuple[str, int]:
+        done = undos.undo(place, e, actor(token_of(request)))
+        params.update(done.params)  # the audit row: what it restored and what it skipped
+        return done.text, done.count
+
+    return run(request, place, UNDO, e.queue, work, params=params), params
