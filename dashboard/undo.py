@@ -16,9 +16,11 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from redis.exceptions import RedisError
 
-from queues.errors import UndoNotFound
-from queues.models import Restored
+from queues.errors import RsmqError, UndoNotFound
+from queues.limits import UNDO_MESSAGE_BYTES
+from queues.models import QueueStats, Restored
 
 from .models import AuditEntry, UndoEntry
 from .place import Place
@@ -31,10 +33,13 @@ TOKEN_RE = re.compile(r"[0-9a-f]{32}")
 
 @dataclass(frozen=True, slots=True)
 class Keep:
-    """What an action keeps for its Undo: a stash's token, or None and why not."""
+    """What an action keeps for its Undo: a stash's token, or None and why not; its
+    expiry (epoch ms) and estimated bytes."""
 
     token: str | None
     why: str = ""
+    expires_ms: int = 0
+    bytes: int = 0
 
 
 def hours() -> float:
@@ -45,14 +50,21 @@ def max_bytes() -> int:
     return int(float(settings.RSMQ_UNDO_MAX_MB) * 2**20)
 
 
-def fits(place: Place, qname: str, ids: Iterable[str] | None = None) -> bool:
-    """Whether what the action would remove fits the bound (``ids``: those messages; none:
-    the whole queue, an upper bound for any state of it). Read before the action: its
-    confirmation says "this cannot be undone" when it does not."""
+def fits(place: Place, qname: str, stats: QueueStats | None = None) -> bool:
+    """Whether what an action on the whole queue (an upper bound for any state or
+    selection of it) would remove fits the bound: read before the action, so its
+    confirmation says "this cannot be undone" when it does not. Known from ``stats``
+    without a Redis call when every message at its maxsize would fit."""
     limit = max_bytes()
     if limit <= 0:
         return False
-    return place.rsmq.undo_estimate(qname, None if ids is None else list(ids)) <= limit
+    if stats is not None and stats.maxsize != -1:
+        if stats.msgs * (stats.maxsize + UNDO_MESSAGE_BYTES) <= limit:
+            return True
+    try:
+        return place.rsmq.undo_estimate(qname) <= limit
+    except RsmqError:
+        return False
 
 
 def keep(
@@ -61,10 +73,18 @@ def keep(
     """A stash for the action, if it fits the bound (else none, and why)."""
     if max_bytes() <= 0:
         return Keep(None, "undo is off (RSMQ_UNDO_MAX_MB is 0)")
-    if not fits(place, qname, ids):
+    try:
+        opened = place.rsmq.open_undo_within(
+            action, qname, max_bytes(), ids=None if ids is None else list(ids), to=to,
+            hours=hours(),
+        )  # fmt: skip
+    except (RsmqError, RedisError) as e:
+        # data another client spoiled, or Redis down: the action goes on (and says so)
+        return Keep(None, f"its data can't be read ({e}): it cannot be undone")
+    if not opened.token:
         mb = float(settings.RSMQ_UNDO_MAX_MB)
         return Keep(None, f"more than RSMQ_UNDO_MAX_MB ({mb:g} MB) to keep: it cannot be undone")
-    return Keep(place.rsmq.open_undo(action, qname, to=to, hours=hours()))
+    return Keep(opened.token, expires_ms=opened.expires_ms, bytes=opened.bytes)
 
 
 def remember(
@@ -72,20 +92,19 @@ def remember(
 ) -> UndoEntry | None:
     """After the action: its Undo, tied to its audit row (nothing when it removed nothing,
     but a deleted queue, even empty, can come back)."""
-    if kept.token is None:
+    if kept.token is None or row is None:
         return None
-    info = place.rsmq.undo_info(kept.token)
-    if info is None or not (info.count or info.kind == "queue"):
+    if not count and row.action != "delete_queue":
         return None
     return UndoEntry.objects.create(
         token=kept.token,
         connection=place.conn.name,
         namespace=place.ns,
-        queue=info.qname,
-        action=row.action if row else info.action,
-        count=info.count,
-        bytes=info.bytes,
-        expires=dt.datetime.fromtimestamp(info.expires_ms / 1000, tz=dt.UTC),
+        queue=row.queue,
+        action=row.action,
+        count=count or 0,
+        bytes=kept.bytes,
+        expires=dt.datetime.fromtimestamp(kept.expires_ms / 1000, tz=dt.UTC),
         audit=row,
     )
 

@@ -385,7 +385,7 @@ def render_queue(
         workers=SimpleLazyObject(lambda: live_workers(place, qname)),
         # whether what a destructive action here removes fits RSMQ_UNDO_MAX_MB: its
         # confirmation says "this cannot be undone" when not (read only if shown)
-        undoable=SimpleLazyObject(lambda: undos.fits(place, qname)),
+        undoable=SimpleLazyObject(lambda: undos.fits(place, qname, stats)),
         undo_hours=undos.hours(),
         **browser,
         **forms_,

@@ -64,9 +64,41 @@ class Undo(Base[R]):
     ) -> Op[str]:
         """A new stash for ``action`` on ``qname`` (``to``: a move's destination), kept
         ``hours`` from now; returns its token, to pass as ``keep=`` to the action."""
+        opened = yield from self._open_stash(action, qname, to, hours, None, None)
+        return opened.token
+
+    @operation
+    def open_undo_within(
+        self,
+        action: str,
+        qname: str,
+        max_bytes: int,
+        ids: Iterable[str | bytes] | None = None,
+        to: str | None = None,
+        hours: float = UNDO_HOURS,
+    ) -> Op[UndoInfo]:
+        """``open_undo`` if what the action would keep fits ``max_bytes`` (``ids``: those
+        messages; none: the whole queue, estimated as ``undo_estimate`` does), in one
+        call. Its record (count 0): ``token`` "" when it did not fit; ``bytes``: the
+        estimate."""
+        v.integer("max_bytes", max_bytes, 0, 2**53)
+        checked = None if ids is None else list(ids)
+        if checked is not None and not all(isinstance(i, (str, bytes)) for i in checked):
+            raise InvalidArgument("ids", "ids must be strings")
+        return (yield from self._open_stash(action, qname, to, hours, max_bytes, checked))
+
+    def _open_stash(
+        self,
+        action: str,
+        qname: str,
+        to: str | None,
+        hours: float,
+        max_bytes: int | None,
+        ids: list[str | bytes] | None,
+    ) -> Op[UndoInfo]:
         if action not in UNDO_ACTIONS:
             raise InvalidArgument("action", f"action must be one of {sorted(UNDO_ACTIONS)}")
-        self._queue_keys(qname)
+        z, h = self._queue_keys(qname)
         if to is not None:
             self._queue_keys(v.qname(to, "to"))
         if not isinstance(hours, (int, float)) or not 0 < hours <= UNDO_HOURS_MAX:
@@ -74,8 +106,15 @@ class Undo(Base[R]):
         token = secrets.token_hex(16)
         record = self._undo_keys(token)[2]
         ttl = int(hours * 3600 * 1000)
-        yield Call(S.UNDO_OPEN, (record,), (action, qname, to or "", ttl))
-        return token
+        args: list[Any] = [action, qname, to or "", ttl]
+        if max_bytes is not None:
+            args += [max_bytes, UNDO_MESSAGE_BYTES, UNDO_SAMPLE, *(ids or [])]
+        exp, size = yield Call(S.UNDO_OPEN, (record, h, z), args)
+        return UndoInfo(
+            token=token if exp else "", action=action, qname=qname, to=to or "",
+            kind="", count=0, bytes=max(int(size), 0), created_ms=0, expires_ms=int(exp),
+            done_ms=None, restored=0, present=0, gone=0, taken=0, recreated=False,
+        )  # fmt: skip
 
     @operation
     def discard_undo(self, token: str) -> Op[bool]:

@@ -331,3 +331,16 @@ def test_a_stash_that_kept_nothing_is_discarded_one_that_kept_something_is_not(
     kept = rsmq.open_undo("delete", queue)
     rsmq.delete_messages(queue, rsmq.send_messages(queue, ["x"]), keep=kept)
     assert not rsmq.discard_undo(kept) and rsmq.undo(kept).restored == 1
+
+
+def test_open_undo_within_a_bound_checks_the_size_in_the_same_call(
+    rsmq: RedisSMQ, queue: str, r: redis.Redis, ns: str
+):
+    ids = rsmq.send_messages(queue, ["x" * 1000, "y" * 10])
+    whole = rsmq.undo_estimate(queue)
+    no = rsmq.open_undo_within("purge", queue, whole - 1)
+    assert (no.token, no.bytes) == ("", whole) and undo_keys(r, ns) == []
+    yes = rsmq.open_undo_within("delete", queue, whole, ids=ids[:1])
+    assert yes.token and yes.bytes == rsmq.undo_estimate(queue, ids[:1]) and yes.expires_ms > 0
+    assert rsmq.delete_messages(queue, ids[:1], keep=yes.token) == 1
+    assert rsmq.undo(yes.token).restored == 1
