@@ -266,3 +266,18 @@ def test_the_settings_are_checked(settings, tmp_path) -> None:
         "RSMQ_UNDO_HOURS is 0: it must be a number more than 0 up to 720",
         "RSMQ_UNDO_MAX_MB is 'lots': it must be a number from 0 up to 1e+06",
     ]
+
+
+def test_undo_off_says_so_before_and_after(
+    console, q1, admin: Client, settings, r: redis.Redis, ns: str
+) -> None:
+    settings.RSMQ_UNDO_MAX_MB = 0
+    page = admin.get(console.queue("q1")).content.decode()
+    assert "This cannot be undone." in page and "An Undo is offered" not in page
+
+    response = admin.post(console.act(), {"action": "delete", "ids": q1[:1]}, follow=True)
+
+    assert console.flashes(response) == [
+        "Deleted 1 message. Not kept for Undo: undo is off (RSMQ_UNDO_MAX_MB is 0)."
+    ]
+    assert not UndoEntry.objects.exists() and not list(r.scan_iter(f"{ns}:@undo:*"))
