@@ -261,8 +261,10 @@ local function stash_open(first)
 end
 
 -- Copies message `id` of queue (qz, qh) into the stash (before the caller removes it);
--- `to`: the queue it goes to (a move, a redrive), else nil.
-local function stash_put(keep, qz, qh, id, to)
+-- `to`: the queue it goes to (a move, a redrive), else nil; `fresh`: it starts over
+-- there (rc and fr dropped, as a redrive does), so its rc there tells whether it was
+-- received since ({id}:dr).
+local function stash_put(keep, qz, qh, id, to, fresh)
   if not keep then
     return
   end
@@ -276,8 +278,8 @@ local function stash_put(keep, qz, qh, id, to)
   if f[2] then kv[#kv + 1] = id .. ":rc"; kv[#kv + 1] = f[2] end
   if f[3] then kv[#kv + 1] = id .. ":fr"; kv[#kv + 1] = f[3] end
   if f[4] then kv[#kv + 1] = "x:src:" .. id; kv[#kv + 1] = f[4] end
-  to = to or keep.to
-  if to ~= "" then kv[#kv + 1] = id .. ":to"; kv[#kv + 1] = to end
+  if to then kv[#kv + 1] = id .. ":to"; kv[#kv + 1] = to end
+  if fresh then kv[#kv + 1] = id .. ":dr"; kv[#kv + 1] = "1" end
   redis.call("HSET", keep.m, unpack(kv))
   keep.n = keep.n + 1
   keep.bytes = keep.bytes + #(f[1] or "")

@@ -22,6 +22,10 @@ local keep, refused = stash_open(7)
 if refused then
   return refused
 end
+-- a stash opened for a move to this destination (its record's `to`), never another
+if keep and (keep.to == "" or string.sub(KEYS[3], -#keep.to - 1) ~= ":" .. keep.to) then
+  return redis.error_reply("undoWrongDestination")
+end
 local ids = {}
 if #ARGV > 2 then
   for i = 3, #ARGV do ids[#ids + 1] = ARGV[i] end
@@ -43,7 +47,7 @@ for _, id in ipairs(ids) do
         return {moved, skipped, looked, 1}
       end
       bytes = bytes + size
-      stash_put(keep, KEYS[1], KEYS[2], id)
+      stash_put(keep, KEYS[1], KEYS[2], id, keep and keep.to)
       transfer(KEYS[1], KEYS[2], KEYS[3], KEYS[4], id, score, true, nil, KEYS[5], KEYS[6])
       moved = moved + 1
     end

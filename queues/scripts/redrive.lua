@@ -45,7 +45,7 @@ for _, id in ipairs(ids) do
       return {moved, skipped, looked, 1}
     end
     bytes = bytes + size
-    stash_put(keep, KEYS[1], KEYS[2], id, dname)
+    stash_put(keep, KEYS[1], KEYS[2], id, dname, true)
     transfer(KEYS[1], KEYS[2], dz, dq, id, int(ms), false, nil, KEYS[3], dz .. ARGV[5])
     moved = moved + 1
   else

@@ -50,9 +50,6 @@ end
 if info[2] == "queue" then
   redis.call("HSET", meta, "recreated", "1")
 end
--- a move keeps rc in the destination, a redrive drops it: what it reads there until
--- a consumer receives it
-local kept_rc = info[4] ~= "redrive"
 local chunk = tonumber(ARGV[3])
 local ids = redis.call("ZRANGE", sz, 0, chunk - 1, "WITHSCORES")
 -- how many this call takes: MOVE_BYTES of bodies (one at least)
@@ -71,19 +68,21 @@ for i = 1, #ids, 2 do
   fields[#fields + 1] = id .. ":fr"
   fields[#fields + 1] = "x:src:" .. id
   fields[#fields + 1] = id .. ":to"
+  fields[#fields + 1] = id .. ":dr"
 end
 if n == 0 then
   return finish("finished", 0, {}, {}, {})
 end
 -- one HMGET, then one HDEL / HSET / ZADD / ZREM each for the whole chunk (at most 1000
--- messages: unpack's limit), per-message calls only to check and to take moved ones back
+-- messages: unpack's limit of 8000 values, 6 fields a message), per-message calls only to check and to take moved ones back
 local f = redis.call("HMGET", sm, unpack(fields))
 local restored = 0
 local present, gone, taken = {}, {}, {}
 local stray, kv, zadd = {}, {}, {}
 for k = 1, n do
   local id, score = ids[2 * k - 1], ids[2 * k]
-  local body, rc, fr, src, to = f[5 * k - 4], f[5 * k - 3], f[5 * k - 2], f[5 * k - 1], f[5 * k]
+  local j = 6 * (k - 1)
+  local body, rc, fr, src, to, fresh = f[j + 1], f[j + 2], f[j + 3], f[j + 4], f[j + 5], f[j + 6]
   local back = false
   if redis.call("ZSCORE", qz, id) then
     present[#present + 1] = id
@@ -103,7 +102,7 @@ for k = 1, n do
     local dq = dz .. ":Q"
     if not queue_name(to) or not redis.call("ZSCORE", dz, id) then
       gone[#gone + 1] = id
-    elseif redis.call("HGET", dq, id .. ":rc") ~= (kept_rc and rc) then
+    elseif redis.call("HGET", dq, id .. ":rc") ~= (not fresh and rc) then
       taken[#taken + 1] = id
     else
       redis.call("ZREM", dz, id)

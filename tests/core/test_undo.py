@@ -344,3 +344,16 @@ def test_open_undo_within_a_bound_checks_the_size_in_the_same_call(
     assert yes.token and yes.bytes == rsmq.undo_estimate(queue, ids[:1]) and yes.expires_ms > 0
     assert rsmq.delete_messages(queue, ids[:1], keep=yes.token) == 1
     assert rsmq.undo(yes.token).restored == 1
+
+
+def test_a_move_keeps_only_into_a_stash_opened_for_its_destination(
+    rsmq: RedisSMQ, queue: str, r: redis.Redis, ns: str
+):
+    rsmq.create_queue("dst")
+    rsmq.create_queue("other")
+    ids = rsmq.send_messages(queue, ["a", "b"])
+    before = raw(r, ns, queue)
+    for token in (rsmq.open_undo("move", queue, to="other"), rsmq.open_undo("move", queue)):
+        with pytest.raises(InvalidArgument, match="keep"):
+            rsmq.move_messages(queue, "dst", ids, keep=token)
+    assert raw(r, ns, queue) == before and r.zcard(f"{ns}:dst") == 0
