@@ -21,6 +21,7 @@ A second undo does nothing and says so (``Restored.already``).
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Iterable
 from typing import Any
@@ -43,11 +44,8 @@ from ..models import Restored, UndoInfo
 from ..parse import _str
 from .base import Base, R
 
-#: the actions a stash may be opened for
-UNDO_ACTIONS = frozenset(
-    {"delete", "delete_all", "purge", "move", "redrive", "delete_queue", "delete_matches",
-     "move_matches"}
-)  # fmt: skip
+#: the name of the action a stash is opened for (its audit name: "purge", "move", ...)
+UNDO_ACTION_RE = re.compile(r"[a-z][a-z_]{0,39}")
 
 
 def _int(raw: Any, default: int = 0) -> int:
@@ -96,8 +94,8 @@ class Undo(Base[R]):
         max_bytes: int | None,
         ids: list[str | bytes] | None,
     ) -> Op[UndoInfo]:
-        if action not in UNDO_ACTIONS:
-            raise InvalidArgument("action", f"action must be one of {sorted(UNDO_ACTIONS)}")
+        if not isinstance(action, str) or not UNDO_ACTION_RE.fullmatch(action):
+            raise InvalidArgument("action", "action must be 1 to 40 of a-z and '_'")
         z, h = self._queue_keys(qname)
         if to is not None:
             self._queue_keys(v.qname(to, "to"))

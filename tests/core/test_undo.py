@@ -274,7 +274,7 @@ def test_a_used_or_bad_token_is_refused_and_nothing_is_removed(
             call()
     assert raw(r, ns, queue) == before
     with pytest.raises(InvalidArgument, match="action"):
-        rsmq.open_undo("send", queue)
+        rsmq.open_undo("Send!", queue)
     with pytest.raises(InvalidArgument, match="hours"):
         rsmq.open_undo("purge", queue, hours=0)
     with pytest.raises(QueueNotFound):
