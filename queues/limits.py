@@ -120,6 +120,8 @@ UNDO_MESSAGE_BYTES = 96
 #: messages a whole queue's stash size is estimated from (evenly spaced ranks)
 UNDO_SAMPLE = 100
 #: messages one undo step moves into a stash (a purge's bodies) or back out of it: each
-#: message costs a restore several commands (presence checks, its fields), so fewer than
-#: CHUNK keep a call short on a loaded machine; at most 1000 (Lua's unpack limit)
-UNDO_CHUNK = 500
+#: message costs a restore several commands (presence checks, its fields): 500 a call
+#: took 10.6 ms of Redis CPU a call on average (load average ~10 on the 2 cores,
+#: bench/purge.py --undo), the plain purge's 1,000 7.4 ms in the same run; 250 keeps a
+#: call well under that; at most 1000 (Lua's unpack limit)
+UNDO_CHUNK = 250
