@@ -44,7 +44,12 @@ def test_an_admin_token_undoes_once(console, purged, r: redis.Redis, ns: str) ->
     )  # fmt: skip
     assert (r.hgetall(f"{ns}:q1:Q"), r.zrange(f"{ns}:q1", 0, -1, withscores=True)) == before
     row = AuditEntry.objects.get()
-    assert (row.action, row.outcome, row.username, row.count) == ("undo", "ok", "token:bot-admin", 3)
+    assert (row.action, row.outcome, row.username, row.count) == (
+        "undo",
+        "ok",
+        "token:bot-admin",
+        3,
+    )
     assert row.params["restored"] == 3
 
     again = api.post(f"/api/c/default/{ns}/undo/{token}/").json()
