@@ -38,6 +38,8 @@ QUEUE_ACTIONS: Actions = {
     "redrive": Action(Role.OPERATOR, "redrive"),
     # adds messages, as a send does (dashboard/exports.py)
     "import": Action(Role.OPERATOR, "import"),
+    # Put back what a destructive action kept (dashboard/undo.py): the admin's.
+    "undo": Action(Role.ADMIN, "undo"),
 }
 
 # The message page's buttons (views/message.py).

@@ -42,10 +42,10 @@ def record(
     params: dict[str, Any] | None = None,
     detail: str = "",
     actor: str = "",
-) -> None:
+) -> AuditEntry:
     """``actor``: who acted when no console user did (an API token, by its name)."""
     user = request.user
-    AuditEntry.objects.create(
+    return AuditEntry.objects.create(
         user=user if user.is_authenticated and not actor else None,
         username=_fit("username", actor or user.get_username()),
         connection=_fit("connection", place.conn.name),

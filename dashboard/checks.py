@@ -13,6 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, register
 
+from queues.limits import UNDO_HOURS_MAX
 from queues.urls import CLUSTER, SENTINEL, cluster_namespace_problem, parse
 
 #: a connection's name stands in the console's URLs (/c/<name>/…)
@@ -31,7 +32,19 @@ def problems() -> list[str]:
             "Sentinel or Cluster URL (Celery's broker and the console's locks can't use those)"
         )
     found += _data_dir(Path(settings.DATA_DIR))
+    found += _undo()
     return found
+
+
+def _undo() -> Iterable[str]:
+    """RSMQ_UNDO_HOURS and RSMQ_UNDO_MAX_MB: numbers in their ranges (dashboard/undo.py)."""
+    bounds = {"RSMQ_UNDO_HOURS": (0, UNDO_HOURS_MAX, False), "RSMQ_UNDO_MAX_MB": (0, 1e6, True)}
+    for name, (low, high, zero) in bounds.items():
+        value = getattr(settings, name, None)
+        ok = isinstance(value, (int, float)) and (low < value or zero and value == low)
+        if not ok or value > high:  # type: ignore[operator]
+            at_least = f"from {low}" if zero else f"more than {low}"
+            yield f"{name} is {value!r}: it must be a number {at_least} up to {high:g}"
 
 
 def _connections(conns: Any) -> Iterable[str]:

@@ -489,3 +489,19 @@ class FailureGroupForm(forms.Form):
         if value != self.qname:
             raise forms.ValidationError(f"Type {self.qname} exactly to confirm.")
         return value
+
+
+class UndoForm(forms.Form):
+    """An Undo (dashboard/undo.py): the stash's token, and the confirmation the button's
+    question asked ("yes")."""
+
+    token = forms.RegexField(
+        regex=r"^[0-9a-f]{32}$",
+        error_messages={"invalid": "token must be 32 lowercase hex digits."},
+    )
+    confirm = forms.ChoiceField(
+        choices=[("yes", "yes")],
+        error_messages={"invalid_choice": "confirm must be yes: an Undo is confirmed."},
+    )
+
+    prefix = "undo"

@@ -698,3 +698,40 @@ class BulkJob(models.Model):
     @property
     def live(self) -> bool:
         return self.state in (self.State.COUNTING, self.State.RUNNING, self.State.PAUSED)
+
+
+class UndoEntry(models.Model):
+    """A destructive action's undo (queues/ops/undo.py keeps what it removed in Redis,
+    under ``token``, until ``expires``): its audit row, what it removed, and once undone
+    when, by whom and what came of it (``result``: restored and skipped counts, ids)."""
+
+    token = models.CharField(max_length=32, unique=True)
+    connection = models.CharField(max_length=100)
+    namespace = models.CharField(max_length=200)
+    queue = models.CharField(max_length=160)
+    action = models.CharField(max_length=40)
+    count = models.IntegerField(default=0)
+    bytes = models.BigIntegerField(default=0)
+    at = models.DateTimeField(default=timezone.now)
+    expires = models.DateTimeField(db_index=True)
+    audit = models.OneToOneField(
+        AuditEntry, null=True, blank=True, on_delete=models.SET_NULL, related_name="undo"
+    )
+    undone_at = models.DateTimeField(null=True, blank=True)
+    undone_by = models.CharField(max_length=150, blank=True)
+    result = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"undo {self.action} {self.queue} ({self.token})"
+
+    @property
+    def expired(self) -> bool:
+        return self.expires <= timezone.now()
+
+    @property
+    def offered(self) -> bool:
+        """Whether an Undo button is shown for it: neither done nor expired."""
+        return self.undone_at is None and not self.expired

@@ -229,6 +229,18 @@ RSMQ_CONNECTIONS = _connections or [
     }
 ]
 
+# Undo (dashboard/undo.py): how many hours what a destructive action removed is kept
+# for its Undo, and the most an action keeps (MB of bodies, estimated before it runs;
+# past it the action runs without an Undo and its confirmation says so; 0: no undo).
+# Checked at start (dashboard/checks.py).
+RSMQ_UNDO_HOURS: float | str = os.environ.get("RSMQ_UNDO_HOURS", "24")
+RSMQ_UNDO_MAX_MB: float | str = os.environ.get("RSMQ_UNDO_MAX_MB", "256")
+for _name in ("RSMQ_UNDO_HOURS", "RSMQ_UNDO_MAX_MB"):
+    try:
+        globals()[_name] = float(globals()[_name])
+    except ValueError:
+        pass  # kept as text: the check at start names it
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -59,6 +59,10 @@ def error_for(e: ResponseError, names: str | tuple[str, str]) -> Exception:
     if "messageTooLong" in text:
         parts = text[text.index("messageTooLong") :].split()
         return MessageTooLong(int(parts[1]), int(parts[2]))
+    if "undoWrongDestination" in text:
+        return InvalidArgument("keep", "keep: the undo token was opened for a move elsewhere")
+    if "undoNotFound" in text or "undoInUse" in text:
+        return InvalidArgument("keep", "keep: the undo token is unknown, expired or used")
     if "invalidAt" in text:
         return InvalidArgument(
             "when", f"when must be at most {v.MAX_SECONDS} seconds from now (the Redis clock)"

@@ -102,3 +102,11 @@ class ApiRefused(RsmqError):
     def __init__(self, why: str, generation: str = "") -> None:
         super().__init__(f"{why} {generation}".strip())
         self.why, self.generation = why, generation
+
+
+class UndoNotFound(RsmqError):
+    """An undo token that names no stash (never opened, or expired: its time is past)."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__(f"Nothing to undo for {token}: expired or never kept")
+        self.token = token

@@ -120,3 +120,20 @@ TIMINGS_TTL = 24 * 3600  # s after the last record
 #: 3.9 ms of CPU, the stats script (400 sampled) 2.4 ms in the same run (load 14,
 #: bench/wait_scan.py)
 WAIT_SAMPLE = 500
+#: Undo (queues/ops/undo.py): how long a stash is kept by default (the console's
+#: RSMQ_UNDO_HOURS), the longest it may be kept, and how many skipped ids an undo's
+#: result names (it counts them all)
+UNDO_HOURS = 24
+UNDO_HOURS_MAX = 24 * 30
+UNDO_SKIPPED_IDS = 100
+#: a stash's record keeps at most this many bytes of estimate for one message besides
+#: its body: its zset member and score, rc, fr (Redis' own overhead per field)
+UNDO_MESSAGE_BYTES = 96
+#: messages a whole queue's stash size is estimated from (evenly spaced ranks)
+UNDO_SAMPLE = 100
+#: messages one undo step moves into a stash (a purge's bodies) or back out of it: each
+#: message costs a restore several commands (presence checks, its fields): 500 a call
+#: took 10.6 ms of Redis CPU a call on average (load average ~10 on the 2 cores,
+#: bench/purge.py --undo), the plain purge's 1,000 7.4 ms in the same run; 250 keeps a
+#: call well under that; at most 1000 (Lua's unpack limit)
+UNDO_CHUNK = 250

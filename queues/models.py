@@ -360,3 +360,56 @@ class Acted:
     skipped: int
     looked: int
     ids: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class UndoInfo:
+    """An undo stash's record (queues/ops/undo.py): what action kept it, on which queue
+    (``to``: where a move sent its messages), how many messages and body bytes it holds,
+    when it expires (epoch ms, the server's clock), and — once undone — when and what
+    came of it."""
+
+    token: str
+    action: str
+    qname: str
+    to: str
+    kind: str
+    count: int
+    bytes: int
+    created_ms: int
+    expires_ms: int
+    done_ms: int | None
+    restored: int
+    present: int
+    gone: int
+    taken: int
+    recreated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Restored:
+    """What an undo did: ``restored`` messages put back exactly; skipped ones counted and
+    the first ``UNDO_SKIPPED_IDS`` of each named — ``present`` (the id is in the queue
+    again), ``gone`` (moved elsewhere and no longer there, or deleted since), ``taken``
+    (moved elsewhere and received there since). ``already``: it had been undone before
+    (nothing done now); ``whole_queue``: a deleted queue came back whole (attributes and
+    totals as they were); ``recreated``: the deleted queue had been created again, so its
+    new attributes stay and the messages went into it; ``missing``: the queue is gone
+    (nothing done: create it and undo again)."""
+
+    token: str
+    restored: int = 0
+    present: int = 0
+    gone: int = 0
+    taken: int = 0
+    present_ids: tuple[str, ...] = ()
+    gone_ids: tuple[str, ...] = ()
+    taken_ids: tuple[str, ...] = ()
+    already: bool = False
+    whole_queue: bool = False
+    recreated: bool = False
+    missing: bool = False
+
+    @property
+    def skipped(self) -> int:
+        return self.present + self.gone + self.taken

@@ -166,6 +166,28 @@ class DoneOut(Schema):
     result: bool = Field(description="false: the message was not there (gone, or never)")
 
 
+class SkippedOut(Schema):
+    present: int = Field(description="their id was in the queue again: not duplicated")
+    gone: int = Field(description="moved elsewhere, and no longer there")
+    taken: int = Field(description="moved elsewhere, and received there since")
+
+
+class UndoOut(Schema):
+    text: str = Field(description="what it did, in words (as the console says it)")
+    restored: int = Field(description="messages put back exactly: id, body, rc, fr, score")
+    skipped: SkippedOut
+    present_ids: list[str] = Field(description="the first 100 skipped as present")
+    gone_ids: list[str] = Field(description="the first 100 skipped as gone")
+    taken_ids: list[str] = Field(description="the first 100 skipped as taken")
+    already: bool = Field(description="it had been undone before: nothing done now")
+    expired: bool = Field(description="its time is past: nothing is kept, nothing done")
+    missing: bool = Field(description="the queue is gone: create it, then undo again")
+    whole_queue: bool = Field(description="a deleted queue came back whole")
+    recreated: bool = Field(
+        description="the deleted queue had been created again: its new attributes stay"
+    )
+
+
 ERRORS: dict[int, type[Schema]] = {
     400: Error, 401: Error, 403: Error, 404: Error, 409: Error, 429: Error, 503: Error
 }  # fmt: skip
@@ -285,6 +307,22 @@ def purge_queue(
 ) -> dict[str, int]:
     """Delete every message, keep the queue, its attributes and totals (admin)."""
     return {"count": ops.purge_queue(request, places.resolve(conn, ns), qname)}
+
+
+@both("POST", "/undo/{token}/", ops.UNDO, "undo", response={200: UndoOut, **ERRORS})
+def undo(
+    request: HttpRequest, token: str, conn: str | None = None, ns: str | None = None
+) -> dict[str, Any]:
+    """Put back what a destructive action kept for its Undo (its token: the console's
+    answer and audit log show it), once; audited as ``undo`` (admin)."""
+    text, p = ops.undo(request, places.resolve(conn, ns), token)
+    skipped = p.get("skipped") or {"present": 0, "gone": 0, "taken": 0}
+    flags = ("already", "expired", "missing", "whole_queue", "recreated")
+    return {
+        "text": text, "restored": p.get("restored", 0), "skipped": skipped,
+        "present_ids": p.get("present_ids", []), "gone_ids": p.get("gone_ids", []),
+        "taken_ids": p.get("taken_ids", []), **{f: bool(p.get(f)) for f in flags},
+    }  # fmt: skip
 
 
 # -- messages --------------------------------------------------------------------------

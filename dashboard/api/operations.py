@@ -6,24 +6,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest, StreamingHttpResponse
+from django.http import Http404, HttpRequest, StreamingHttpResponse
 
 from queues import InvalidArgument
 from queues import validation as v
 from queues.models import Message
 
 from .. import exports
+from .. import undo as undos
 from ..actions import CREATE_QUEUE, MESSAGE_ACTIONS, QUEUE_ACTIONS
 from ..actions import EXPORT as EXPORT
 from ..actions import RECEIVE as RECEIVE
 from ..audit import resend_bodies
 from ..message_filter import FilterError, checked
 from ..place import Place
-from .calls import COUNTED_BY_CALL, head, queue_in_url, rate, run
+from .calls import COUNTED_BY_CALL, actor, head, queue_in_url, rate, run, token_of
 
 CREATE = CREATE_QUEUE
 SEND, REQUEUE, MOVE = QUEUE_ACTIONS["send"], QUEUE_ACTIONS["requeue"], QUEUE_ACTIONS["move"]
 PURGE, DELETE_QUEUE = QUEUE_ACTIONS["purge"], QUEUE_ACTIONS["delete_queue"]
+UNDO = QUEUE_ACTIONS["undo"]
 DELETE, VISIBILITY = MESSAGE_ACTIONS["delete"], MESSAGE_ACTIONS["visibility"]
 RESEND = MESSAGE_ACTIONS["resend"]
 IMPORT = QUEUE_ACTIONS["import"]
@@ -233,3 +235,20 @@ def import_lines(
         return report, report["imported"]
 
     return run(request, place, IMPORT, qname, work, params=params)
+
+
+def undo(request: HttpRequest, place: Place, token: str) -> tuple[str, dict[str, Any]]:
+    """Put back what an action kept (dashboard/undo.py), as the console's Undo does: its
+    words, and what its audit row keeps (restored, skipped). A token no action here
+    kept: a 404."""
+    e = undos.entry(place, token) if undos.TOKEN_RE.fullmatch(token) else None
+    if e is None:
+        raise Http404(f"No undo {token[:40]!r} here: no action kept one under this token.")
+    params: dict[str, Any] = {"token": e.token, "undid": e.action}
+
+    def work() -> tuple[str, int]:
+        done = undos.undo(place, e, actor(token_of(request)))
+        params.update(done.params)  # the audit row: what it restored and what it skipped
+        return done.text, done.count
+
+    return run(request, place, UNDO, e.queue, work, params=params), params

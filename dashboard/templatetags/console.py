@@ -156,9 +156,12 @@ CONSEQUENCES = {
 
 
 @register.simple_tag
-def bulk_question(action: str, state: str, total: int, qname: str) -> str:
+def bulk_question(
+    action: str, state: str, total: int, qname: str, undoable: object = False, hours: float = 0
+) -> str:
     """The confirmation of a whole-state action, with the count and the consequence:
-    "Requeue 30,229 in-flight messages: they will be delivered again."."""
+    "Requeue 30,229 in-flight messages: they will be delivered again."; a delete says
+    whether it can be undone (``undoable``: what it removes fits RSMQ_UNDO_MAX_MB)."""
     what = f"{formatting.exact(total)} {state_label(state, 'attributive')} message" + (
         "" if total == 1 else "s"
     )
@@ -167,4 +170,22 @@ def bulk_question(action: str, state: str, total: int, qname: str) -> str:
     if action == "requeue_all":
         consequence = CONSEQUENCES.get((action, state), "they will be delivered now")
         return f"Requeue {what} of {qname}: {consequence}."
-    return f"Delete {what} of {qname}: they are gone for good."
+    return f"Delete {what} of {qname}: {undo_words(undoable, hours)}."
+
+
+@register.simple_tag
+def undo_words(undoable: object, hours: float) -> str:
+    """What a destructive action's confirmation says of its Undo (dashboard/undo.py)."""
+    if undoable:
+        return f"an Undo is offered for {hours:g} h"
+    return "this cannot be undone"
+
+
+@register.filter
+def undo_of(message: object) -> tuple[str, str] | None:
+    """A flash message's Undo (dashboard/undo.py tags it "undo <queue> <token>"): (queue,
+    token), or None."""
+    parts = str(getattr(message, "extra_tags", "") or "").split()
+    if len(parts) == 3 and parts[0] == "undo":
+        return parts[1], parts[2]
+    return None

@@ -19,6 +19,7 @@ from queues import RsmqError
 from queues import validation as v
 
 from .. import audit
+from .. import undo as undos
 from ..access import Role
 from ..actions import Action, Actions
 from ..htmx import HtmxHttpRequest
@@ -68,12 +69,15 @@ class Posted:
         work: Callable[[], tuple[str, int | None]],
         ids: Iterable[str] = (),
         params: dict[str, Any] | None = None,
+        kept: undos.Keep | None = None,
     ) -> bool:
-        """Run ``work``, report its outcome to the operator and write the audit row."""
+        """Run ``work``, report its outcome to the operator and write the audit row;
+        ``kept``: what the action keeps for its Undo (the answer then offers one)."""
         ids = list(ids)
         try:
             text, count = work()
         except RsmqError as e:
+            undos.discard(self.place, kept)
             self._audit(AuditEntry.Outcome.ERROR, ids, None, params, str(e))
             messages.error(self.request, str(e))
             return False
@@ -81,8 +85,17 @@ class Posted:
             # Redis down mid-action: audit it, then let the middleware answer 503.
             self._audit(AuditEntry.Outcome.ERROR, ids, None, params, str(e))
             raise
-        self._audit(AuditEntry.Outcome.OK, ids, count, params, text)
-        messages.success(self.request, text)
+        row = self._audit(AuditEntry.Outcome.OK, ids, count, params, text)
+        entry = undos.remember(self.place, kept, row, count) if kept else None
+        if entry is None:
+            undos.discard(self.place, kept)
+        if entry is not None:
+            tag = f"{undos.TAG} {entry.queue} {entry.token}"
+            messages.success(self.request, text, extra_tags=tag)
+        elif kept is not None and kept.why and count:
+            messages.success(self.request, f"{text} Not kept for Undo: {kept.why}.")
+        else:
+            messages.success(self.request, text)
         return True
 
     def require(self, role: Role) -> None:
@@ -113,8 +126,8 @@ class Posted:
         count: int | None,
         params: dict[str, Any] | None,
         detail: str,
-    ) -> None:
-        audit.record(
+    ) -> AuditEntry:
+        return audit.record(
             self.request, self.place, self.action, outcome, self.qname, ids, count, params, detail
         )
 

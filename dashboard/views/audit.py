@@ -76,7 +76,8 @@ def audit_log(request: HtmxHttpRequest) -> HttpResponse:
     # The API's records still in Redis are moved in first; what can't be yet is counted.
     audit_drain.drain()
     pending = audit_drain.pending()
-    entries = AuditEntry.objects.all()
+    # each row's Undo, if its action kept one (dashboard/undo.py): in the same query
+    entries = AuditEntry.objects.select_related("undo")
     filters = {}
     for field in FILTERS:
         value = request.GET.get(field, "").strip()

@@ -19,6 +19,7 @@ from queues import validation as v
 from queues.models import Failure, MessageInfo
 
 from .. import place as places
+from .. import undo as undos
 from ..actions import MESSAGE_ACTIONS
 from ..audit import resend_bodies
 from ..forms import MoveForm, ResendForm, VisibilityForm
@@ -156,11 +157,13 @@ def _visibility(post: Posted) -> Result:
 
 
 def _delete(post: Posted) -> Result:
+    kept = undos.keep(post.place, "delete", post.qname, ids=[post.msg_id])
+
     def work() -> tuple[str, int | None]:
-        ok = post.place.rsmq.delete_message(post.qname, post.msg_id)
+        ok = post.place.rsmq.delete_message(post.qname, post.msg_id, keep=kept.token)
         return (f"Deleted message {post.msg_id}." if ok else _gone(post)), int(ok)
 
-    post.act(work, ids=[post.msg_id])
+    post.act(work, ids=[post.msg_id], kept=kept)
     return Result(go=post.place.url("rsmq-queue", post.qname))
 
 
@@ -170,13 +173,16 @@ def _move(post: Posted) -> Result:
         return Result(invalid={"move_form": form})
     to, keep = form.cleaned_data["to"], form.cleaned_data["keep_counts"]
     n = 0
+    kept = undos.keep(post.place, "move", post.qname, ids=[post.msg_id], to=to)
 
     def work() -> tuple[str, int | None]:
         nonlocal n
-        n = post.place.rsmq.move_messages(post.qname, to, [post.msg_id], keep_counts=keep)
+        n = post.place.rsmq.move_messages(
+            post.qname, to, [post.msg_id], keep_counts=keep, keep=kept.token
+        )
         return (f"Moved to {to}." if n else f"Not moved: gone, or too large for {to}."), n
 
-    if post.act(work, ids=[post.msg_id], params={"to": to, "keep_counts": keep}) and n:
+    if post.act(work, ids=[post.msg_id], params={"to": to, "keep_counts": keep}, kept=kept) and n:
         return Result(go=post.place.url("rsmq-message", to, post.msg_id))
     # Not moved: still here (too large for ``to``), or gone.
     return _look(post)

@@ -25,6 +25,7 @@ from queues.ops import DEFAULT_SAMPLE
 
 from .. import forecast, saved_filters
 from .. import place as places
+from .. import undo as undos
 from ..access import Role, can
 from ..analytics import queue_analytics
 from ..context_processors import refresh_seconds
@@ -398,6 +399,10 @@ def render_queue(
         saved_filters=SimpleLazyObject(lambda: saved_filters.listed(request.user, place, qname)),
         save_filter_form=SaveFilterForm(),
         job_filter=from_params(params),  # act on every match (_bulk_job.html)
+        # whether what a destructive action here removes fits RSMQ_UNDO_MAX_MB: its
+        # confirmation says "this cannot be undone" when not (read only if shown)
+        undoable=SimpleLazyObject(lambda: undos.fits(place, qname, stats)),
+        undo_hours=undos.hours(),
         **browser,
         **forms_,
         **(extra or {}),

@@ -13,6 +13,7 @@ from queues import InvalidArgument, RedisSMQ
 from queues.models import LIST_STATES
 
 from .. import exports
+from .. import undo as undos
 from ..access import Role
 from ..actions import QUEUE_ACTIONS
 from ..forms import (
@@ -23,6 +24,7 @@ from ..forms import (
     QueueAttributesForm,
     RedriveForm,
     SendForm,
+    UndoForm,
 )
 from ..htmx import HtmxHttpRequest
 from .actions import DONE, Handler, Handlers, Posted, Result, member, plural, posted, respond
@@ -76,33 +78,41 @@ def _edit(post: Posted) -> Result:
 
 
 def _on_selection(
-    verb: str, call: Callable[[RedisSMQ, str, list[str]], int], members: bool = False
+    verb: str, call: Callable[..., int], members: bool = False, undoable: str = ""
 ) -> Handler:
+    """``undoable``: the action keeps what it removes for an Undo (``call`` takes
+    ``keep=``), named so in the stash."""
+
     def run(post: Posted) -> Result:
         ids = post.selected_ids(members)
         if not ids:
             return post.refuse("Select at least one message.")
+        kept = None
+        if undoable:
+            wanted = [member(i) or i for i in ids]
+            kept = undos.keep(post.place, undoable, post.qname, ids=wanted)  # type: ignore[arg-type]
 
         def work() -> tuple[str, int | None]:
-            n = call(post.place.rsmq, post.qname, ids)
+            extra: dict[str, Any] = {"keep": kept.token} if kept else {}
+            n = call(post.place.rsmq, post.qname, ids, **extra)
             text = f"{verb.capitalize()} {plural(n, 'message')}."
             if n < len(ids):
                 text += f" {len(ids) - n} had already left the queue."
             return text, n
 
-        post.act(work, ids=ids)
+        post.act(work, ids=ids, kept=kept)
         return DONE
 
     return run
 
 
-def _delete_selected(rsmq: RedisSMQ, qname: str, ids: list[str]) -> int:
+def _delete_selected(rsmq: RedisSMQ, qname: str, ids: list[str], keep: str | None = None) -> int:
     """Ids as typed are checked strictly; a listed message whose id is no RSMQ id (another
     client's) is deleted by its exact member, as the page listed it."""
     raw = [m for m in map(member, ids) if m is not None]
     plain = [i for i in ids if member(i) is None]
-    return (rsmq.delete_messages(qname, plain) if plain else 0) + (
-        rsmq.delete_members(qname, raw) if raw else 0
+    return (rsmq.delete_messages(qname, plain, keep=keep) if plain else 0) + (
+        rsmq.delete_members(qname, raw, keep=keep) if raw else 0
     )
 
 
@@ -114,20 +124,21 @@ def _move_selected(post: Posted) -> Result:
     if not ids:
         return post.refuse("Select at least one message.")
     to, keep = form.cleaned_data["to"], form.cleaned_data["keep_counts"]
+    kept = undos.keep(post.place, "move", post.qname, ids=ids, to=to)
 
     def work() -> tuple[str, int | None]:
-        n = post.place.rsmq.move_messages(post.qname, to, ids, keep_counts=keep)
+        n = post.place.rsmq.move_messages(post.qname, to, ids, keep_counts=keep, keep=kept.token)
         text = f"Moved {plural(n, 'message')} to {to}."
         if n < len(ids):
             left = len(ids) - n
             text += f" {left} {'was' if left == 1 else 'were'} gone or too large for {to}."
         return text, n
 
-    post.act(work, ids=ids, params={"to": to, "keep_counts": keep})
+    post.act(work, ids=ids, params={"to": to, "keep_counts": keep}, kept=kept)
     return DONE
 
 
-def _on_state(verb: str, call: Callable[[RedisSMQ, str, str], int]) -> Handler:
+def _on_state(verb: str, call: Callable[..., int], undoable: str = "") -> Handler:
     def run(post: Posted) -> Result:
         state = post.data.get("state", "")
         if state not in LIST_STATES:
@@ -138,11 +149,14 @@ def _on_state(verb: str, call: Callable[[RedisSMQ, str, str], int]) -> Handler:
                 f"Type {post.qname} exactly to {verb.removesuffix('d')} every message."
             )
 
+        kept = undos.keep(post.place, undoable, post.qname) if undoable else None
+
         def work() -> tuple[str, int | None]:
-            n = call(post.place.rsmq, post.qname, state)
+            extra: dict[str, Any] = {"keep": kept.token} if kept else {}
+            n = call(post.place.rsmq, post.qname, state, **extra)
             return f"{verb.capitalize()} {plural(n, 'message')} ({state}).", n
 
-        post.act(work, params={"state": state})
+        post.act(work, params={"state": state}, kept=kept)
         return DONE
 
     return run
@@ -155,32 +169,38 @@ def all_confirmed(post: Posted) -> bool:
 
 
 def _confirmed(
-    prefix: str, work: Callable[[Posted], tuple[str, int | None]], then: str = ""
+    prefix: str,
+    work: Callable[..., tuple[str, int | None]],
+    then: str = "",
+    undoable: str = "",
 ) -> Handler:
     """A destructive action: it runs once the queue's name is typed; ``then``: the page
-    to go to after it (the queue page may be gone)."""
+    to go to after it (the queue page may be gone); ``undoable``: it keeps what it
+    removes for an Undo (``work`` then takes the stash's token)."""
 
     def run(post: Posted) -> Result:
         form = ConfirmNameForm(post.data, qname=post.qname, prefix=prefix)
         if not form.is_valid():
             return Result(invalid={f"{prefix}_form": form})
-        if post.act(lambda: work(post)) and then:
+        kept = undos.keep(post.place, undoable, post.qname) if undoable else None
+        done = post.act(lambda: work(post, kept.token) if kept else work(post), kept=kept)
+        if done and then:
             return Result(go=post.place.url(then))
         return DONE
 
     return run
 
 
-def _purge(post: Posted) -> tuple[str, int | None]:
-    n = post.place.rsmq.purge_queue(post.qname)
+def _purge(post: Posted, keep: str | None = None) -> tuple[str, int | None]:
+    n = post.place.rsmq.purge_queue(post.qname, keep=keep)
     return f"Purged {plural(n, 'message')} from {post.qname}.", n
 
 
-def _delete_queue(post: Posted) -> tuple[str, int | None]:
+def _delete_queue(post: Posted, keep: str | None = None) -> tuple[str, int | None]:
     # Its stats read even when its counters are spoiled: deleting is how that is cleaned up.
     stats = post.place.rsmq.queue_stats([post.qname])
     msgs = stats[0].msgs if stats else 0
-    post.place.rsmq.delete_queue(post.qname)
+    post.place.rsmq.delete_queue(post.qname, keep=keep)
     return f"Deleted queue {post.qname} and its {plural(msgs, 'message')}.", msgs
 
 
@@ -227,15 +247,16 @@ def _redrive(post: Posted) -> Result:
     if not form.is_valid():
         return Result(invalid={"redrive_form": form})
     to = form.cleaned_data["to"] or None
+    kept = undos.keep(post.place, "redrive", post.qname)
 
     def work() -> tuple[str, int | None]:
-        n = post.place.rsmq.redrive(post.qname, to=to)
+        n = post.place.rsmq.redrive(post.qname, to=to, keep=kept.token)
         where = to or "the queues they came from"
         if not n:
             return "Nothing to redrive: no visible message here has a queue to go to.", 0
         return f"Redrove {plural(n, 'message')} to {where}.", n
 
-    post.act(work, params={"to": to})
+    post.act(work, params={"to": to}, kept=kept)
     return DONE
 
 
@@ -270,21 +291,50 @@ def _import(post: Posted) -> Result:
     return DONE
 
 
+def _undo(post: Posted) -> Result:
+    """Put back what an action kept (dashboard/undo.py): the admin's, confirmed, audited
+    with what it restored and skipped; a second one says it was done."""
+    form = UndoForm(post.data)
+    if not form.is_valid():
+        return Result(invalid={"undo_form": form})
+    e = undos.entry(post.place, form.cleaned_data["token"])
+    if e is None or e.queue != post.qname:
+        return post.refuse(f"token: no Undo of an action on {post.qname} has this token.")
+    params: dict[str, Any] = {"token": e.token, "undid": e.action}
+
+    def work() -> tuple[str, int | None]:
+        done = undos.undo(post.place, e, post.request.user.get_username())
+        params.update(done.params)  # the audit row: what it restored and what it skipped
+        return done.text, done.count
+
+    if not post.act(work, params=params):
+        return DONE
+    if params.get("missing"):
+        return Result(go=post.place.url("rsmq-overview"))
+    return Result(go=post.place.url("rsmq-queue", post.qname))
+
+
 # The button's value → its handler (its role and audit name: dashboard/actions.py).
 QUEUE_HANDLERS: Handlers = {
     "send": _send,
     "requeue": _on_selection("requeued", lambda r, q, ids: r.requeue(q, ids)),
-    "delete": _on_selection("deleted", _delete_selected, members=True),
+    "delete": _on_selection("deleted", _delete_selected, members=True, undoable="delete"),
     "move": _move_selected,
     "requeue_all": _on_state("requeued", lambda r, q, state: r.requeue_state(q, state)),
-    "delete_all": _on_state("deleted", lambda r, q, state: r.delete_state(q, state)),
+    "delete_all": _on_state(
+        "deleted", lambda r, q, state, **k: r.delete_state(q, state, **k), undoable="delete_all"
+    ),
     "edit": _edit,
-    "purge": _confirmed("purge", _purge),
-    "delete_queue": _confirmed("delete", _delete_queue, then="rsmq-overview"),
+    "purge": _confirmed("purge", _purge, undoable="purge"),
+    "delete_queue": _confirmed(
+        "delete", _delete_queue, then="rsmq-overview", undoable="delete_queue"
+    ),
     "clean_orphans": _confirmed("orphans", _clean_orphans),
     "clean_leftover": _confirmed("leftover", _clean_leftover, then="rsmq-overview"),
     "policy": _policy,
     # An operator's on a dead-letter queue; elsewhere the admin's (checked in _redrive).
     "redrive": _redrive,
     "import": _import,
+    # Put back what one of the above kept (the admin's: dashboard/actions.py).
+    "undo": _undo,
 }

@@ -19,6 +19,7 @@ carry that work to Redis: `RedisSMQ` runs it on a thread's own redis-py connecti
 * `workers.py` — the live-worker registry (outside the RSMQ layout).
 * `orphans.py` — what other ports leave behind: orphaned message fields, leftover hashes.
 * `timings.py` — the worker's wait and processing records, and wait readings.
+* `undo.py` — undo stashes: what a destructive action removed, kept and put back.
 
 Bounds live in `queues/limits.py`, reply parsing in `queues/parse.py`.
 """
@@ -43,6 +44,7 @@ from .messages import Messages
 from .orphans import OrphanOps
 from .read import Read
 from .timings import Timings
+from .undo import Undo
 from .workers import Workers
 
 __all__ = [
@@ -68,6 +70,7 @@ class Operations(
     Workers[R],
     OrphanOps[R],
     Timings[R],
+    Undo[R],
 ):
     """The RSMQ API. A subclass is a driver (queues/driver.py): it supplies ``_drive``,
     and ``_open`` to set up the redis-py client ``R`` it runs on."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Generic, TypeVar
 
 from .. import validation as v
@@ -20,6 +21,10 @@ AUDIT_SUFFIX = "$console:audit"
 #: the console API's token counters and generation: one hash tag, one Cluster slot,
 #: outside every namespace
 API_KEY = "{rsmq-console:api}"
+#: undo stashes of a namespace: {ns}:@undo:{token} (the record), ...:z and ...:m (what the
+#: action removed). '@' is in no RSMQ queue name: no queue's key is ever one of these
+UNDO_PART = "@undo:"
+UNDO_TOKEN_RE = re.compile(r"[0-9a-f]{32}")
 
 
 class Base(Generic[R]):
@@ -110,6 +115,17 @@ class Base(Generic[R]):
     def _purge_key(self, qname: str) -> str:
         """Where a purge parks a queue's messages while their bodies are deleted."""
         return self._queue_keys(qname)[0] + ":purge"
+
+    def _undo_keys(self, token: str) -> tuple[str, str, str]:
+        """An undo stash's zset, hash and record (queues/ops/undo.py)."""
+        if not isinstance(token, str) or not UNDO_TOKEN_RE.fullmatch(token):
+            raise InvalidArgument("token", "token must be 32 lowercase hex digits")
+        record = self._prefix + UNDO_PART + token
+        return record + ":z", record + ":m", record
+
+    def _kept(self, token: str | None) -> tuple[str, ...]:
+        """The stash keys a destructive script takes last (none without a token)."""
+        return () if token is None else self._undo_keys(token)
 
     @property
     def audit_key(self) -> str:

@@ -96,16 +96,19 @@ class DeadLetters(Stats[R]):
         return [names[k + i - 1] for k, found in zip(starts, replies, strict=True) for i in found]
 
     @operation
-    def redrive(self, dlq: str, to: str | None = None, limit: int | None = None) -> Op[int]:
+    def redrive(
+        self, dlq: str, to: str | None = None, limit: int | None = None, keep: str | None = None
+    ) -> Op[int]:
         """Move dead-lettered messages back to the queue each came from (or to ``to``).
 
         Only visible messages move: one in flight (a consumer holds it) or delayed stays,
         or it would be delivered twice. They start over (rc and fr dropped: the policy
         would dead-letter them again at once) and are visible at once; bounded batches
         of ``CHUNK``; at most ``limit`` messages. Returns how many were moved; a message
-        whose source is gone stays in ``dlq``.
+        whose source is gone stays in ``dlq``. ``keep``: an undo token (``open_undo``)
+        that keeps each message as it was in ``dlq``.
         """
-        keys = self._with_failures(dlq)
+        keys = (*self._with_failures(dlq), *self._kept(keep))
         if to is not None:
             self._queue_keys(v.qname(to, "to"))
             if to == dlq:

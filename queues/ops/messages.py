@@ -15,6 +15,7 @@ from ..limits import (
     CHUNK,
     FAILURES_SUFFIX,
     FETCH_BATCH_BYTES,
+    UNDO_CHUNK,
 )
 from ..models import (
     CHECKED_ACTIONS,
@@ -195,17 +196,21 @@ class Messages(Stats[R]):
         return changed == 1
 
     @operation
-    def delete_message(self, qname: str, id: str) -> Op[bool]:
-        keys = self._with_failures(qname)
+    def delete_message(self, qname: str, id: str, keep: str | None = None) -> Op[bool]:
+        """``keep``: an undo token (``open_undo``) that keeps what is deleted."""
+        keys = (*self._with_failures(qname), *self._kept(keep))
         deleted: int = yield Call(S.DELETE, keys, (v.message_id(id),), qname)
         return deleted == 1
 
     @operation
-    def delete_members(self, qname: str, members: Iterable[bytes | str]) -> Op[int]:
+    def delete_members(
+        self, qname: str, members: Iterable[bytes | str], keep: str | None = None
+    ) -> Op[int]:
         """Delete messages by their exact zset member, RSMQ id or not: how a message some
         other client wrote under an id no RSMQ client would (``MessageInfo.member``, as
-        browsing lists it) is deleted. Returns how many were in the queue."""
-        keys = self._with_failures(qname)
+        browsing lists it) is deleted. Returns how many were in the queue. ``keep``: an
+        undo token (``open_undo``) that keeps what is deleted."""
+        keys = (*self._with_failures(qname), *self._kept(keep))
         checked = list(members)
         if not all(isinstance(m, (bytes, str)) for m in checked):
             raise InvalidArgument("members", "members must be strings or bytes")
@@ -215,9 +220,10 @@ class Messages(Stats[R]):
         return deleted
 
     @operation
-    def delete_messages(self, qname: str, ids: Iterable[str]) -> Op[int]:
-        """Delete many in one atomic round trip; returns how many were in the queue."""
-        keys = self._with_failures(qname)
+    def delete_messages(self, qname: str, ids: Iterable[str], keep: str | None = None) -> Op[int]:
+        """Delete many in one atomic round trip; returns how many were in the queue.
+        ``keep``: an undo token (``open_undo``) that keeps what is deleted."""
+        keys = (*self._with_failures(qname), *self._kept(keep))
         checked = [v.message_id(i) for i in ids]
         deleted: int = yield Call(S.DELETE, keys, checked, qname)
         return deleted
@@ -238,12 +244,13 @@ class Messages(Stats[R]):
         return (yield from self._bulk(qname, "requeue", state))
 
     @operation
-    def delete_state(self, qname: str, state: str) -> Op[int]:
-        """Delete every message in a state, in chunks; returns how many were deleted."""
-        return (yield from self._bulk(qname, "delete", v.state(state)))
+    def delete_state(self, qname: str, state: str, keep: str | None = None) -> Op[int]:
+        """Delete every message in a state, in chunks; returns how many were deleted.
+        ``keep``: an undo token (``open_undo``) that keeps what is deleted."""
+        return (yield from self._bulk(qname, "delete", v.state(state), keep))
 
-    def _bulk(self, qname: str, action: str, state: str) -> Op[int]:
-        keys = self._with_failures(qname)
+    def _bulk(self, qname: str, action: str, state: str, keep: str | None = None) -> Op[int]:
+        keys = (*self._with_failures(qname), *self._kept(keep))
         total = skip = 0
         # Bounded even while producers keep adding: no more rounds than the queue had
         # messages when it started (each round handles or skips a whole chunk). Read as
@@ -260,22 +267,32 @@ class Messages(Stats[R]):
         return total
 
     @operation
-    def purge_queue(self, qname: str) -> Op[int]:
+    def purge_queue(self, qname: str, keep: str | None = None) -> Op[int]:
         """Delete every message, keeping the queue's attributes and totals.
 
         The messages leave the queue at once; their bodies are then deleted in chunks of
         ``CHUNK``, so Redis is never held for more than a few milliseconds at a time.
-        Returns how many messages were purged.
+        Returns how many messages were purged. ``keep``: an undo token (``open_undo``):
+        the queue's zset becomes the stash's at once and the bodies move into it in
+        chunks instead (queues/ops/undo.py).
         """
         z, h, f = self._with_failures(qname)
         purge_key = self._purge_key(qname)
+        kept = self._kept(keep)
         while True:
-            n: int = yield Call(S.PURGE_DETACH, (z, h, purge_key, f), (), qname)
+            n: int = yield Call(S.PURGE_DETACH, (z, h, purge_key, f, *kept), (), qname)
             if n >= 0:
                 break
             yield from self._drain(purge_key, h)  # an interrupted purge left some
-        yield from self._drain(purge_key, h)
+        if kept:
+            yield from self._drain_kept(kept, h)
+        else:
+            yield from self._drain(purge_key, h)
         return n
+
+    def _drain_kept(self, kept: tuple[str, ...], hkey: str) -> Op[None]:
+        while (yield Call(S.UNDO_DRAIN, (*kept, hkey), (UNDO_CHUNK,))) == UNDO_CHUNK:
+            pass
 
     def _drain(self, purge_key: str, hkey: str) -> Op[None]:
         while (yield Call(S.PURGE_DRAIN, (purge_key, hkey), (CHUNK,))) == CHUNK:
@@ -342,7 +359,12 @@ class Messages(Stats[R]):
 
     @operation
     def move_messages(
-        self, src: str, dst: str, ids: Iterable[str] | None = None, keep_counts: bool = False
+        self,
+        src: str,
+        dst: str,
+        ids: Iterable[str] | None = None,
+        keep_counts: bool = False,
+        keep: str | None = None,
     ) -> Op[int]:
         """Move messages (default: all) to another queue, visible there at once.
 
@@ -351,14 +373,18 @@ class Messages(Stats[R]):
         back on its next receive), or keeps them with ``keep_counts``; no queue's totals
         change. Moving all goes in
         chunks of ``CHUNK``; a message larger than ``dst``'s maxsize stays in ``src``.
-        Returns how many were moved.
+        Returns how many were moved. ``keep``: an undo token (``open_undo(..., to=dst)``)
+        that keeps each moved message as it was in ``src``.
         """
         src_keys = self._queue_keys(src)
         dst_keys = self._queue_keys(dst)
         if src == dst:
             raise InvalidArgument("dst", "dst must be a different queue from src")
-        keys = (*src_keys, *dst_keys, self._failures_key(src), self._failures_key(dst))
-        keep = "1" if keep_counts else ""
+        keys = (
+            *src_keys, *dst_keys, self._failures_key(src), self._failures_key(dst),
+            *self._kept(keep),
+        )  # fmt: skip
+        counts = "1" if keep_counts else ""
         if ids is not None:
             checked = [v.message_id(i) for i in ids]
             if not checked:
@@ -367,14 +393,14 @@ class Messages(Stats[R]):
             total = 0
             while checked:  # a call stops early past MOVE_BYTES of bodies: the rest again
                 m, _, looked, stopped = yield Call(
-                    S.MOVE, keys, (0, CHUNK, keep, *checked), (src, dst)
+                    S.MOVE, keys, (0, CHUNK, counts, *checked), (src, dst)
                 )
                 total += m
                 checked = checked[looked:] if stopped else []
             return total
         moved = skipped = 0
         while True:
-            m, s, _, stopped = yield Call(S.MOVE, keys, (skipped, CHUNK, keep), (src, dst))
+            m, s, _, stopped = yield Call(S.MOVE, keys, (skipped, CHUNK, counts), (src, dst))
             moved += m
             skipped += s
             if m + s < CHUNK and not stopped:

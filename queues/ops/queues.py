@@ -54,11 +54,12 @@ class Queues(Base[R]):
         return names
 
     @operation
-    def delete_queue(self, qname: str) -> Op[None]:
+    def delete_queue(self, qname: str, keep: str | None = None) -> Op[None]:
+        """``keep``: an undo token (``open_undo``): the queue's keys become the stash's
+        (renamed: attributes, totals and messages kept exactly) instead of being freed."""
         z, h, f = self._with_failures(qname)
-        yield Call(
-            S.DELETE_QUEUE, (h, z, self.queues_key, self._purge_key(qname), f), (qname,), qname
-        )
+        keys = (h, z, self.queues_key, self._purge_key(qname), f, *self._kept(keep))
+        yield Call(S.DELETE_QUEUE, keys, (qname,), qname)
 
     @operation
     def get_queue_attributes(self, qname: str) -> Op[QueueAttributes]:

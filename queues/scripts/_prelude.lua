@@ -241,3 +241,57 @@ local function transfer(src_z, src_q, dst_z, dst_q, id, score, counts, source, s
     redis.call("HSET", dst_q, "x:src:" .. id, source)
   end
 end
+
+-- Undo stashes (queues/ops/undo.py): what a destructive script removes is first copied,
+-- in the same script call, into the stash named by its last three KEYS (stash zset: id ->
+-- the message's score; stash hash: the queue hash's own fields of each message -- {id},
+-- {id}:rc, {id}:fr, x:src:{id} -- and {id}:to when it went to another queue; the stash's
+-- record, opened by undo_open.lua with its expiry). Outside every RSMQ key: other
+-- clients never see it. nil when the script was called without one.
+local function stash_open(first)
+  local z, m, meta = KEYS[first], KEYS[first + 1], KEYS[first + 2]
+  if not meta then
+    return nil
+  end
+  local info = redis.call("HMGET", meta, "exp", "to", "done")
+  if not info[1] or info[3] then
+    return nil, redis.error_reply("undoNotFound")
+  end
+  return {z = z, m = m, meta = meta, exp = info[1], to = info[2] or "", n = 0, bytes = 0}
+end
+
+-- Copies message `id` of queue (qz, qh) into the stash (before the caller removes it);
+-- `to`: the queue it goes to (a move, a redrive), else nil; `fresh`: it starts over
+-- there (rc and fr dropped, as a redrive does), so its rc there tells whether it was
+-- received since ({id}:dr).
+local function stash_put(keep, qz, qh, id, to, fresh)
+  if not keep then
+    return
+  end
+  local score = redis.call("ZSCORE", qz, id)
+  if not score then
+    return
+  end
+  local f = redis.call("HMGET", qh, id, id .. ":rc", id .. ":fr", "x:src:" .. id)
+  redis.call("ZADD", keep.z, score, id)
+  local kv = {id, f[1] or ""}
+  if f[2] then kv[#kv + 1] = id .. ":rc"; kv[#kv + 1] = f[2] end
+  if f[3] then kv[#kv + 1] = id .. ":fr"; kv[#kv + 1] = f[3] end
+  if f[4] then kv[#kv + 1] = "x:src:" .. id; kv[#kv + 1] = f[4] end
+  if to then kv[#kv + 1] = id .. ":to"; kv[#kv + 1] = to end
+  if fresh then kv[#kv + 1] = id .. ":dr"; kv[#kv + 1] = "1" end
+  redis.call("HSET", keep.m, unpack(kv))
+  keep.n = keep.n + 1
+  keep.bytes = keep.bytes + #(f[1] or "")
+end
+
+-- After the puts: the stash keys expire with their record; the record counts them.
+local function stash_close(keep)
+  if not keep or keep.n == 0 then
+    return
+  end
+  redis.call("PEXPIREAT", keep.z, keep.exp)
+  redis.call("PEXPIREAT", keep.m, keep.exp)
+  redis.call("HINCRBY", keep.meta, "n", keep.n)
+  redis.call("HINCRBY", keep.meta, "bytes", keep.bytes)
+end

@@ -1,10 +1,14 @@
--- KEYS: zset, queue hash, failure key. ARGV: action (requeue | delete), state, skip, chunk
+-- KEYS: zset, queue hash, failure key[, undo stash: zset, hash, record]. ARGV: action (requeue | delete), state, skip, chunk
 -- Applies the action to the state's messages among the `chunk` members from rank
 -- (start of the state's range + skip). Members of the range that are not in the state
 -- (in flight vs delayed) are skipped and stay where they are. Returns {done, skipped,
 -- looked at}: the caller goes on with skip + skipped while `looked at` == chunk.
 if queue_missing(KEYS[2]) then
   return not_found()
+end
+local keep, refused = stash_open(4)
+if refused then
+  return refused
 end
 local zkey, qkey = KEYS[1], KEYS[2]
 local action, state = ARGV[1], ARGV[2]
@@ -28,6 +32,7 @@ for _, id in ipairs(ids) do
   if not ok then
     skipped = skipped + 1
   elseif action == "delete" then
+    stash_put(keep, zkey, qkey, id)
     redis.call("ZREM", zkey, id)
     redis.call("HDEL", qkey, id, id .. ":rc", id .. ":fr", "x:src:" .. id)
     deleted[#deleted + 1] = id
@@ -38,4 +43,5 @@ for _, id in ipairs(ids) do
   end
 end
 forget_failures(KEYS[3], deleted)
+stash_close(keep)
 return {done, skipped, #ids}

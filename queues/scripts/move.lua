@@ -1,11 +1,13 @@
 -- KEYS: source zset, source hash, destination zset, destination hash, their failure keys
+-- [, undo stash: zset, hash, record (its `to`: the destination's name)]
 -- ARGV: offset, limit, keep counts ("1": rc and fr go along; "": the message starts
 -- over with a fresh receive count), ids... (no ids: the source's first `limit` messages
 -- from rank `offset`)
 -- Moves each message with its id and body (and rc and fr if kept); it is visible in the
--- destination at once. Neither queue's totalsent / totalrecv changes. A body over the destination's
--- maxsize stays where it is. Stops early once the bodies it moved pass MOVE_BYTES
--- (measured before one is read). Returns {moved, skipped, ids looked at, 1 if it
+-- destination at once. Neither queue's totalsent / totalrecv changes. A body over the
+-- destination's maxsize stays where it is. Stops early once the bodies it moved pass
+-- MOVE_BYTES (measured before one is read). The undo stash, if given, keeps each moved
+-- message as it was in the source. Returns {moved, skipped, ids looked at, 1 if it
 -- stopped early (else 0)}.
 if queue_missing(KEYS[2]) then
   return redis.error_reply("queueNotFound src")
@@ -19,8 +21,16 @@ dmax, why = integer("maxsize", dmax)
 if not dmax then
   return unreadable("dst " .. why)
 end
+local keep, refused = stash_open(7)
+if refused then
+  return refused
+end
+-- a stash opened for a move to this destination (its record's `to`), never another
+if keep and (keep.to == "" or string.sub(KEYS[3], -#keep.to - 1) ~= ":" .. keep.to) then
+  return redis.error_reply("undoWrongDestination")
+end
 local ids = {}
-local keep = ARGV[3] == "1"
+local keep_counts = ARGV[3] == "1"
 if #ARGV > 3 then
   for i = 4, #ARGV do ids[#ids + 1] = ARGV[i] end
 else
@@ -37,13 +47,16 @@ for _, id in ipairs(ids) do
       skipped = skipped + 1
     else
       if moved > 0 and bytes + size > MOVE_BYTES then
+        stash_close(keep)
         return {moved, skipped, looked, 1}
       end
       bytes = bytes + size
-      transfer(KEYS[1], KEYS[2], KEYS[3], KEYS[4], id, score, keep, nil, KEYS[5], KEYS[6])
+      stash_put(keep, KEYS[1], KEYS[2], id, keep and keep.to)
+      transfer(KEYS[1], KEYS[2], KEYS[3], KEYS[4], id, score, keep_counts, nil, KEYS[5], KEYS[6])
       moved = moved + 1
     end
   end
   looked = looked + 1
 end
+stash_close(keep)
 return {moved, skipped, looked, 0}

@@ -274,7 +274,7 @@ def test_purge_needs_the_queue_name_typed(console, make_user, page_as, rsmq: Red
 
     page.fill("#id_purge-confirm", "q1")
     page.get_by_role("button", name="Purge queue").click()
-    expect(page.locator("[data-feedback]")).to_have_text("Purged 5 messages from q1.")
+    expect(page.locator("[data-feedback] p").first).to_have_text("Purged 5 messages from q1.")
     assert_not_reloaded(page)
     a = rsmq.get_queue_attributes("q1")
     assert (a.msgs, a.hiddenmsgs) == (0, 0)

@@ -89,7 +89,7 @@ def test_delete_all_asks_and_cancel_changes_nothing(
     page.locator("[data-all-guard]").fill(queue)
     dialogs = Dialogs(page)
     page.get_by_role("button", name="Delete all").click()
-    assert dialogs.asked == [f"Delete all 2 messages of {queue}: they are gone for good."]
+    assert dialogs.asked == [f"Delete all 2 messages of {queue}: an Undo is offered for 24 h."]
     page.wait_for_timeout(300)
     assert rsmq.get_queue_attributes(queue).msgs == 2
     assert not AuditEntry.objects.exists()
@@ -120,7 +120,7 @@ def test_delete_selected_asks_with_the_count_and_cancel_keeps_the_ticks(
 
     dialogs = Dialogs(page)
     page.get_by_role("button", name="Delete", exact=True).click()
-    assert dialogs.asked == [f"Delete 2 selected messages of {queue}? They are gone for good."]
+    assert dialogs.asked == [f"Delete 2 selected messages of {queue}? An Undo is offered for 24 h."]
     page.wait_for_timeout(300)
     assert rsmq.get_queue_attributes(queue).msgs == 3
     expect(page.locator("#live input[name=ids]:checked")).to_have_count(2)

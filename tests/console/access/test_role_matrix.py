@@ -9,6 +9,7 @@ page for the anonymous) and is audited as denied (the anonymous: nothing to name
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,8 +18,9 @@ from pathlib import Path
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
+from django.utils import timezone
 
-from dashboard.models import AuditEntry
+from dashboard.models import AuditEntry, UndoEntry
 from queues import RedisSMQ
 
 pytestmark = pytest.mark.django_db
@@ -139,6 +141,10 @@ ACTS: dict[str, Act] = {
         "q1", lambda ids: {"kind": "redrive", "to": "q2"}, "redrive_matches", False,
         "jobs/", False,
     ),
+    # the fixture's kept delete of q1's third message (its token: ids[-1])
+    "undo": Act(
+        "q1", lambda ids: {"action": "undo", "undo-token": ids[-1], "undo-confirm": "yes"}, "undo"
+    ),
 }  # fmt: skip
 
 
@@ -161,7 +167,15 @@ def ids(console, rsmq: RedisSMQ, r) -> list[str]:
     rsmq.send_message("dead", "dead letter")
     r.hset(f"{console.ns}:q1:Q", "Zr4kq0T1wXb8mN2pLc7vYd", "a body left by a delete")
     r.hset(f"{console.ns}:gone:Q", mapping={"vt": 30, "delay": 0, "maxsize": 65536})
-    return ids
+    # an Undo to try: q1's third message deleted, kept (no audit row: each test's own is
+    # the only one)
+    token = rsmq.open_undo("delete", "q1")
+    rsmq.delete_messages("q1", [ids[2]], keep=token)
+    UndoEntry.objects.create(
+        token=token, connection="default", namespace=console.ns, queue="q1", action="delete",
+        count=1, expires=timezone.now() + dt.timedelta(hours=1),
+    )  # fmt: skip
+    return [*ids, token]
 
 
 @pytest.fixture

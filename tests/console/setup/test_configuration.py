@@ -94,6 +94,10 @@ def test_it_says_when_the_data_dir_cannot_be_made(settings, tmp_path) -> None:
         ({"DATABASE_URL": "mysql://u:s3cret@db/rsmq"},
          "DATABASE_URL must start with one of sqlite://, postgres://, postgresql://"
          " (it starts with 'mysql')"),
+        ({"RSMQ_UNDO_HOURS": "a day"},
+         "RSMQ_UNDO_HOURS is 'a day': it must be a number more than 0 up to 720"),
+        ({"RSMQ_UNDO_MAX_MB": "-1"},
+         "RSMQ_UNDO_MAX_MB is -1.0: it must be a number from 0 up to 1e+06"),
     ],
 )  # fmt: skip
 def test_manage_py_check_fails_with_one_line_per_problem(

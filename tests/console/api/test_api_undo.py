@@ -1,0 +1,81 @@
+"""POST /api/undo/{token}/ (and /api/c/<conn>/<ns>/undo/{token}/): an admin token puts
+back what a console action kept, once, audited as ``undo``; its answer has a schema."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+from django.test import Client
+
+from dashboard import tokens
+from dashboard.models import AuditEntry, UndoEntry
+from queues import RedisSMQ
+
+pytestmark = pytest.mark.django_db
+
+
+def bearer(role: str) -> Client:
+    _, token = tokens.mint(f"bot-{role}", role, "test", 10_000)
+    return Client(HTTP_AUTHORIZATION=f"Bearer {token}", enforce_csrf_checks=True)
+
+
+@pytest.fixture
+def purged(console, rsmq: RedisSMQ, admin: Client, r: redis.Redis, ns: str):
+    """q1's three messages purged from the console (kept): (raw q1 before, the token)."""
+    rsmq.create_queue("q1")
+    rsmq.send_messages("q1", ["a", "b", "c"])
+    before = r.hgetall(f"{ns}:q1:Q"), r.zrange(f"{ns}:q1", 0, -1, withscores=True)
+    admin.post(console.act(), {"action": "purge", "purge-confirm": "q1"})
+    AuditEntry.objects.all().delete()
+    return before, UndoEntry.objects.get().token
+
+
+def test_an_admin_token_undoes_once(console, purged, r: redis.Redis, ns: str) -> None:
+    before, token = purged
+    api = bearer("admin")
+
+    response = api.post(f"/api/c/default/{ns}/undo/{token}/")
+
+    assert response.status_code == 200
+    body = response.json()
+    assert body["text"] == "Undid the purge of q1: put back 3 messages."
+    assert (body["restored"], body["skipped"], body["already"]) == (
+        3, {"present": 0, "gone": 0, "taken": 0}, False,
+    )  # fmt: skip
+    assert (r.hgetall(f"{ns}:q1:Q"), r.zrange(f"{ns}:q1", 0, -1, withscores=True)) == before
+    row = AuditEntry.objects.get()
+    assert (row.action, row.outcome, row.username, row.count) == (
+        "undo",
+        "ok",
+        "token:bot-admin",
+        3,
+    )
+    assert row.params["restored"] == 3
+
+    again = api.post(f"/api/c/default/{ns}/undo/{token}/").json()
+    assert again["already"] and again["restored"] == 0
+
+
+def test_an_operator_token_may_not_and_nothing_changes(console, purged, ns_state, ns: str) -> None:
+    _, token = purged
+    before = ns_state()
+    response = bearer("operator").post(f"/api/c/default/{ns}/undo/{token}/")
+    assert response.status_code == 403
+    assert ns_state() == before and not UndoEntry.objects.get().undone_at
+
+
+@pytest.mark.parametrize("token", ["a" * 32, "not-a-token"])
+def test_an_unknown_token_is_a_404(console, purged, ns_state, ns: str, token: str) -> None:
+    before = ns_state()
+    response = bearer("admin").post(f"/api/c/default/{ns}/undo/{token}/")
+    assert response.status_code == 404 and "no action kept one" in response.json()["error"]
+    assert ns_state() == before
+
+
+def test_the_schema_describes_it(console) -> None:
+    doc = Client().get("/api/schema/").json()
+    ok = doc["paths"]["/api/undo/{token}/"]["post"]["responses"]["200"]
+    assert ok["content"]["application/json"]["schema"]["$ref"].endswith("/UndoOut")
+    assert {"restored", "skipped", "already"} <= set(
+        doc["components"]["schemas"]["UndoOut"]["properties"]
+    )
