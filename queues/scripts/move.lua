@@ -51,7 +51,7 @@ for _, id in ipairs(ids) do
         return {moved, skipped, looked, 1}
       end
       bytes = bytes + size
-      stash_put(keep, KEYS[1], KEYS[2], id, keep and keep.to)
+      stash_put(keep, KEYS[1], KEYS[2], id, keep and keep.to, not keep_counts)
       transfer(KEYS[1], KEYS[2], KEYS[3], KEYS[4], id, score, keep_counts, nil, KEYS[5], KEYS[6])
       moved = moved + 1
     end

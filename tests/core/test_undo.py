@@ -357,3 +357,26 @@ def test_a_move_keeps_only_into_a_stash_opened_for_its_destination(
         with pytest.raises(InvalidArgument, match="keep"):
             rsmq.move_messages(queue, "dst", ids, keep=token)
     assert raw(r, ns, queue) == before and r.zcard(f"{ns}:dst") == 0
+
+
+@pytest.mark.parametrize("keep_counts", [False, True])
+def test_a_move_with_or_without_its_receive_counts_comes_back_as_it_was(
+    rsmq: RedisSMQ, queue: str, r: redis.Redis, ns: str, keep_counts: bool
+):
+    """A move starts its messages over (rc and fr dropped) unless asked to keep them;
+    either way its undo knows what the move wrote, and puts each back exactly."""
+    rsmq.create_queue("dst")
+    ids = fill(rsmq, queue)
+    before = raw(r, ns, queue)
+    token = rsmq.open_undo("move", queue, to="dst")
+    assert rsmq.move_messages(queue, "dst", ids, keep_counts=keep_counts, keep=token) == 5
+    moved_rc = r.hget(f"{ns}:dst:Q", f"{ids[0]}:rc")
+    assert before[0][f"{ids[0]}:rc"] in ("1", "2")
+    assert moved_rc == (before[0][f"{ids[0]}:rc"] if keep_counts else None)
+
+    done = rsmq.undo(token)
+
+    assert (done.restored, done.skipped) == (5, 0)
+    assert raw(r, ns, queue) == before
+    dst_hash, dst_zset = raw(r, ns, "dst")
+    assert dst_zset == [] and not [k for k in dst_hash for i in ids if k.startswith(i)]
