@@ -149,3 +149,45 @@ def test_a_canary_redrive_that_stops_on_bounce_back(
     assert BulkJob.objects.get().done == 5
     assert rsmq.get_queue_attributes("dlq").msgs >= 55
     assert page.said == []  # type: ignore[attr-defined]
+
+
+def test_filter_by_a_json_field_then_delete_every_match_with_progress_and_cancel(
+    console: str, operator_page: Page, rsmq: RedisSMQ, worker
+) -> None:
+    """The field filter typed in the filter bar is what the job counts and acts on: the
+    JSON bodies whose amount is over 100, never the bodies that are not JSON."""
+    rsmq.create_queue("orders")
+    bodies = [f'{{"amount": {i}, "customer": "cust-{i % 7}"}}' for i in range(0, 300, 2)]
+    rsmq.send_messages("orders", [*bodies, "amount > 100 (not JSON)", "{broken"])
+    over = sum(1 for i in range(0, 300, 2) if i > 100)  # 99
+    page = operator_page
+    page.goto(f"{console}/q/orders/")
+    page.locator("input[data-where]").fill("amount > 100")
+    page.get_by_role("button", name="Filter", exact=True).click()
+    expect(page).to_have_url(re.compile(r"where=amount"))
+    form = page.locator("[data-bulk-job]")
+    form.locator("summary").click()
+    expect(form.locator("summary")).to_contain_text("amount > 100")
+    form.locator("[data-job-kind]").select_option("delete")
+    form.locator("input[name=rate]").fill("20")
+    form.locator("[data-job-count]").click()
+
+    progress = page.locator("#job-progress")
+    expect(progress).to_have_attribute("data-job-state", "counted")
+    expect(page.locator("[data-job-what]")).to_contain_text(f"Delete {over} messages of orders")
+    assert rsmq.get_queue_attributes("orders").msgs == len(bodies) + 2  # nothing yet
+    page.locator("[data-job-confirm]").fill("orders")
+    page.locator("[data-job-start]").click()
+    expect(progress).to_have_attribute("data-job-state", "running")
+    done = page.locator("[data-done]")
+    expect(done).not_to_have_text("0", timeout=10_000)
+    page.locator("[data-job-cancel]").click()
+    expect(progress).to_have_attribute("data-job-state", "cancelled", timeout=10_000)
+
+    job = BulkJob.objects.get()
+    assert 0 < job.done < over
+    left = [m.message for m in rsmq.list_messages("orders", limit=1000).items]
+    assert len(left) == len(bodies) + 2 - job.done
+    assert "amount > 100 (not JSON)" in left and "{broken" in left
+    assert all(b in left for b in bodies if int(b.split(":")[1].split(",")[0]) <= 100)
+    assert page.said == []  # type: ignore[attr-defined]

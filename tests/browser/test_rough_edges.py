@@ -215,7 +215,8 @@ def test_a_walk_through_the_pages_and_actions_logs_no_console_error(
     expect(page.locator("[data-feedback]")).to_have_text("Requeued 2 messages.")
     page.locator("#live input[name=ids]").nth(0).check()
     page.get_by_role("button", name="Delete", exact=True).click()
-    expect(page.locator("[data-feedback]")).to_have_text("Deleted 1 message.")
+    expect(page.locator("[data-feedback] p").first).to_have_text("Deleted 1 message.")
+    expect(page.locator("[data-feedback] [data-undo]")).to_be_visible()  # with its Undo
     page.locator("#live input[name=ids]").nth(0).check()
     page.fill("#live input[name=to]", "walked")
     page.get_by_role("button", name="Move", exact=True).click()
