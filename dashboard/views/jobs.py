@@ -10,6 +10,8 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
+from queues import pacing
+
 from .. import audit, jobs
 from .. import undo as undos
 from ..access import Role, refusal
@@ -70,7 +72,7 @@ def _page(
         # a delete, move or redrive keeps what it removes for an Undo when it fits
         # RSMQ_UNDO_MAX_MB: the confirmation says "cannot be undone" when not
         undoable=(
-            job.state == BulkJob.State.COUNTED and job.kind in jobs.pacing.REMOVING
+            job.state == BulkJob.State.COUNTED and job.kind in pacing.REMOVING
             and undos.fits(place, job.queue, queue_stats(place, job.queue))
         ),
     )  # fmt: skip
