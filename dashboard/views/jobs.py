@@ -73,11 +73,18 @@ def _page(
         # RSMQ_UNDO_MAX_MB: the confirmation says "cannot be undone" when not
         undoable=(
             job.state == BulkJob.State.COUNTED and job.kind in pacing.REMOVING
-            and undos.fits(place, job.queue, queue_stats(place, job.queue))
+            and _fits(place, job.queue)
         ),
     )  # fmt: skip
     polled = request.htmx and request.method == "GET" and request.htmx.target == "job-progress"
     return render(request, "job.html#progress" if polled else "job.html", ctx, status=status)
+
+
+def _fits(place: Place, qname: str) -> bool:
+    """Whether the whole queue (a bound for any of its matches) fits RSMQ_UNDO_MAX_MB; a
+    queue gone since the count: no (the page still shows, the run will say why)."""
+    found = place.rsmq.queue_stats([qname])
+    return undos.fits(place, qname, found[0] if found else None)
 
 
 @login_required

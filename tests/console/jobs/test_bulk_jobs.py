@@ -318,3 +318,13 @@ def test_a_requeue_job_keeps_no_stash(
     admin.post(console.queue("q1", f"jobs/{pk}/confirm/"), {"confirm": "q1"})
     assert wait_for(pk, {"done"}).done == 10
     assert not list(r.scan_iter(f"{ns}:@undo:*"))
+
+
+def test_a_counted_jobs_page_shows_when_its_queue_is_gone_meanwhile(
+    console, queue, operator: Client, rsmq: RedisSMQ, worker
+) -> None:
+    pk = start(operator, console, kind="delete", search="poison")
+    assert wait_for(pk, {"counted"}).matched == 200
+    rsmq.delete_queue("q1")
+    page = operator.get(console.queue("q1", f"jobs/{pk}/"))
+    assert page.status_code == 200 and "data-undo-note" in page.content.decode()
