@@ -500,3 +500,23 @@ def test_a_paced_run_that_removes_nothing_takes_no_stash(rsmq: RedisSMQ, queue: 
     with pytest.raises(InvalidArgument, match="keep"):
         run(rsmq, Plan(queue, "visibility", {"state": "all"}, vt=5), 1, keep=token)
     assert rsmq.get_queue_attributes(queue).hiddenmsgs == 0
+
+
+def test_a_paced_redrive_keeps_one_stash_and_undo_puts_the_dead_letters_back(
+    rsmq: RedisSMQ, r: redis.Redis, ns: str
+):
+    from queues.pacing import Plan, run
+
+    rsmq.create_queue("work")
+    rsmq.create_queue("dead")
+    rsmq.set_dead_letter_policy("work", "dead", 1)
+    rsmq.send_messages("work", ["x", "y", "z"])
+    rsmq.receive_messages("work", 3, vt=0)
+    assert rsmq.receive_messages("work", 3) == []  # all three dead-lettered
+    before = raw(r, ns, "dead"), raw(r, ns, "work")
+    token = rsmq.open_undo("redrive", "dead")
+    assert run(rsmq, Plan("dead", "redrive", {"state": "visible"}), 3, keep=token).done == 3
+    assert raw(r, ns, "dead")[1] == [] and len(raw(r, ns, "work")[1]) == 3
+
+    assert rsmq.undo(token).restored == 3
+    assert (raw(r, ns, "dead"), raw(r, ns, "work")) == before
