@@ -25,10 +25,11 @@ from queues import validation as v
 from queues.errors import InvalidArgument
 
 from . import audit
+from . import undo as undos
 from .access import Role
 from .celery import app
 from .message_filter import PARAMS, FilterError, MessageFilter, checked
-from .models import AuditEntry, BulkJob
+from .models import AuditEntry, BulkJob, UndoEntry
 from .place import Place, resolve
 
 log = logging.getLogger(__name__)
@@ -266,15 +267,21 @@ def execute(job_id: int) -> None:
     if job.state != BulkJob.State.RUNNING or job.finished:
         return
     saver = _Saver(job, counting=False)
+    kept: undos.Keep | None = None
+    place: Place | None = None
     try:
         place = _place(job)
-        # h22-undo: the one call site where an undo stash token for what a step removes
-        # (delete, move, redrive) would be passed: pacing.run(..., stash=<token's writer>).
-        p = pacing.run(place.rsmq, plan_of(job), job.matched, saver, stash=None)
+        plan = plan_of(job)
+        if job.kind in pacing.REMOVING:
+            # one stash for the whole run (within RSMQ_UNDO_MAX_MB), filled by each step's
+            # removal in the same script call; remembered with the job's end audit row
+            kept = undos.keep(place, AUDIT[job.kind], job.queue, to=plan.to)
+        p = pacing.run(place.rsmq, plan, job.matched, saver, keep=kept.token if kept else None)
     except (RsmqError, RedisError, LookupError, OSError) as e:
         log.warning("bulk job %s failed: %s", job_id, e)
         job.refresh_from_db()
-        _finish(job, BulkJob.State.FAILED, f"Failed after {job.done:,}: {e}")
+        row = _finish(job, BulkJob.State.FAILED, f"Failed after {job.done:,}: {e}")
+        _remember(place, kept, row, job.done)
         return
     state = {"done": BulkJob.State.DONE, "cancelled": BulkJob.State.CANCELLED,
              "stopped": BulkJob.State.STOPPED}[p.phase]  # fmt: skip
@@ -283,7 +290,31 @@ def execute(job_id: int) -> None:
         bounced=p.bounced, phase=p.phase, note=p.note,
     )  # fmt: skip
     job.refresh_from_db()
-    _finish(job, state, p.note)
+    _remember(place, kept, _finish(job, state, p.note), p.done)
+
+
+def _remember(place: Place | None, kept: undos.Keep | None, row: AuditEntry | None, n: int) -> None:
+    """The job's Undo, tied to its end audit row (a stash it left empty is forgotten)."""
+    if place is None or kept is None or kept.token is None:
+        return
+    try:
+        if not (n and undos.remember(place, kept, row, n)):
+            undos.discard(place, kept)
+    except (RsmqError, RedisError) as e:  # the stash expires by itself
+        log.warning("bulk job undo: %s", e)
+
+
+def undo_of(job: BulkJob) -> UndoEntry | None:
+    """The job's Undo (an ``UndoEntry``), once it ended having removed something."""
+    if job.kind not in pacing.REMOVING or job.finished is None:
+        return None
+    return (
+        UndoEntry.objects.filter(
+            connection=job.connection, namespace=job.namespace, queue=job.queue,
+            audit__action=AUDIT[job.kind], audit__params__job=job.pk,
+            audit__params__step="end",
+        ).first()
+    )  # fmt: skip
 
 
 def outcome_text(job: BulkJob) -> str:
@@ -297,15 +328,15 @@ def outcome_text(job: BulkJob) -> str:
     return text
 
 
-def _finish(job: BulkJob, state: str, note: str) -> None:
+def _finish(job: BulkJob, state: str, note: str) -> AuditEntry | None:
     BulkJob.objects.filter(pk=job.pk).update(
         state=state, note=note, finished=timezone.now(), updated=timezone.now()
     )
     job.refresh_from_db()
     if job.started is None:
-        return  # never started: nothing was done, the start was never audited
+        return None  # never started: nothing was done, the start was never audited
     outcome = AuditEntry.Outcome.OK if state != BulkJob.State.FAILED else AuditEntry.Outcome.ERROR
-    AuditEntry.objects.create(
+    return AuditEntry.objects.create(
         username=job.username, connection=job.connection, namespace=job.namespace,
         queue=job.queue, action=AUDIT[job.kind], count=job.done, outcome=outcome,
         params={**job.params, "filter": job.filter, "job": job.pk, "step": "end",

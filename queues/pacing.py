@@ -29,7 +29,7 @@ from typing import Any
 from . import validation as v
 from .client import RedisSMQ
 from .errors import InvalidArgument
-from .models import CHECKED_ACTIONS, Cursor, MessageInfo
+from .models import CHECKED_ACTIONS, Cursor
 
 #: messages a counting page asks for
 COUNT_PAGE = v.MAX_PAGE
@@ -195,9 +195,7 @@ def _wait(control: Control, p: Progress) -> str:
     return said
 
 
-#: what is handed the messages a step is about to remove (delete, move, redrive) before
-#: it does: where an undo stash keeps them (h22-undo)
-Stash = Callable[[str, list[MessageInfo]], None]
+#: the actions that remove messages from the queue: what an undo stash can keep
 REMOVING = ("delete", "move", "redrive")
 
 
@@ -206,11 +204,15 @@ def run(
     plan: Plan,
     limit: int,
     control: Control | None = None,
-    stash: Stash | None = None,
+    keep: str | None = None,
 ) -> Progress:
     """Act on at most ``limit`` matches (the confirmed count), paced; returns how it went.
-    ``stash`` is given each page it is about to remove from the queue, first."""
+    ``keep``: an undo token (``open_undo``; a move's with ``to=plan.to``) that keeps what
+    every step of a delete, move or redrive removes, in the same call as the removal: one
+    stash for the whole run."""
     plan.check()
+    if keep is not None and plan.action not in REMOVING:
+        raise InvalidArgument("keep", f"keep: {plan.action} removes nothing to keep")
     pace = plan.pace
     ctl: Control = control or (lambda p: RUN)
     p = Progress(phase="canary" if pace.canary else "running", matched=limit)
@@ -246,8 +248,6 @@ def run(
         kw: dict[str, Any] = {"before": at} if backwards else {"after": at}
         page = rsmq.browse(plan.qname, limit=want, preview=1, step=SCAN_STEP, **kw, **plan.match)
         items = page.items
-        if stash is not None and items and plan.action in REMOVING:
-            stash(plan.qname, items)  # the undo stash's call site
         acted = rsmq.act_checked(
             plan.qname,
             plan.action,
@@ -255,6 +255,7 @@ def run(
             to=plan.to,
             vt=plan.vt,
             keep_counts=plan.keep_counts,
+            keep=keep,
         )
         p.steps += 1
         p.done += acted.done

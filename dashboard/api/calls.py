@@ -35,6 +35,7 @@ from queues.ops import ApiRate
 
 from .. import audit, audit_drain, tokens
 from .. import place as places
+from .. import undo as undos
 from ..access import Role, read_only
 from ..actions import Action
 from ..connections import get_connection
@@ -196,21 +197,26 @@ def run(
     ids: Iterable[str] = (),
     params: dict[str, Any] | None = None,
     audited: bool = False,
+    kept: undos.Keep | None = None,
 ) -> T:
     """Run ``work`` (its answer, and the count the audit row keeps) and audit its outcome,
     as the console's ``Posted.act`` does; bad input: 400, nothing changed.
 
     ``audited``: ``work`` runs a data-plane operation whose script writes its own record
     to Redis (``head``, queues/ops.py ``audited``); it is drained into the table later,
-    and only what never reached that script (input refused before it) is written here."""
+    and only what never reached that script (input refused before it) is written here.
+    ``kept``: the stash the action kept what it removed in (dashboard/undo.py): its Undo
+    is tied to the audit row, or the stash forgotten when the action failed or removed
+    nothing."""
     ids, name = list(ids), actor(token_of(request))
 
-    def record(outcome: str, count: int | None, detail: str) -> None:
-        audit.record(
+    def record(outcome: str, count: int | None, detail: str) -> AuditEntry | None:
+        row = audit.record(
             request, place, action.audit_name, outcome, qname, ids, count, params, detail,
             actor=name,
         )  # fmt: skip
         request.rsmq_audited = True  # type: ignore[attr-defined]
+        return row
 
     def attempts() -> tuple[T, int | None]:
         for attempt in range(3):
@@ -247,7 +253,11 @@ def run(
         audit_drain.maybe_drain(place)  # in a thread of its own if one is due
         return answer
     try:
-        answer, count = attempts()
+        try:
+            answer, count = attempts()
+        except BaseException:
+            _forget(place, kept)  # it failed: its stash kept nothing worth an Undo
+            raise
     except (ApiRefused, tokens.RateLimited, tokens.Unauthenticated, PermissionDenied):
         raise
     except INPUT_ERRORS as e:
@@ -269,8 +279,18 @@ def run(
     if audited:
         audit_drain.maybe_drain(place)
     else:
-        record(AuditEntry.Outcome.OK, count, "")
+        row = record(AuditEntry.Outcome.OK, count, "")
+        if kept is not None and undos.remember(place, kept, row, count) is None:
+            _forget(place, kept)  # it removed nothing
     return answer
+
+
+def _forget(place: Place, kept: undos.Keep | None) -> None:
+    """A stash its action left empty is forgotten (if Redis is down: it expires)."""
+    try:
+        undos.discard(place, kept)
+    except (RsmqError, RedisError):
+        pass
 
 
 class Deferred(Exception):  # noqa: N818 (not an error: the rest of a call, elsewhere)

@@ -162,6 +162,18 @@ class CountOut(Schema):
     count: int = Field(description="how many messages it changed")
 
 
+class KeptOut(Schema):
+    count: int = Field(description="how many messages it changed")
+    undo: str | None = Field(
+        description="the token to POST /api/undo/{token}/ (an admin's) to put back what it "
+        "removed, exactly, for RSMQ_UNDO_HOURS; null: nothing was kept (see undo_why)"
+    )
+    undo_why: str = Field(
+        description="why nothing was kept (past RSMQ_UNDO_MAX_MB, undo off, or nothing "
+        "removed); empty when undo is a token"
+    )
+
+
 class DoneOut(Schema):
     result: bool = Field(description="false: the message was not there (gone, or never)")
 
@@ -290,23 +302,25 @@ def create_queue(
     "/queues/{qname}/",
     ops.DELETE_QUEUE,
     "delete_queue",
-    response={200: CountOut, **ERRORS},
+    response={200: KeptOut, **ERRORS},
 )
 def delete_queue(
     request: HttpRequest, qname: str, conn: str | None = None, ns: str | None = None
-) -> dict[str, int]:
-    """Delete the queue and every message in it (admin); ``count``: the messages gone."""
-    return {"count": ops.delete_queue(request, places.resolve(conn, ns), qname)}
+) -> dict[str, Any]:
+    """Delete the queue and every message in it (admin); ``count``: the messages gone;
+    ``undo``: the token that brings it back whole."""
+    n, kept = ops.delete_queue(request, places.resolve(conn, ns), qname)
+    return {"count": n, **ops.undo_answer(kept)}
 
 
-@both(
-    "POST", "/queues/{qname}/purge/", ops.PURGE, "purge_queue", response={200: CountOut, **ERRORS}
-)
+@both("POST", "/queues/{qname}/purge/", ops.PURGE, "purge_queue", response={200: KeptOut, **ERRORS})
 def purge_queue(
     request: HttpRequest, qname: str, conn: str | None = None, ns: str | None = None
-) -> dict[str, int]:
-    """Delete every message, keep the queue, its attributes and totals (admin)."""
-    return {"count": ops.purge_queue(request, places.resolve(conn, ns), qname)}
+) -> dict[str, Any]:
+    """Delete every message, keep the queue, its attributes and totals (admin); ``undo``:
+    the token that puts them back."""
+    n, kept = ops.purge_queue(request, places.resolve(conn, ns), qname)
+    return {"count": n, **ops.undo_answer(kept)}
 
 
 @both("POST", "/undo/{token}/", ops.UNDO, "undo", response={200: UndoOut, **ERRORS})
@@ -410,16 +424,16 @@ def requeue(
     return {"count": ops.requeue(request, places.resolve(conn, ns), qname, body.ids)}
 
 
-@both("POST", "/queues/{qname}/move/", ops.MOVE, "move", response={200: CountOut, **ERRORS})
+@both("POST", "/queues/{qname}/move/", ops.MOVE, "move", response={200: KeptOut, **ERRORS})
 def move(
     request: HttpRequest, qname: str, body: MoveIn, conn: str | None = None, ns: str | None = None
-) -> dict[str, int]:
-    """Move these messages to queue ``to`` (operator); ``count``: how many went."""
-    return {
-        "count": ops.move(
-            request, places.resolve(conn, ns), qname, body.ids, body.to, body.keep_counts
-        )
-    }
+) -> dict[str, Any]:
+    """Move these messages to queue ``to`` (operator); ``count``: how many went; ``undo``:
+    the token that takes them back (an admin's)."""
+    n, kept = ops.move(
+        request, places.resolve(conn, ns), qname, body.ids, body.to, body.keep_counts
+    )
+    return {"count": n, **ops.undo_answer(kept)}
 
 
 @both(

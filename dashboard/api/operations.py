@@ -46,28 +46,37 @@ def create_queue(
     run(request, place, CREATE, qname, work, params=params)
 
 
-def delete_queue(request: HttpRequest, place: Place, qname: str) -> int:
-    """The messages it held."""
+def undo_answer(kept: undos.Keep) -> dict[str, Any]:
+    """What a destructive route's answer says of its Undo: ``undo``, the token to
+    ``POST /api/undo/{token}/`` (null when nothing was kept), and ``undo_why`` not."""
+    return {"undo": kept.token, "undo_why": kept.why}
+
+
+def delete_queue(request: HttpRequest, place: Place, qname: str) -> tuple[int, undos.Keep]:
+    """The messages it held, and its Undo (the whole queue kept, within the bound)."""
     queue_in_url(qname)
+    kept = undos.keep(place, DELETE_QUEUE.audit_name, qname)
 
     def work() -> tuple[int, int]:
         # Its stats read even when its counters are spoiled, as the console does.
         stats = place.rsmq.queue_stats([qname])
-        place.rsmq.delete_queue(qname)
+        place.rsmq.delete_queue(qname, keep=kept.token)
         n = stats[0].msgs if stats else 0
         return n, n
 
-    return run(request, place, DELETE_QUEUE, qname, work)
+    return run(request, place, DELETE_QUEUE, qname, work, kept=kept), kept
 
 
-def purge_queue(request: HttpRequest, place: Place, qname: str) -> int:
+def purge_queue(request: HttpRequest, place: Place, qname: str) -> tuple[int, undos.Keep]:
+    """The messages it deleted, and its Undo."""
     queue_in_url(qname)
+    kept = undos.keep(place, PURGE.audit_name, qname)
 
     def work() -> tuple[int, int]:
-        n = place.rsmq.purge_queue(qname)
+        n = place.rsmq.purge_queue(qname, keep=kept.token)
         return n, n
 
-    return run(request, place, PURGE, qname, work)
+    return run(request, place, PURGE, qname, work, kept=kept), kept
 
 
 def send(
@@ -163,16 +172,21 @@ def move(
     ids: list[str],
     to: str,
     keep_counts: bool = False,
-) -> int:
+) -> tuple[int, undos.Keep]:
+    """How many went, and the move's Undo (it keeps each as it was in ``qname``)."""
     queue_in_url(qname)
+    try:
+        kept = undos.keep(place, MOVE.audit_name, qname, ids=_ids(ids), to=v.qname(to, "to"))
+    except InvalidArgument as e:  # refused (and audited) in work, below
+        kept = undos.Keep(None, str(e))
 
     def work() -> tuple[int, int]:
         v.qname(to, "to")
-        n = place.rsmq.move_messages(qname, to, _ids(ids), keep_counts=keep_counts)
+        n = place.rsmq.move_messages(qname, to, _ids(ids), keep_counts=keep_counts, keep=kept.token)
         return n, n
 
     params = {"to": to, "keep_counts": keep_counts}
-    return run(request, place, MOVE, qname, work, ids=ids, params=params)
+    return run(request, place, MOVE, qname, work, ids=ids, params=params, kept=kept), kept
 
 
 def resend(

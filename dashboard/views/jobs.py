@@ -10,7 +10,10 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
+from queues import pacing
+
 from .. import audit, jobs
+from .. import undo as undos
 from ..access import Role, refusal
 from ..htmx import HtmxHttpRequest
 from ..message_filter import checked
@@ -65,9 +68,23 @@ def _page(
         place, qname=job.queue, job=job, job_url=_url(place, job), may_act=may,
         what=jobs.describe(job), outcome=jobs.outcome_text(job), error=error,
         percent=int(100 * job.done / job.matched) if job.matched else 100,
+        undo=jobs.undo_of(job), undo_hours=undos.hours(),
+        # a delete, move or redrive keeps what it removes for an Undo when it fits
+        # RSMQ_UNDO_MAX_MB: the confirmation says "cannot be undone" when not
+        undoable=(
+            job.state == BulkJob.State.COUNTED and job.kind in pacing.REMOVING
+            and _fits(place, job.queue)
+        ),
     )  # fmt: skip
     polled = request.htmx and request.method == "GET" and request.htmx.target == "job-progress"
     return render(request, "job.html#progress" if polled else "job.html", ctx, status=status)
+
+
+def _fits(place: Place, qname: str) -> bool:
+    """Whether the whole queue (a bound for any of its matches) fits RSMQ_UNDO_MAX_MB; a
+    queue gone since the count: no (the page still shows, the run will say why)."""
+    found = place.rsmq.queue_stats([qname])
+    return undos.fits(place, qname, found[0] if found else None)
 
 
 @login_required

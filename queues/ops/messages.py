@@ -307,6 +307,7 @@ class Messages(Stats[R]):
         to: str | None = None,
         vt: int | None = None,
         keep_counts: bool = False,
+        keep: str | None = None,
     ) -> Op[Acted]:
         """Act on messages as they were read: pairs of (id, its ``visible_at`` when read,
         as browsing gives them). A message no longer in the queue with that score (a
@@ -315,7 +316,9 @@ class Messages(Stats[R]):
         seconds from now), ``move`` (to ``to``), ``redrive`` (each to the queue it was
         dead-lettered from, or to ``to``); moved messages start over with a fresh receive
         count unless ``keep_counts``. At most ``v.MAX_BATCH`` pairs a call; a move stops
-        early past MOVE_BYTES of bodies (``Acted.looked`` says how far it got)."""
+        early past MOVE_BYTES of bodies (``Acted.looked`` says how far it got). ``keep``:
+        an undo token (``open_undo``; a move's with ``to=``) that keeps each message a
+        delete, move or redrive removes, as it was, in the same call."""
         if action not in CHECKED_ACTIONS:
             raise InvalidArgument("action", f"action must be one of {', '.join(CHECKED_ACTIONS)}")
         src = self._with_failures(qname)
@@ -342,7 +345,10 @@ class Messages(Stats[R]):
             args += [mid, v.integer("visible_at", score, -(2**53), 2**53)]
         if not pairs:
             return Acted(0, 0, 0, 0, [])
-        r: list[Any] = yield Call(S.ACT_CHECKED, (*src, *dst), args, (qname, to or qname))
+        if keep is not None and action not in ("delete", "move", "redrive"):
+            raise InvalidArgument("keep", f"keep: {action} removes nothing to keep")
+        keys = (*src, *dst, *self._kept(keep))
+        r: list[Any] = yield Call(S.ACT_CHECKED, keys, args, (qname, to or qname))
         return Acted(r[0], r[1], r[2], r[3], [_str(i) for i in r[5:]])
 
     @operation

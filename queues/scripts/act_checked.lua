@@ -1,5 +1,7 @@
 -- KEYS: zset, queue hash, failure key, destination zset, its hash, its failure key (the
--- source's own keys again when the action has no destination)
+-- source's own keys again when the action has no destination) [, undo stash: zset, hash,
+-- record -- a delete, move or redrive keeps each message it removes there, as it was, in
+-- this same call; a move's or redrive's with where it went and whether it starts over]
 -- ARGV: action (delete | requeue | visibility | move | redrive), its parameter
 -- (visibility: the new vt in seconds; move, redrive: "1" keeps rc and fr, "" starts the
 -- message over with a fresh receive count), the key prefix ("{ns}:") and the failure
@@ -29,6 +31,17 @@ if action == "move" then
     return unreadable("dst " .. why)
   end
 end
+local keep, refused = stash_open(7)
+if refused then
+  return refused
+end
+if keep and not (action == "delete" or moving) then
+  return redis.error_reply("invalidArgument keep")
+end
+-- a move keeps only into a stash opened for its destination (its record's `to`)
+if keep and action == "move" and keep.to ~= string.sub(KEYS[4], #prefix + 1) then
+  return redis.error_reply("undoWrongDestination")
+end
 local _, ms = now()
 local out = {0, 0, 0, 0, 0}
 local done, changed, skipped, looked, bytes = 0, 0, 0, 0, 0
@@ -39,6 +52,7 @@ for i = 5, #ARGV - 1, 2 do
   if not score or math.floor(tonumber(score)) ~= seen then
     changed = changed + 1
   elseif action == "delete" then
+    stash_put(keep, KEYS[1], KEYS[2], id)
     redis.call("ZREM", KEYS[1], id)
     redis.call("HDEL", KEYS[2], id, id .. ":rc", id .. ":fr", "x:src:" .. id)
     gone[#gone + 1] = id
@@ -72,6 +86,7 @@ for i = 5, #ARGV - 1, 2 do
         break
       end
       bytes = bytes + size
+      stash_put(keep, KEYS[1], KEYS[2], id, string.sub(dz, #prefix + 1), param ~= "1")
       transfer(KEYS[1], KEYS[2], dz, dq, id, int(ms), param == "1", nil, KEYS[3], df)
       done = done + 1
       out[#out + 1] = id
@@ -82,5 +97,6 @@ for i = 5, #ARGV - 1, 2 do
   looked = looked + 1
 end
 forget_failures(KEYS[3], gone)
+stash_close(keep)
 out[1], out[2], out[3], out[4] = done, changed, skipped, looked
 return out

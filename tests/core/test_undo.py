@@ -380,3 +380,143 @@ def test_a_move_with_or_without_its_receive_counts_comes_back_as_it_was(
     assert raw(r, ns, queue) == before
     dst_hash, dst_zset = raw(r, ns, "dst")
     assert dst_zset == [] and not [k for k in dst_hash for i in ids if k.startswith(i)]
+
+
+# act_checked and the paced runs (queues/pacing.py: a bulk job's steps) keep too
+
+
+def _seen(rsmq: RedisSMQ, qname: str, ids: list[str]) -> list[tuple[str, int]]:
+    """(id, visible_at) pairs as browsing read them, for ``act_checked``."""
+    page = rsmq.browse(qname, limit=100)
+    return [(m.id, m.visible_at) for m in page.items if m.id in ids]
+
+
+def test_act_checked_delete_keeps_what_it_removes_and_undo_is_byte_identical(
+    rsmq: RedisSMQ, queue: str, r: redis.Redis, ns: str
+):
+    ids = fill(rsmq, queue)
+    before = raw(r, ns, queue)
+    token = rsmq.open_undo("delete_selection", queue)
+    acted = rsmq.act_checked(queue, "delete", _seen(rsmq, queue, ids[:4]), keep=token)
+    assert acted.done == 4 and len(raw(r, ns, queue)[1]) == 1
+    assert rsmq.undo_info(token).count == 4  # type: ignore[union-attr]
+
+    assert rsmq.undo(token).restored == 4
+    assert raw(r, ns, queue) == before
+
+
+@pytest.mark.parametrize("keep_counts", [False, True])
+def test_act_checked_move_keeps_where_they_went_and_undo_takes_them_back(
+    rsmq: RedisSMQ, queue: str, r: redis.Redis, ns: str, keep_counts: bool
+):
+    rsmq.create_queue("dst")
+    ids = fill(rsmq, queue)
+    before = raw(r, ns, queue), raw(r, ns, "dst")
+    token = rsmq.open_undo("move", queue, to="dst")
+    seen = _seen(rsmq, queue, ids)
+    acted = rsmq.act_checked(queue, "move", seen, to="dst", keep_counts=keep_counts, keep=token)
+    assert acted.done == 5 and raw(r, ns, queue)[1] == []
+
+    done = rsmq.undo(token)
+    assert (done.restored, done.gone, done.taken) == (5, 0, 0)
+    assert (raw(r, ns, queue), raw(r, ns, "dst")) == before
+
+
+def test_act_checked_redrive_keeps_each_to_its_own_queue(rsmq: RedisSMQ, r: redis.Redis, ns: str):
+    rsmq.create_queue("work")
+    rsmq.create_queue("dead")
+    rsmq.set_dead_letter_policy("work", "dead", 1)
+    rsmq.send_messages("work", ["x", "y"])
+    rsmq.receive_messages("work", 2, vt=0)
+    assert rsmq.receive_messages("work", 2) == []
+    before = raw(r, ns, "dead"), raw(r, ns, "work")
+    ids = [m for m, _ in before[0][1]]
+    token = rsmq.open_undo("redrive", "dead")
+    assert rsmq.act_checked("dead", "redrive", _seen(rsmq, "dead", ids), keep=token).done == 2
+    assert sorted(m for m, _ in raw(r, ns, "work")[1]) == sorted(ids)
+
+    assert rsmq.undo(token).restored == 2
+    assert (raw(r, ns, "dead"), raw(r, ns, "work")) == before
+
+
+def test_act_checked_refuses_a_stash_where_nothing_is_removed_or_another_destination(
+    rsmq: RedisSMQ, queue: str, r: redis.Redis, ns: str
+):
+    rsmq.create_queue("dst")
+    rsmq.create_queue("other")
+    ids = rsmq.send_messages(queue, ["a", "b"])
+    before = raw(r, ns, queue)
+    token = rsmq.open_undo("move", queue, to="other")
+    with pytest.raises(InvalidArgument, match="keep"):
+        rsmq.act_checked(queue, "move", _seen(rsmq, queue, ids), to="dst", keep=token)
+    with pytest.raises(InvalidArgument, match="keep"):
+        rsmq.act_checked(queue, "requeue", _seen(rsmq, queue, ids), keep=token)
+    assert raw(r, ns, queue) == before and r.zcard(f"{ns}:dst") == 0
+
+
+def test_a_paced_delete_of_every_match_keeps_one_stash_and_undo_puts_them_back(
+    rsmq: RedisSMQ, queue: str, r: redis.Redis, ns: str
+):
+    from queues.pacing import STEP, Plan, run
+
+    n = STEP * 4 + 7  # more matches than one step takes: several steps, one stash
+    for k in range(0, n, 100):
+        rsmq.send_messages(
+            queue, [f"keep {i}" if i % 3 else f"go {i}" for i in range(k, min(n, k + 100))]
+        )
+    before = raw(r, ns, queue)
+    plan = Plan(queue, "delete", {"state": "all", "contains": "go"})
+    limit = sum(1 for i in range(n) if not i % 3)
+    token = rsmq.open_undo("delete_matches", queue)
+    got = run(rsmq, plan, limit, keep=token)
+    assert got.done == limit and got.steps > 1
+    assert len(raw(r, ns, queue)[1]) == n - limit
+    assert rsmq.undo_info(token).count == limit  # type: ignore[union-attr]
+
+    assert rsmq.undo(token).restored == limit
+    assert raw(r, ns, queue) == before
+
+
+def test_a_paced_move_keeps_one_stash_and_undo_takes_them_back(
+    rsmq: RedisSMQ, queue: str, r: redis.Redis, ns: str
+):
+    from queues.pacing import Plan, run
+
+    rsmq.create_queue("dst")
+    fill(rsmq, queue)
+    before = raw(r, ns, queue), raw(r, ns, "dst")
+    token = rsmq.open_undo("move", queue, to="dst")
+    assert run(rsmq, Plan(queue, "move", {"state": "all"}, to="dst"), 5, keep=token).done == 5
+
+    assert rsmq.undo(token).restored == 5
+    assert (raw(r, ns, queue), raw(r, ns, "dst")) == before
+
+
+def test_a_paced_run_that_removes_nothing_takes_no_stash(rsmq: RedisSMQ, queue: str):
+    from queues.pacing import Plan, run
+
+    rsmq.send_messages(queue, ["a"])
+    token = rsmq.open_undo("visibility", queue)
+    with pytest.raises(InvalidArgument, match="keep"):
+        run(rsmq, Plan(queue, "visibility", {"state": "all"}, vt=5), 1, keep=token)
+    assert rsmq.get_queue_attributes(queue).hiddenmsgs == 0
+
+
+def test_a_paced_redrive_keeps_one_stash_and_undo_puts_the_dead_letters_back(
+    rsmq: RedisSMQ, r: redis.Redis, ns: str
+):
+    from queues.pacing import Plan, run
+
+    rsmq.create_queue("work")
+    rsmq.create_queue("dead")
+    rsmq.set_dead_letter_policy("work", "dead", 1)
+    rsmq.send_messages("work", ["x", "y", "z"])
+    rsmq.receive_messages("work", 3, vt=0)
+    assert rsmq.receive_messages("work", 3) == []  # all three dead-lettered
+    before = raw(r, ns, "dead"), raw(r, ns, "work")
+    token = rsmq.open_undo("redrive", "dead")
+    assert run(rsmq, Plan("dead", "redrive", {"state": "visible"}), 3, keep=token).done == 3
+    assert raw(r, ns, "dead")[1] == [] and len(raw(r, ns, "work")[1]) == 3
+
+    assert rsmq.undo(token).restored == 3
+    assert (raw(r, ns, "dead"), raw(r, ns, "work")) == before

@@ -69,12 +69,16 @@ def test_it_receives_then_changes_visibility_deletes_and_requeues(api: Api, q1) 
 
 def test_it_moves_purges_creates_and_deletes_queues(api: Api, q1: RedisSMQ) -> None:
     ids = q1.send_messages("q1", ["a", "b", "c"])
-    assert api("POST", "q1/move/", {"ids": ids[:2], "to": "q2"}) == {"count": 2}
-    assert api("POST", "q1/purge/") == {"count": 1}
+    # each answers its Undo's token too (tests/console/api/test_api_undo.py undoes them)
+    moved = api("POST", "q1/move/", {"ids": ids[:2], "to": "q2"})
+    assert moved["count"] == 2 and len(moved["undo"]) == 32 and moved["undo_why"] == ""
+    purged = api("POST", "q1/purge/")
+    assert purged["count"] == 1 and len(purged["undo"]) == 32
     assert api("PUT", "q3/", {"vt": 5, "delay": 1, "maxsize": -1}) == {"result": True}
     assert api.status == 201
     assert api("PUT", "q3/", {}) == {"error": api.response.json()["error"]} and api.status == 409
-    assert api("DELETE", "q2/") == {"count": 2}
+    deleted = api("DELETE", "q2/")
+    assert deleted["count"] == 2 and len(deleted["undo"]) == 32
     a = q1.get_queue_attributes("q3")
     assert (a.vt, a.delay, a.maxsize) == (5, 1, -1)
     assert sorted(q1.list_queues()) == ["q1", "q3"]

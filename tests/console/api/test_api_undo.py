@@ -79,3 +79,80 @@ def test_the_schema_describes_it(console) -> None:
     assert {"restored", "skipped", "already"} <= set(
         doc["components"]["schemas"]["UndoOut"]["properties"]
     )
+
+
+# the API's own destructive routes keep what they remove: their answer carries the token
+
+
+def raw_q(r: redis.Redis, ns: str, qname: str) -> tuple[dict, list]:
+    return r.hgetall(f"{ns}:{qname}:Q"), r.zrange(f"{ns}:{qname}", 0, -1, withscores=True)
+
+
+def test_an_api_purge_answers_an_undo_token_that_puts_them_back(
+    console, rsmq: RedisSMQ, r: redis.Redis, ns: str
+) -> None:
+    rsmq.create_queue("q1")
+    rsmq.send_messages("q1", ["a", "b", "c"])
+    rsmq.receive_message("q1", vt=100)
+    before = raw_q(r, ns, "q1")
+    api = bearer("admin")
+
+    purged = api.post(f"/api/c/default/{ns}/queues/q1/purge/").json()
+    assert purged["count"] == 3 and purged["undo"] and purged["undo_why"] == ""
+    assert rsmq.get_queue_attributes("q1").msgs == 0
+    row = AuditEntry.objects.get(action="purge")
+    assert row.undo.token == purged["undo"]  # type: ignore[attr-defined]
+
+    done = api.post(f"/api/c/default/{ns}/undo/{purged['undo']}/").json()
+    assert done["restored"] == 3
+    assert raw_q(r, ns, "q1") == before
+
+
+def test_an_api_delete_queue_and_move_answer_their_undo(
+    console, rsmq: RedisSMQ, r: redis.Redis, ns: str
+) -> None:
+    rsmq.create_queue("q1")
+    rsmq.create_queue("q2")
+    ids = rsmq.send_messages("q1", ["a", "b", "c"])
+    before = raw_q(r, ns, "q1"), raw_q(r, ns, "q2")
+    admin, operator = bearer("admin"), bearer("operator")
+
+    moved = operator.post(
+        f"/api/c/default/{ns}/queues/q1/move/",
+        {"ids": ids[:2], "to": "q2"},
+        content_type="application/json",
+    ).json()
+    assert moved["count"] == 2 and moved["undo"]
+    assert admin.post(f"/api/c/default/{ns}/undo/{moved['undo']}/").json()["restored"] == 2
+    assert (raw_q(r, ns, "q1"), raw_q(r, ns, "q2")) == before
+
+    gone = admin.delete(f"/api/c/default/{ns}/queues/q1/").json()
+    assert gone["count"] == 3 and gone["undo"]
+    assert "q1" not in rsmq.list_queues()
+    assert admin.post(f"/api/c/default/{ns}/undo/{gone['undo']}/").status_code == 200
+    assert raw_q(r, ns, "q1") == before[0]
+
+
+def test_past_the_bound_the_answer_says_why_nothing_was_kept(
+    console, rsmq: RedisSMQ, r: redis.Redis, ns: str, settings
+) -> None:
+    settings.RSMQ_UNDO_MAX_MB = 0
+    rsmq.create_queue("q1")
+    rsmq.send_messages("q1", ["a"])
+    purged = bearer("admin").post(f"/api/c/default/{ns}/queues/q1/purge/").json()
+    assert purged["count"] == 1 and purged["undo"] is None
+    assert "RSMQ_UNDO_MAX_MB" in purged["undo_why"]
+    assert not list(r.scan_iter(f"{ns}:@undo:*")) and not UndoEntry.objects.exists()
+
+
+def test_the_schema_says_the_destructive_routes_answer_an_undo(console) -> None:
+    doc = Client().get("/api/schema/").json()
+    for path, method in [
+        ("/api/queues/{qname}/purge/", "post"),
+        ("/api/queues/{qname}/", "delete"),
+        ("/api/queues/{qname}/move/", "post"),
+    ]:
+        ok = doc["paths"][path][method]["responses"]["200"]
+        assert ok["content"]["application/json"]["schema"]["$ref"].endswith("/KeptOut")
+    props = doc["components"]["schemas"]["KeptOut"]["properties"]
+    assert {"count", "undo", "undo_why"} <= set(props) and "undo" in props["undo"]["description"]

@@ -252,3 +252,79 @@ def test_a_queue_deleted_under_a_running_job_fails_it_saying_why(
     assert "q2" in job.note and job.finished is not None
     end = AuditEntry.objects.get(action="move_matches", params__step="end")
     assert end.outcome == "error" and end.count == job.done
+
+
+def _raw(r, ns: str, qname: str) -> tuple[dict, list]:
+    return r.hgetall(f"{ns}:{qname}:Q"), r.zrange(f"{ns}:{qname}", 0, -1, withscores=True)
+
+
+@pytest.mark.parametrize("kind", ["delete", "move"])
+def test_a_jobs_page_and_its_end_audit_entry_offer_undo_which_puts_them_back(
+    console, queue, operator: Client, admin: Client, rsmq: RedisSMQ, r, ns: str, worker, kind: str
+) -> None:
+    before = _raw(r, ns, "q1"), _raw(r, ns, "q2")
+    pk = start(operator, console, kind=kind, search="poison", to="q2" if kind == "move" else "")
+    assert wait_for(pk, {"counted"}).matched == 200
+    counted = html.unescape(operator.get(console.queue("q1", f"jobs/{pk}/")).content.decode())
+    assert "An Undo is offered for" in counted
+    operator.post(console.queue("q1", f"jobs/{pk}/confirm/"), {"confirm": "q1"})
+    assert wait_for(pk, {"done"}).done == 200
+    assert rsmq.get_queue_attributes("q1").msgs == 400
+
+    end = AuditEntry.objects.get(action=f"{kind}_matches", params__step="end")
+    assert end.undo.count == 200 and end.undo.token  # type: ignore[attr-defined]
+    token = end.undo.token  # type: ignore[attr-defined]
+    page = admin.get(console.queue("q1", f"jobs/{pk}/")).content.decode()
+    assert f'value="{token}"' in page and "data-undo" in page
+    audit_page = admin.get("/audit/").content.decode()
+    assert f'value="{token}"' in audit_page
+    assert (
+        f'value="{token}"' not in operator.get(console.queue("q1", f"jobs/{pk}/")).content.decode()
+    )
+
+    done = admin.post(
+        console.act("q1"),
+        {"action": "undo", "undo-token": token, "undo-confirm": "yes"},
+    )
+    assert done.status_code == 302, done.content.decode()[:300]
+    assert (_raw(r, ns, "q1"), _raw(r, ns, "q2")) == before
+    assert AuditEntry.objects.filter(action="undo", outcome="ok").count() == 1
+    again = admin.get(console.queue("q1", f"jobs/{pk}/")).content.decode()
+    assert "Undone" in again and f'value="{token}"' not in again
+
+
+def test_a_job_past_the_undo_bound_says_it_cannot_be_undone_and_keeps_nothing(
+    console, queue, operator: Client, rsmq: RedisSMQ, r, ns: str, worker, settings
+) -> None:
+    settings.RSMQ_UNDO_MAX_MB = 0.001  # 1 KiB: less than 200 messages
+    pk = start(operator, console, kind="delete", search="poison")
+    assert wait_for(pk, {"counted"}).matched == 200
+    page = operator.get(console.queue("q1", f"jobs/{pk}/")).content.decode()
+    assert "This cannot be undone" in page
+    operator.post(console.queue("q1", f"jobs/{pk}/confirm/"), {"confirm": "q1"})
+    assert wait_for(pk, {"done"}).done == 200
+    end = AuditEntry.objects.get(action="delete_matches", params__step="end")
+    assert not hasattr(end, "undo") or end.undo is None  # type: ignore[attr-defined]
+    assert not list(r.scan_iter(f"{ns}:@undo:*"))
+
+
+def test_a_requeue_job_keeps_no_stash(
+    console, queue, admin: Client, rsmq: RedisSMQ, r, ns: str, worker
+) -> None:
+    rsmq.receive_messages("q1", 10, vt=1000)
+    pk = start(admin, console, kind="requeue", state="hidden")
+    assert wait_for(pk, {"counted"}).matched == 10
+    assert "data-undo-note" not in admin.get(console.queue("q1", f"jobs/{pk}/")).content.decode()
+    admin.post(console.queue("q1", f"jobs/{pk}/confirm/"), {"confirm": "q1"})
+    assert wait_for(pk, {"done"}).done == 10
+    assert not list(r.scan_iter(f"{ns}:@undo:*"))
+
+
+def test_a_counted_jobs_page_shows_when_its_queue_is_gone_meanwhile(
+    console, queue, operator: Client, rsmq: RedisSMQ, worker
+) -> None:
+    pk = start(operator, console, kind="delete", search="poison")
+    assert wait_for(pk, {"counted"}).matched == 200
+    rsmq.delete_queue("q1")
+    page = operator.get(console.queue("q1", f"jobs/{pk}/"))
+    assert page.status_code == 200 and "data-undo-note" in page.content.decode()
