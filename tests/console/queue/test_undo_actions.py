@@ -212,7 +212,8 @@ def test_redrive_and_a_message_pages_delete_are_undone(
     rsmq.receive_message("work", vt=0)
     assert rsmq.receive_message("work") is None  # dead-lettered
     before = raw(r, ns, "dead"), raw(r, ns, "work")
-    response = admin.post(console.act("dead"), {"action": "redrive", "confirm": "dead"}, follow=True)
+    redrive = {"action": "redrive", "confirm": "dead"}
+    response = admin.post(console.act("dead"), redrive, follow=True)
     _, token = undo_button(response)
     admin.post(
         console.act("dead"),
