@@ -137,3 +137,7 @@ UNDO_SAMPLE = 100
 #: bench/purge.py --undo), the plain purge's 1,000 7.4 ms in the same run; 250 keeps a
 #: call well under that; at most 1000 (Lua's unpack limit)
 UNDO_CHUNK = 250
+#: messages a move or a redrive call takes: each is a ZREM, a ZADD and its hash fields
+#: moved (and stashed for an undo): 1,000 a call held Redis 110 ms (bench/jobs.py's peer,
+#: a whole 1,000,000-message move, quiet machine); 250 keeps a call near 25 ms
+MOVE_CHUNK = 250

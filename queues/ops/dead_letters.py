@@ -9,9 +9,9 @@ from .. import validation as v
 from ..driver import Batch, Call, Op, operation
 from ..errors import InvalidArgument, QueueNotFound
 from ..limits import (
-    CHUNK,
     FAILURES_SUFFIX,
     MAX_MAXRC,
+    MOVE_CHUNK,
     STATS_CHUNK,
 )
 from ..models import (
@@ -104,7 +104,7 @@ class DeadLetters(Stats[R]):
         Only visible messages move: one in flight (a consumer holds it) or delayed stays,
         or it would be delivered twice. They start over (rc and fr dropped: the policy
         would dead-letter them again at once) and are visible at once; bounded batches
-        of ``CHUNK``; at most ``limit`` messages. Returns how many were moved; a message
+        of ``MOVE_CHUNK``; at most ``limit`` messages. Returns how many were moved; a message
         whose source is gone stays in ``dlq``. ``keep``: an undo token (``open_undo``)
         that keeps each message as it was in ``dlq``.
         """
@@ -117,7 +117,7 @@ class DeadLetters(Stats[R]):
             v.integer("limit", limit, 1, 2**53)
         moved = skipped = 0
         while limit is None or moved < limit:
-            chunk = CHUNK if limit is None else min(CHUNK, limit - moved)
+            chunk = MOVE_CHUNK if limit is None else min(MOVE_CHUNK, limit - moved)
             m, s, seen, stopped = yield Call(
                 S.REDRIVE,
                 keys,

@@ -15,6 +15,7 @@ from ..limits import (
     CHUNK,
     FAILURES_SUFFIX,
     FETCH_BATCH_BYTES,
+    MOVE_CHUNK,
     UNDO_CHUNK,
 )
 from ..models import (
@@ -378,7 +379,7 @@ class Messages(Stats[R]):
         dropped: a message moved back from a dead-letter queue would otherwise go straight
         back on its next receive), or keeps them with ``keep_counts``; no queue's totals
         change. Moving all goes in
-        chunks of ``CHUNK``; a message larger than ``dst``'s maxsize stays in ``src``.
+        chunks of ``MOVE_CHUNK``; a message larger than ``dst``'s maxsize stays in ``src``.
         Returns how many were moved. ``keep``: an undo token (``open_undo(..., to=dst)``)
         that keeps each moved message as it was in ``src``.
         """
@@ -397,17 +398,19 @@ class Messages(Stats[R]):
                 return 0
             m: int
             total = 0
-            while checked:  # a call stops early past MOVE_BYTES of bodies: the rest again
+            while checked:  # MOVE_CHUNK ids a call; one stops early past MOVE_BYTES of
+                # bodies: the rest again
+                part = checked[:MOVE_CHUNK]
                 m, _, looked, stopped = yield Call(
-                    S.MOVE, keys, (0, CHUNK, counts, *checked), (src, dst)
+                    S.MOVE, keys, (0, MOVE_CHUNK, counts, *part), (src, dst)
                 )
                 total += m
-                checked = checked[looked:] if stopped else []
+                checked = checked[looked if stopped else len(part) :]
             return total
         moved = skipped = 0
         while True:
-            m, s, _, stopped = yield Call(S.MOVE, keys, (skipped, CHUNK, counts), (src, dst))
+            m, s, _, stopped = yield Call(S.MOVE, keys, (skipped, MOVE_CHUNK, counts), (src, dst))
             moved += m
             skipped += s
-            if m + s < CHUNK and not stopped:
+            if m + s < MOVE_CHUNK and not stopped:
                 return moved
