@@ -7,6 +7,7 @@ import ipaddress
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -179,6 +180,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         transaction_mode="IMMEDIATE",
         init_command="PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     )
+    # The test database is a file too, not Django's shared-cache in-memory one: its table
+    # locks fail a second connection at once ("database table is locked") where a file in
+    # WAL mode waits (`timeout`), and the tests run Celery worker threads beside their own.
+    DATABASES["default"]["TEST"] = {
+        "NAME": os.path.join(tempfile.gettempdir(), f"rsmq-console-test-{os.getpid()}.sqlite3")
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LANGUAGE_CODE = "en-us"
