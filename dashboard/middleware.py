@@ -33,8 +33,10 @@ class RedisUnavailableMiddleware:
     def process_exception(
         self, request: HtmxHttpRequest, exception: Exception
     ) -> HttpResponse | None:
+        # The lean API stack (dashboard/lean.py) has no HtmxMiddleware: no request.htmx.
+        htmx = bool(getattr(request, "htmx", False))
         # Without htmx, Django's own 404 / 403 pages answer Http404 / PermissionDenied.
-        if not request.htmx and isinstance(exception, (Http404, PermissionDenied)):
+        if not htmx and isinstance(exception, (Http404, PermissionDenied)):
             return None
         match = request.resolver_match
         conn = get_connection(match.kwargs.get("conn") if match else None)
@@ -43,7 +45,7 @@ class RedisUnavailableMiddleware:
             return None
         if error.status == 503:
             log.warning("Redis unavailable at %s: %s", error.url, error.error)
-            if request.htmx:
+            if htmx:
                 return self._fragment(request, 503, f"{error.text} Retrying.")
             context = {"url": error.url, "error": error.error}
             return render(request, "redis_unavailable.html", context, status=503)
@@ -51,14 +53,14 @@ class RedisUnavailableMiddleware:
             return self._fragment(request, 403, error.text)
         if error.status == DATA_ERROR:
             log.warning("%s", error.text)
-            if request.htmx:
+            if htmx:
                 return self._fragment(request, DATA_ERROR, error.text)
             return render(request, "data_error.html", {"message": error.text}, status=DATA_ERROR)
         return self._page(request, "404.html", error.status, message=error.text)
 
     @staticmethod
     def _page(request: HtmxHttpRequest, template: str, status: int, message: str) -> HttpResponse:
-        if request.htmx:
+        if getattr(request, "htmx", False):
             # The thing this part of the page shows is gone: show the whole page's answer.
             return HttpResponseClientRedirect(
                 request.htmx.current_url_abs_path or request.path, status=204

@@ -16,7 +16,8 @@ from dashboard import lean, tokens
 from dashboard.models import AuditEntry
 from queues import RedisSMQ
 
-pytestmark = pytest.mark.django_db
+# WSGIHandler closes the connection after each request, as served: a real transaction.
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 class Wsgi:

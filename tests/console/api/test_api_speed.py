@@ -152,6 +152,8 @@ def test_metrics_refuses_an_unknown_or_revoked_api_token(q1) -> None:
     assert api.get("/metrics").status_code == 401
 
 
+# WSGIHandler closes the connection after each request, as served: a real transaction.
+@pytest.mark.django_db(transaction=True)
 def test_a_token_call_takes_the_lean_path_no_session_no_cookie(q1) -> None:
     application = dispatch(WSGIHandler())  # as dashboard/wsgi.py serves it
     _, token, _ = client_of("operator")

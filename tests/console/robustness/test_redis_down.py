@@ -7,9 +7,11 @@ from collections.abc import Iterator
 
 import pytest
 import redis
+from django.contrib.auth.models import AnonymousUser
 from django.test import Client
 from django.urls import get_resolver
 
+from dashboard.middleware import RedisUnavailableMiddleware
 from dashboard.models import AuditEntry
 from queues.server import free_port
 
@@ -200,3 +202,14 @@ def test_it_keeps_the_header_on_the_503_page(console, down, viewer: Client) -> N
 def test_it_ends_the_error_with_one_full_stop(console, down, viewer: Client) -> None:
     page = viewer.get(console.overview()).content.decode()
     assert "Connection refused. Nothing was changed." in page
+
+
+def test_the_lean_api_stack_answers_a_view_s_redis_failure_with_503(console, down, rf) -> None:
+    """Token calls run without HtmxMiddleware (dashboard/lean.py): a Redis failure that
+    reaches the middleware is still the 503 page, never an AttributeError's 500."""
+    request = rf.get("/api/queues/")
+    request.user = AnonymousUser()  # as dashboard.lean.NoUser sets it
+    assert not hasattr(request, "htmx")
+    error = redis.ConnectionError("Error 111 connecting. Connection refused.")
+    answer = RedisUnavailableMiddleware(lambda r: None).process_exception(request, error)
+    assert answer is not None and answer.status_code == 503
