@@ -40,6 +40,7 @@ class Keep:
     why: str = ""
     expires_ms: int = 0
     bytes: int = 0
+    queue: str = ""  # the queue it is kept for (its Undo is that queue's), if not the row's
 
 
 def hours() -> float:
@@ -84,7 +85,7 @@ def keep(
     if not opened.token:
         mb = float(settings.RSMQ_UNDO_MAX_MB)
         return Keep(None, f"more than RSMQ_UNDO_MAX_MB ({mb:g} MB) to keep: it cannot be undone")
-    return Keep(opened.token, expires_ms=opened.expires_ms, bytes=opened.bytes)
+    return Keep(opened.token, expires_ms=opened.expires_ms, bytes=opened.bytes, queue=qname)
 
 
 def remember(
@@ -100,7 +101,7 @@ def remember(
         token=kept.token,
         connection=place.conn.name,
         namespace=place.ns,
-        queue=row.queue,
+        queue=kept.queue or row.queue,
         action=row.action,
         count=count or 0,
         bytes=kept.bytes,
@@ -121,6 +122,13 @@ def entry(place: Place, token: str) -> UndoEntry | None:
     ).first()
 
 
+#: what an Undo's answer calls the action it undoes, where its name is no verb
+WHAT = {
+    "delete_group": "the delete of a failure group from {queue}",
+    "retry_group": "the retry of dead letters from {queue}",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """What an Undo did, in words and as the audit row's params; ``done``: nothing is left
@@ -135,7 +143,9 @@ class Outcome:
 def undo(place: Place, e: UndoEntry, who: str) -> Outcome:
     """Put back what ``e`` kept: once (a second Undo says it was done), never after it
     expired."""
-    what = f"the {e.action.replace('_', ' ')} of {e.queue}"
+    what = WHAT.get(e.action, "the {action} of {queue}").format(
+        action=e.action.replace("_", " "), queue=e.queue
+    )
     base: dict[str, Any] = {"token": e.token, "undid": e.action, "of": e.audit_id}
     if e.undone_at is not None:
         when = timezone.localtime(e.undone_at).strftime("%Y-%m-%d %H:%M:%S %Z")

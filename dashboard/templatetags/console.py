@@ -182,6 +182,15 @@ def undo_words(undoable: object, hours: float) -> str:
 
 
 @register.filter
+def in_set(value: object, members: object) -> bool:
+    """``value in members``, as a value a tag's argument can take."""
+    try:
+        return value in members  # type: ignore[operator]
+    except TypeError:
+        return False
+
+
+@register.filter
 def undo_of(message: object) -> tuple[str, str] | None:
     """A flash message's Undo (dashboard/undo.py tags it "undo <queue> <token>"): (queue,
     token), or None."""

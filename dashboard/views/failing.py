@@ -6,6 +6,7 @@ same as JSON for the API is api/reads.py's ``failing``."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from django import forms
 from django.contrib.auth.decorators import login_required
@@ -14,10 +15,11 @@ from django.http import HttpResponse, QueryDict
 from django.shortcuts import render
 from django.views.decorators.http import require_POST, require_safe
 
-from queues import RedisSMQ
 from queues import validation as v
+from queues.errors import RsmqError
 from queues.models import FailureGroup
 
+from .. import undo as undos
 from ..actions import FAILING_ACTIONS
 from ..forms import FailureGroupForm
 from ..htmx import HtmxHttpRequest
@@ -64,6 +66,10 @@ def render_failing(
         params=params,
         now=groups.now,
         act=place.url("rsmq-failing-action", qname),
+        # the queues whose groups' delete (or dead retry) would be kept for an Undo
+        # (RSMQ_UNDO_MAX_MB): the confirmation says "this cannot be undone" of the others
+        undo_fits={w for w in {g.where for g in groups.groups} if undos.fits(place, w)},
+        undo_hours=undos.hours(),
         current=current(request),
         # the group whose form came back with errors: its form stays open
         refused={
@@ -94,13 +100,17 @@ def failing_action(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> 
     return respond(post, handler(post), here, page)
 
 
-GroupCall = Callable[[RedisSMQ, str, str, str, str, int], int]
+GroupCall = Callable[..., int]
 
 
-def _on_group(say: Callable[[int, int, FailureGroup], str], call: GroupCall) -> Handler:
+def _on_group(
+    say: Callable[[int, int, FailureGroup], str], call: GroupCall, undoable: Callable[[str], bool]
+) -> Handler:
     """An action on one failure group, at most the count the page showed (the one the
     confirmation stated), once the queue's name is typed. Acts directly in bounded
-    steps; a paced job would start here instead."""
+    steps; a paced job would start here instead. ``undoable(state)``: whether it removes
+    messages from where they are (then what it removes is kept for an Undo, when it fits
+    RSMQ_UNDO_MAX_MB: ``call`` takes ``keep=``)."""
 
     def run(post: Posted) -> Result:
         form = FailureGroupForm(post.data, qname=post.qname)
@@ -108,12 +118,24 @@ def _on_group(say: Callable[[int, int, FailureGroup], str], call: GroupCall) -> 
             return Result(invalid={"group_form": form})
         d = form.cleaned_data
         group = FailureGroup(d["type"], d["state"], d["where"], d["count"], ())
+        rsmq, kept = post.place.rsmq, None
+        if undoable(group.state):
+            try:
+                where, ids = rsmq.failure_group_ids(
+                    post.qname, group.type, group.state, group.where, limit=group.count
+                )
+            except RsmqError:
+                pass  # the action itself meets it again, and answers it (audited)
+            else:
+                kept = undos.keep(post.place, post.action, where, ids=ids)
 
         def work() -> tuple[str, int | None]:
-            n = call(post.place.rsmq, post.qname, group.type, group.state, group.where, group.count)
+            extra: dict[str, Any] = {"keep": kept.token} if kept and kept.token else {}
+            n = call(rsmq, post.qname, group.type, group.state, group.where, group.count, **extra)
             return say(n, group.count, group), n
 
-        post.act(work, params={k: d[k] for k in ("type", "state", "where", "count")})
+        params = {k: d[k] for k in ("type", "state", "where", "count")}
+        post.act(work, params=params, kept=kept)
         return DONE
 
     return run
@@ -143,12 +165,15 @@ def _deleted(n: int, asked: int, g: FailureGroup) -> str:
 
 # The button's value → its handler (its role and audit name: dashboard/actions.py).
 FAILING_HANDLERS: Handlers = {
+    # a dead group's retry moves its dead letters away (a redrive); a retry group's stays
     "retry_group": _on_group(
         _retried,
-        lambda r, q, t, state, where, n: r.retry_failure_group(q, t, state, where, limit=n),
+        lambda r, q, t, state, where, n, **k: r.retry_failure_group(q, t, state, where, n, **k),
+        lambda state: state == "dead",
     ),
     "delete_group": _on_group(
         _deleted,
-        lambda r, q, t, state, where, n: r.delete_failure_group(q, t, state, where, limit=n),
+        lambda r, q, t, state, where, n, **k: r.delete_failure_group(q, t, state, where, n, **k),
+        lambda state: True,
     ),
 }

@@ -166,6 +166,7 @@ class Failures(Stats[R]):
         state: str,
         where: str | None = None,
         limit: int | None = None,
+        keep: str | None = None,
     ) -> Op[int]:
         """Retry one failure group of ``failure_groups(qname)`` now: a ``retry`` group's
         messages become visible at once where they are (rc and fr kept, as ``requeue``);
@@ -173,7 +174,9 @@ class Failures(Stats[R]):
         over (as ``redrive``: rc and fr dropped; one in flight or delayed stays). At most
         ``limit`` messages (the oldest ids first: what a confirmation counted); ``where``:
         the queue the group is in, when groups of that type and state are in two. Bounded
-        steps of CHUNK. Returns how many were retried."""
+        steps of CHUNK. Returns how many were retried. ``keep``: an undo token
+        (``open_undo`` on ``where``) that keeps what a ``dead`` group's retry moves (a
+        ``retry`` group's stays where it is: nothing to undo)."""
         where, ids = yield from self._group_ids(qname, type, state, where, limit)
         done = 0
         if state == "retry":
@@ -181,7 +184,7 @@ class Failures(Stats[R]):
             for k in range(0, len(ids), CHUNK):
                 done += yield Call(S.REQUEUE, keys, ids[k : k + CHUNK], where)
             return done
-        with_failures = self._with_failures(where)
+        with_failures = (*self._with_failures(where), *self._kept(keep))
         while ids:  # a call stops early past MOVE_BYTES of bodies: the rest again
             chunk = ids[:CHUNK]
             moved, looked, _ = yield Call(
@@ -199,16 +202,32 @@ class Failures(Stats[R]):
         state: str,
         where: str | None = None,
         limit: int | None = None,
+        keep: str | None = None,
     ) -> Op[int]:
         """Delete the messages of one failure group of ``failure_groups(qname)`` (at most
         ``limit``, the oldest ids first; ``where`` as for ``retry_failure_group``), in
-        bounded steps of CHUNK. Returns how many were deleted."""
+        bounded steps of CHUNK. Returns how many were deleted. ``keep``: an undo token
+        (``open_undo`` on ``where``) that keeps what is deleted."""
         where, ids = yield from self._group_ids(qname, type, state, where, limit)
-        keys = self._with_failures(where)
+        keys = (*self._with_failures(where), *self._kept(keep))
         deleted = 0
         for k in range(0, len(ids), CHUNK):
             deleted += yield Call(S.DELETE, keys, ids[k : k + CHUNK], where)
         return deleted
+
+    @operation
+    def failure_group_ids(
+        self,
+        qname: str,
+        type: str,
+        state: str,
+        where: str | None = None,
+        limit: int | None = None,
+    ) -> Op[tuple[str, list[str]]]:
+        """The queue one failure group's messages are in and their ids (the oldest
+        first, at most ``limit``): what ``retry_failure_group`` / ``delete_failure_group``
+        would act on, read first to keep it for an Undo (``open_undo_within``)."""
+        return (yield from self._group_ids(qname, type, state, where, limit))
 
     def _group_ids(
         self, qname: str, type: str, state: str, where: str | None, limit: int | None

@@ -1,4 +1,5 @@
--- KEYS: the zset, hash and failure key of the queue the messages are in
+-- KEYS: the zset, hash and failure key of the queue the messages are in[, undo stash:
+--       zset, hash, record (queues/ops/undo.py): what goes is kept for its Undo]
 -- ARGV: key prefix ("{ns}:"), the failure key's suffix, ids...
 -- Redrive of chosen dead letters (one failure group): each of the ids still in the
 -- queue and visible goes back to the queue it was dead-lettered from (x:src:{id}), as
@@ -9,6 +10,10 @@
 -- ids looked at, 1 if it stopped early (else 0)}.
 if queue_missing(KEYS[2]) then
   return not_found()
+end
+local keep, refused = stash_open(4)
+if refused then
+  return refused
 end
 local _, ms = now()
 local moved, looked, bytes = 0, 0, 0
@@ -23,13 +28,16 @@ for i = 3, #ARGV do
     local size = redis.call("HSTRLEN", KEYS[2], id)
     if max and (max == -1 or size <= max) then
       if moved > 0 and bytes + size > MOVE_BYTES then
+        stash_close(keep)
         return {moved, looked, 1}
       end
       bytes = bytes + size
+      stash_put(keep, KEYS[1], KEYS[2], id, src, true)
       transfer(KEYS[1], KEYS[2], dz, dq, id, int(ms), false, nil, KEYS[3], dz .. ARGV[2])
       moved = moved + 1
     end
   end
   looked = looked + 1
 end
+stash_close(keep)
 return {moved, looked, 0}

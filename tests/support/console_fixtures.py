@@ -25,6 +25,9 @@ from dashboard.models import AuditEntry
 from queues import RedisSMQ
 
 FLASH_RE = re.compile(r'<p class="flash ([a-z ]*)">(.*?)</p>', re.S)
+UNDO_FORM = re.compile(
+    r'<form class="undo"[^>]*action="([^"]+)".*?name="undo-token" value="([0-9a-f]{32})"', re.S
+)
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,12 @@ class Console:
             html.unescape(re.sub(r"<[^>]*>", "", t))
             for _, t in FLASH_RE.findall(response.content.decode())
         ]
+
+    @staticmethod
+    def undo_button(response: HttpResponse) -> tuple[str, str]:
+        """The answer's one Undo: (where it posts, its token)."""
+        (found,) = UNDO_FORM.findall(response.content.decode())
+        return found
 
     @staticmethod
     def audit() -> AuditEntry:

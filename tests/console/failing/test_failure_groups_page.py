@@ -11,10 +11,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 from django.test import Client
 from workers.harness import WorkerProcess, wait_for
 
-from dashboard.models import AuditEntry
+from dashboard.models import AuditEntry, UndoEntry
 from queues import RedisSMQ
 
 pytestmark = pytest.mark.django_db
@@ -307,3 +308,73 @@ def test_a_failure_moved_into_a_dead_letter_queue_is_not_called_retrying(
     assert set(groups_of(page.content.decode())) == {
         ("dead", FAILED, "dlq"), ("retry", "KeyError", "dlq"),
     }  # fmt: skip
+
+
+# -- undo ------------------------------------------------------------------------------------
+
+
+def raw(r: redis.Redis, ns: str, qname: str) -> tuple[dict[str, str], list[tuple[str, float]]]:
+    return r.hgetall(f"{ns}:{qname}:Q"), r.zrange(f"{ns}:{qname}", 0, -1, withscores=True)
+
+
+def undo(console, admin: Client, response) -> list[str]:
+    """Press the answer's Undo (at the queue the messages were taken from); its answer."""
+    action, token = console.undo_button(response)
+    assert action == console.act("dlq")
+    data = {"action": "undo", "undo-token": token, "undo-confirm": "yes"}
+    return console.flashes(admin.post(action, data, follow=True))
+
+
+def test_a_group_delete_offers_an_undo_that_puts_back_every_byte(
+    console, failed_by_a_worker, admin: Client, r: redis.Redis, ns: str
+) -> None:
+    before = raw(r, ns, "dlq")
+    page = admin.get(console.queue("payments", "failing/")).content.decode()
+    assert "Deletes these 3 messages from dlq; an Undo is offered for 24 h." in page
+
+    response = admin.post(
+        console.queue("payments", "failing/act/"), group_post("delete_group"), follow=True
+    )
+
+    assert console.flashes(response) == [f"Deleted 3 messages ({FAILED}) from dlq."]
+    assert r.zcard(f"{ns}:dlq") == 0
+    assert undo(console, admin, response)[-1] == (
+        "Undid the delete of a failure group from dlq: put back 3 messages."
+    )
+    assert raw(r, ns, "dlq") == before
+    row = AuditEntry.objects.get(action="undo")
+    assert (row.outcome, row.queue, row.count, row.params["undid"]) == (
+        "ok", "dlq", 3, "delete_group"
+    )  # fmt: skip
+
+
+def test_a_dead_groups_retry_offers_an_undo_that_takes_them_back_from_home(
+    console, failed_by_a_worker, admin: Client, r: redis.Redis, ns: str
+) -> None:
+    before = raw(r, ns, "dlq"), raw(r, ns, "payments")
+
+    response = admin.post(
+        console.queue("payments", "failing/act/"), group_post("retry_group"), follow=True
+    )
+
+    assert r.zcard(f"{ns}:payments") == 3 and r.zcard(f"{ns}:dlq") == 0
+    assert undo(console, admin, response)[-1] == (
+        "Undid the retry of dead letters from dlq: put back 3 messages."
+    )
+    assert (raw(r, ns, "dlq"), raw(r, ns, "payments")) == before
+
+
+def test_past_the_undo_bound_a_groups_confirmation_says_it_cannot_be_undone(
+    console, failed_by_a_worker, admin: Client, settings
+) -> None:
+    settings.RSMQ_UNDO_MAX_MB = 0
+
+    page = admin.get(console.queue("payments", "failing/")).content.decode()
+    response = admin.post(
+        console.queue("payments", "failing/act/"), group_post("delete_group"), follow=True
+    )
+
+    assert "Deletes these 3 messages from dlq; this cannot be undone." in page
+    assert "one in flight or delayed stays; this cannot be undone." in page
+    assert 'class="undo"' not in response.content.decode()
+    assert not UndoEntry.objects.exists()

@@ -7,7 +7,6 @@ Restores are compared in raw Redis."""
 from __future__ import annotations
 
 import datetime as dt
-import re
 
 import pytest
 import redis
@@ -20,19 +19,9 @@ from queues import RedisSMQ
 
 pytestmark = pytest.mark.django_db
 
-UNDO_FORM = re.compile(
-    r'<form class="undo"[^>]*action="([^"]+)".*?name="undo-token" value="([0-9a-f]{32})"', re.S
-)
-
 
 def raw(r: redis.Redis, ns: str, qname: str) -> tuple[dict[str, str], list[tuple[str, float]]]:
     return r.hgetall(f"{ns}:{qname}:Q"), r.zrange(f"{ns}:{qname}", 0, -1, withscores=True)
-
-
-def undo_button(response) -> tuple[str, str]:
-    """(where the answer's Undo posts, its token)."""
-    (found,) = UNDO_FORM.findall(response.content.decode())
-    return found
 
 
 def test_purge_then_undo_from_its_answer(
@@ -41,7 +30,7 @@ def test_purge_then_undo_from_its_answer(
     before = raw(r, ns, "q1")
     response = admin.post(console.act(), {"action": "purge", "purge-confirm": "q1"}, follow=True)
     assert console.flashes(response) == ["Purged 3 messages from q1."]
-    action, token = undo_button(response)
+    action, token = console.undo_button(response)
     assert action == console.act("q1")
     e = UndoEntry.objects.get()
     purge_row = AuditEntry.objects.get(action="purge")
@@ -77,7 +66,7 @@ def test_the_htmx_answer_carries_the_undo_and_the_undo_goes_to_the_queue(
     response = admin.post(console.act(), {"action": "delete", "ids": q1[:2]}, **console.htmx())
     assert response.status_code == 200
     assert console.flashes(response) == ["Deleted 2 messages."]
-    action, token = undo_button(response)
+    action, token = console.undo_button(response)
     assert 'data-confirm="Undo: put back what this removed from q1?"' in response.content.decode()
 
     response = admin.post(
@@ -134,7 +123,7 @@ def test_the_audit_page_offers_the_undo_while_it_lives(
     token = UndoEntry.objects.get().token
 
     page = admin.get("/audit/").content.decode()
-    action, found = undo_button(type("R", (), {"content": page.encode()})())
+    action, found = console.undo_button(type("R", (), {"content": page.encode()})())
     assert found == token and action == console.act("q1")
     assert "undo-token" not in operator.get("/audit/").content.decode()  # an admin's
 
@@ -189,7 +178,7 @@ def test_delete_queue_then_undo_from_the_overview(
         console.act(), {"action": "delete_queue", "delete-confirm": "q1"}, follow=True
     )
     assert console.flashes(response) == ["Deleted queue q1 and its 3 messages."]
-    action, token = undo_button(response)
+    action, token = console.undo_button(response)
     assert "q1" not in rsmq.list_queues()
 
     response = admin.post(
@@ -214,7 +203,7 @@ def test_redrive_and_a_message_pages_delete_are_undone(
     before = raw(r, ns, "dead"), raw(r, ns, "work")
     redrive = {"action": "redrive", "confirm": "dead"}
     response = admin.post(console.act("dead"), redrive, follow=True)
-    _, token = undo_button(response)
+    _, token = console.undo_button(response)
     admin.post(
         console.act("dead"),
         {"action": "undo", "undo-token": token, "undo-confirm": "yes"},
@@ -224,7 +213,7 @@ def test_redrive_and_a_message_pages_delete_are_undone(
 
     response = admin.post(console.message_act(mid, "dead"), {"action": "delete"}, follow=True)
     assert console.flashes(response)[-1] == f"Deleted message {mid}."
-    _, token = undo_button(response)
+    _, token = console.undo_button(response)
     admin.post(console.act("dead"), {"action": "undo", "undo-token": token, "undo-confirm": "yes"})
     assert raw(r, ns, "dead") == before[0]
 
