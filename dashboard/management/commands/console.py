@@ -13,6 +13,7 @@ server, the worker, beat, then Redis, in that order, terminal or not.
 
 from __future__ import annotations
 
+import argparse
 import fcntl
 import json
 import os
@@ -148,12 +149,16 @@ class Command(BaseCommand):
             "--no-celery", action="store_true", help="no Celery worker and beat: no snapshots"
         )
         parser.add_argument(
-            "--redis-port", type=int, default=EMBEDDED_PORT, help="the embedded Redis's port"
-        )
-        parser.add_argument("--workers", type=int, default=4, help="web server processes")
+            "--redis-port", type=between(1, 65535), default=EMBEDDED_PORT,
+            help="the embedded Redis's port",
+        )  # fmt: skip
         parser.add_argument(
-            "--threads", type=int, default=2, help="threads running Django in each web process"
+            "--workers", type=between(1, 64), default=4, help="web server processes"
         )
+        parser.add_argument(
+            "--threads", type=between(1, 64), default=2,
+            help="threads running Django in each web process",
+        )  # fmt: skip
 
     def handle(self, *args: Any, **options: Any) -> None:
         self.stopping = False
@@ -343,6 +348,24 @@ class Command(BaseCommand):
             embedded.stop()
         if self.url_file:
             self.url_file.unlink(missing_ok=True)
+
+
+def between(low: int, high: int) -> Callable[[str], int]:
+    """An option's type: a whole number from ``low`` to ``high`` (else argparse's one-line
+    error, naming the option and the range; never a traceback)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"must be a whole number from {low} to {high}, not {text!r}"
+            )
+        return value
+
+    return parse
 
 
 def fail(reason: str) -> None:

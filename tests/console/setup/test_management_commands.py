@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import authenticate
@@ -11,6 +14,8 @@ from django.core.management import call_command
 from queues import RedisSMQ
 
 pytestmark = pytest.mark.django_db
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
@@ -55,3 +60,27 @@ def test_demo_is_idempotent(console_redis, rsmq: RedisSMQ) -> None:
     before = rsmq.get_queue_attributes("emails").totalsent
     call_command("demo")
     assert rsmq.get_queue_attributes("emails").totalsent == before
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "error"),
+    [
+        ("--threads", "0", "argument --threads: must be a whole number from 1 to 64, not '0'"),
+        ("--workers", "x", "argument --workers: must be a whole number from 1 to 64, not 'x'"),
+        (
+            "--redis-port", "70000",
+            "argument --redis-port: must be a whole number from 1 to 65535, not '70000'",
+        ),
+    ],
+)  # fmt: skip
+def test_console_refuses_a_bad_number_in_one_line_naming_the_option_and_range(
+    option: str, value: str, error: str
+) -> None:
+    """./run's options (it hands them to manage.py console): checked before anything starts."""
+    done = subprocess.run(
+        [sys.executable, "manage.py", "console", option, value],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == f"manage.py console: error: {error}"
