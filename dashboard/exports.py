@@ -18,9 +18,11 @@ import io
 import json
 import logging
 import re
+import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from django.conf import settings
 from django.http import StreamingHttpResponse
 
 from queues import InvalidArgument, RedisSMQ, transfer
@@ -75,9 +77,65 @@ def filename(qname: str, flt: MessageFilter) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", "-".join(words))[:120] + ".jsonl"
 
 
+class Busy(Exception):
+    """Every export this web process allows is running: try again when one ends."""
+
+    retry_after = 30
+
+    def __init__(self) -> None:
+        n = slots()
+        super().__init__(
+            f"{n} export{'s are' if n != 1 else ' is'} already running in this web process"
+            f" (at most {n} at a time, so that its pages keep a thread); try again when"
+            f" {'one ends' if n != 1 else 'it ends'}, or use `rsmq message export`"
+        )
+
+
+def slots() -> int:
+    """How many exports one web process streams at once: all of its threads but one
+    (a streamed export holds its thread to the end: ~20 s for 1,000,000 messages), at
+    least one."""
+    return max(1, int(settings.RSMQ_WEB_THREADS) - 1)
+
+
+_running = 0
+_running_lock = threading.Lock()
+
+
+class Held:
+    """An export's pieces while it holds one of the process's export slots: the slot is
+    given back when the response is closed (its end, the client gone) or dropped."""
+
+    def __init__(self, pieces: Iterator[bytes]) -> None:
+        global _running
+        with _running_lock:
+            if _running >= slots():
+                raise Busy()
+            _running += 1
+        self.pieces, self.held = pieces, True
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self.pieces
+
+    def close(self) -> None:
+        global _running
+        if self.held:
+            self.held = False
+            with _running_lock:
+                _running -= 1
+        close = getattr(self.pieces, "close", None)
+        if close:
+            close()
+
+    def __del__(self) -> None:
+        if getattr(self, "held", False):
+            self.close()
+
+
 def export_response(rsmq: RedisSMQ, qname: str, flt: MessageFilter) -> StreamingHttpResponse:
-    """The export as a streamed download (no length: it is not known before the end)."""
-    response = StreamingHttpResponse(export_pieces(rsmq, qname, flt), content_type=JSONL)
+    """The export as a streamed download (no length: it is not known before the end).
+    Busy when the process streams ``slots()`` exports already."""
+    response = StreamingHttpResponse(Held(export_pieces(rsmq, qname, flt)), content_type=JSONL)
     response["Content-Disposition"] = f'attachment; filename="{filename(qname, flt)}"'
     response["Cache-Control"] = "no-store"
     return response

@@ -33,7 +33,7 @@ from queues import validation as v
 from queues.errors import ApiRefused
 from queues.ops import ApiRate
 
-from .. import audit, audit_drain, tokens
+from .. import audit, audit_drain, exports, tokens
 from .. import place as places
 from .. import undo as undos
 from ..access import Role, read_only
@@ -456,6 +456,12 @@ def on_rate_limited(request: HttpRequest, exc: tokens.RateLimited) -> HttpRespon
     return response
 
 
+def on_busy(request: HttpRequest, exc: exports.Busy) -> HttpResponse:
+    response = error(503, str(exc))
+    response["Retry-After"] = str(exc.retry_after)
+    return response
+
+
 def on_schema_error(request: HttpRequest, exc: SchemaError) -> HttpResponse:
     """A body or query of the wrong shape: the field, and what it may be."""
     texts = []
@@ -504,6 +510,7 @@ HANDLERS: list[tuple[type[Exception], Callable[[HttpRequest, Any], HttpResponse]
     (AuthenticationError, on_unauthenticated),
     (tokens.Unauthenticated, on_unauthenticated),
     (tokens.RateLimited, on_rate_limited),
+    (exports.Busy, on_busy),
     (SchemaError, on_schema_error),
     (HttpError, on_http_error),
     (BadInput, on_bad_input),

@@ -32,6 +32,12 @@ def export(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> HttpResp
                      detail=f"{e.field}: {e}")  # fmt: skip
         return HttpResponse(f"{e.field}: {e}\n", status=400, content_type="text/plain")
     place.rsmq.get_queue_attributes(qname)  # QueueNotFound: the middleware answers 404
+    try:
+        response = exports.export_response(place.rsmq, qname, flt)
+    except exports.Busy as e:
+        answer = HttpResponse(f"{e}.\n", status=503, content_type="text/plain; charset=utf-8")
+        answer["Retry-After"] = str(e.retry_after)
+        return answer
     audit.record(request, place, EXPORT.audit_name, AuditEntry.Outcome.OK, qname,
                  params=flt.query(), detail=f"exporting {flt.describe()}")  # fmt: skip
-    return exports.export_response(place.rsmq, qname, flt)
+    return response

@@ -135,3 +135,20 @@ def test_a_body_over_the_servers_limit_is_refused(q1: list[str], rsmq: RedisSMQ)
     assert answer.status_code == 413, answer.content[:300]
     assert "rsmq message import" in answer.json()["error"]
     assert rsmq.browse("q2").items == []
+
+
+# A response's close() ends its request as served (the connection closed): a real transaction.
+@pytest.mark.django_db(transaction=True)
+def test_an_export_past_the_process_slots_is_a_503_with_retry_after(q1, settings) -> None:
+    settings.RSMQ_WEB_THREADS = 2
+    api = client("viewer")
+    first = api.get("/api/queues/q1/export/")
+
+    second = api.get("/api/queues/q1/export/")
+
+    assert second.status_code == 503 and second["Retry-After"] == "30"
+    assert second.json()["error"].startswith("1 export is already running in this web process")
+    first.close()
+    third = api.get("/api/queues/q1/export/")
+    assert third.status_code == 200
+    third.close()

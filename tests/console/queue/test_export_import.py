@@ -199,3 +199,33 @@ def test_a_request_over_the_servers_body_limit_is_refused_by_its_length(
     assert response.status_code == 422
     assert "rsmq message import" in response.content.decode()
     assert rsmq.browse("q2").items == []
+
+
+# A response's close() ends its request as served (the connection closed): a real transaction.
+@pytest.mark.django_db(transaction=True)
+def test_exports_leave_a_thread_for_pages_and_say_when_to_come_back(
+    console, q1, viewer: Client, settings
+) -> None:
+    """A streamed export holds its thread to the end: with 2 threads a process streams
+    one at a time, and a second is a 503 with Retry-After, audited as nothing exported;
+    the slot is free again once the first is closed (its end, or its client gone)."""
+    settings.RSMQ_WEB_THREADS = 2
+    first = viewer.get(export_url(console))
+    assert first.status_code == 200
+
+    second = viewer.get(export_url(console))
+
+    assert second.status_code == 503 and second["Retry-After"] == "30"
+    assert second.content.decode() == (
+        "1 export is already running in this web process (at most 1 at a time, so that its"
+        " pages keep a thread); try again when it ends, or use `rsmq message export`.\n"
+    )
+    assert AuditEntry.objects.count() == 1  # the first only
+    first.close()  # the client went away before the end
+    assert len(lines(viewer.get(export_url(console)))) == 6
+    settings.RSMQ_WEB_THREADS = 4
+    held = [viewer.get(export_url(console)) for _ in range(3)]
+    assert [r.status_code for r in held] == [200, 200, 200]
+    assert viewer.get(export_url(console)).status_code == 503
+    for r in held:
+        r.close()
