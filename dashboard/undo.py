@@ -69,7 +69,11 @@ def fits(place: Place, qname: str, stats: QueueStats | None = None) -> bool:
 
 
 def keep(
-    place: Place, action: str, qname: str, ids: Iterable[str] | None = None, to: str | None = None
+    place: Place,
+    action: str,
+    qname: str,
+    ids: Iterable[str | bytes] | None = None,
+    to: str | None = None,
 ) -> Keep:
     """A stash for the action, if it fits the bound (else none, and why)."""
     if max_bytes() <= 0:

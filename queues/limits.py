@@ -141,3 +141,7 @@ UNDO_CHUNK = 250
 #: moved (and stashed for an undo): 1,000 a call held Redis 110 ms (bench/jobs.py's peer,
 #: a whole 1,000,000-message move, quiet machine); 250 keeps a call near 25 ms
 MOVE_CHUNK = 250
+
+#: the longest zset member a message page reads by its bytes (``message_and_failures``):
+#: another client's id, not an RSMQ one (go-rsmq's are 22 characters); in a URL as hex
+MEMBER_MAX = 1024

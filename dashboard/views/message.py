@@ -16,6 +16,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_POST, require_safe
 
 from queues import validation as v
+from queues.limits import MEMBER_MAX
 from queues.models import Failure, MessageInfo
 
 from .. import place as places
@@ -26,7 +27,7 @@ from ..forms import MoveForm, ResendForm, VisibilityForm
 from ..htmx import HtmxHttpRequest
 from ..place import Place, place_for
 from ..templatetags.console import pretty_body
-from .actions import DONE, Handlers, Posted, Result, posted, respond
+from .actions import DONE, Handlers, Posted, Result, member, posted, respond
 from .common import context, go, template
 from .queue import move_targets
 
@@ -46,9 +47,12 @@ def message_action(
     request: HtmxHttpRequest, conn: str, ns: str, qname: str, msg_id: str
 ) -> HttpResponse:
     v.qname(qname)  # a URL naming no queue or message: the middleware answers 404
-    if not v.ID_RE.fullmatch(msg_id):
+    if not v.ID_RE.fullmatch(msg_id) and member(msg_id) is None:
         raise Http404("Not a message id.")
     post, handler = posted(request, MESSAGE_ACTIONS, MESSAGE_HANDLERS, conn, ns, qname, msg_id)
+    if member(msg_id) is not None and handler is not _delete:
+        # another client's id: Node rsmq's calls refuse it; it can be read and deleted
+        handler = _foreign
 
     def page(status: int, result: Result) -> HttpResponse:
         return render_message(
@@ -74,7 +78,7 @@ def render_message(
     """The page. After an action, a message gone meanwhile sends the operator to its queue
     rather than to a 404; ``shown``: the message as the action already read it."""
     msg = shown
-    if msg is None:
+    if msg is None or member(msg_id) is not None:
         msg, failures = _with_failures(place, qname, msg_id)
         if msg is None and after_action:
             return go(request, place.url("rsmq-queue", qname))
@@ -105,8 +109,12 @@ def _with_failures(
     place: Place, qname: str, msg_id: str
 ) -> tuple[MessageInfo | None, list[Failure]]:
     """The message and why it failed (if a worker recorded it), in one round trip; a URL
-    naming no queue or id: a 404."""
+    naming no queue or id: a 404. ``msg_id``: an RSMQ id, or ``member:`` and the hex of a
+    zset member another client wrote under an id no RSMQ client would (as listed)."""
     v.qname(qname)
+    raw = member(msg_id)
+    if raw is not None and 0 < len(raw) <= MEMBER_MAX:
+        return place.rsmq.message_and_failures(qname, raw)
     if not v.ID_RE.fullmatch(msg_id):
         raise Http404("Not a message id.")
     return place.rsmq.message_and_failures(qname, msg_id)
@@ -157,14 +165,28 @@ def _visibility(post: Posted) -> Result:
 
 
 def _delete(post: Posted) -> Result:
-    kept = undos.keep(post.place, "delete", post.qname, ids=[post.msg_id])
+    raw = member(post.msg_id)  # another client's id: deleted by its exact member
+    kept = undos.keep(post.place, "delete", post.qname, ids=[raw or post.msg_id])
 
     def work() -> tuple[str, int | None]:
-        ok = post.place.rsmq.delete_message(post.qname, post.msg_id, keep=kept.token)
-        return (f"Deleted message {post.msg_id}." if ok else _gone(post)), int(ok)
+        rsmq = post.place.rsmq
+        if raw is not None:
+            ok = rsmq.delete_members(post.qname, [raw], keep=kept.token) == 1
+            shown = raw.decode("utf-8", "backslashreplace")
+        else:
+            ok = rsmq.delete_message(post.qname, post.msg_id, keep=kept.token)
+            shown = post.msg_id
+        return (f"Deleted message {shown}." if ok else _gone(post)), int(ok)
 
     post.act(work, ids=[post.msg_id], kept=kept)
     return Result(go=post.place.url("rsmq-queue", post.qname))
+
+
+def _foreign(post: Posted) -> Result:
+    return post.refuse(
+        "id: this message's id is no RSMQ id (another client wrote it): it can be read"
+        " and deleted here, not requeued, changed, moved or re-sent."
+    )
 
 
 def _move(post: Posted) -> Result:

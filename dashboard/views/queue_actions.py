@@ -90,7 +90,7 @@ def _on_selection(
         kept = None
         if undoable:
             wanted = [member(i) or i for i in ids]
-            kept = undos.keep(post.place, undoable, post.qname, ids=wanted)  # type: ignore[arg-type]
+            kept = undos.keep(post.place, undoable, post.qname, ids=wanted)
 
         def work() -> tuple[str, int | None]:
             extra: dict[str, Any] = {"keep": kept.token} if kept else {}

@@ -27,6 +27,7 @@ from ..limits import (
     FAILURE_TTL,
     FAILURE_TYPE_MAX,
     FAILURES_SUFFIX,
+    MEMBER_MAX,
 )
 from ..models import (
     Failure,
@@ -121,11 +122,18 @@ class Failures(Stats[R]):
 
     @operation
     def message_and_failures(
-        self, qname: str, id: str
+        self, qname: str, id: str | bytes
     ) -> Op[tuple[MessageInfo | None, list[Failure]]]:
-        """``get_message`` and ``failures`` in one round trip (the console's message page)."""
+        """``get_message`` and ``failures`` in one round trip (the console's message page).
+        ``id``: an RSMQ id, or a message's exact zset member as bytes, RSMQ id or not
+        (``MessageInfo.member``, as browsing lists it: how a message another client wrote
+        under an id no RSMQ client would, such as go-rsmq's 22 characters, is read)."""
         keys = self._queue_keys(qname)
-        v.message_id(id)
+        if isinstance(id, bytes):
+            if not 0 < len(id) <= MEMBER_MAX:
+                raise InvalidArgument("id", f"a member is 1 to {MEMBER_MAX} bytes")
+        else:
+            v.message_id(id)
         r, raw = yield Batch(
             [
                 Call(S.GET_MESSAGE, keys, (id,), qname),

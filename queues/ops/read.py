@@ -414,7 +414,7 @@ class Read(Base[R]):
         return (yield from self._whole(keys[1], id, r))
 
     @staticmethod
-    def _whole(qkey: str, id: str, r: list[Any]) -> Op[MessageInfo]:
+    def _whole(qkey: str, id: str | bytes, r: list[Any]) -> Op[MessageInfo]:
         """get_message.lua's reply as a MessageInfo, its body read with one HGET when the
         script left it unread (longer than it reads)."""
         row = [id, *r[1:]]

@@ -145,3 +145,44 @@ def test_the_overview_links_a_left_over_hash(
     body = admin.get(console.overview("?leftovers=1")).content.decode()
     assert "Left-over queue hash" in body
     assert f'href="{console.queue("go")}?leftovers=1#leftovers"' in body
+
+
+MESSAGE_LINK = re.compile(r'<a href="([^"]*/q/go/m/member:([0-9a-f]+)/)">([^<]+)</a>')
+
+
+def test_its_messages_open_from_the_list_read_only_but_deletable(
+    console, go: GoRsmq, operator: Client, raw: redis.Redis, ns: str
+) -> None:
+    """go-rsmq's 22-character ids are no RSMQ ids: the list links each to its page (the
+    member's hex in the URL), which shows its body and counts and offers Delete only."""
+    links = MESSAGE_LINK.findall(operator.get(console.queue("go")).content.decode())
+    assert sorted(shown for _, _, shown in links) == sorted(go.ids)  # type: ignore[attr-defined]
+    url, hexed, mid = next(link for link in links if link[2] == go.ids[1])  # type: ignore[attr-defined]
+    assert bytes.fromhex(hexed).decode() == mid
+
+    page = operator.get(url)
+
+    assert page.status_code == 200
+    shown = text(page)
+    assert "job 1" in shown and mid in shown and "unknown" in shown
+    assert "it can be read and deleted here, not requeued" in shown
+    body = page.content.decode()
+    assert 'value="delete"' in body
+    assert not re.search(r'value="(requeue|visibility|move|resend)"', body)
+
+    refused = operator.post(url + "act/", {"action": "requeue"}, follow=True)
+    assert "id: this message's id is no RSMQ id" in " ".join(console.flashes(refused))
+    assert raw.zscore(f"{ns}:go", mid) is not None
+    done = operator.post(url + "act/", {"action": "delete"}, follow=True)
+
+    assert console.flashes(done)[-1] == f"Deleted message {mid}."
+    assert raw.zscore(f"{ns}:go", mid) is None and not raw.hexists(f"{ns}:go:Q", mid)
+    assert operator.get(url).status_code == 404
+    rows = AuditEntry.objects.order_by("id")
+    assert [(r.action, r.outcome) for r in rows] == [("requeue", "invalid"), ("delete", "ok")]
+
+
+def test_a_member_url_past_the_bound_or_not_hex_is_a_404(console, go: GoRsmq, viewer) -> None:
+    assert viewer.get(console.queue("go", "m/member:zz/")).status_code == 404
+    assert viewer.get(console.queue("go", "m/member:" + "ab" * 1025 + "/")).status_code == 404
+    assert viewer.get(console.queue("go", "m/member:" + b"nope".hex() + "/")).status_code == 404
