@@ -151,7 +151,7 @@ MESSAGE_LINK = re.compile(r'<a href="([^"]*/q/go/m/member:([0-9a-f]+)/)">([^<]+)
 
 
 def test_its_messages_open_from_the_list_read_only_but_deletable(
-    console, go: GoRsmq, operator: Client, raw: redis.Redis, ns: str
+    console, go: GoRsmq, operator: Client, admin: Client, raw: redis.Redis, ns: str
 ) -> None:
     """go-rsmq's 22-character ids are no RSMQ ids: the list links each to its page (the
     member's hex in the URL), which shows its body and counts and offers Delete only."""
@@ -180,6 +180,13 @@ def test_its_messages_open_from_the_list_read_only_but_deletable(
     assert operator.get(url).status_code == 404
     rows = AuditEntry.objects.order_by("id")
     assert [(r.action, r.outcome) for r in rows] == [("requeue", "invalid"), ("delete", "ok")]
+    # its Undo (an admin's) puts it back under the same member
+    action, token = console.undo_button(done)
+    data = {"action": "undo", "undo-token": token, "undo-confirm": "yes"}
+    assert console.flashes(admin.post(action, data, follow=True))[-1] == (
+        "Undid the delete of go: put back 1 message."
+    )
+    assert "job 1" in text(operator.get(url))
 
 
 def test_a_member_url_past_the_bound_or_not_hex_is_a_404(console, go: GoRsmq, viewer) -> None:
