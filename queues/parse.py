@@ -114,6 +114,10 @@ def _cut_bytes(body: bytes, n: int) -> bytes:
     return body[:n]
 
 
+#: the note of a message whose id no RSMQ client writes (another port's, or hostile)
+FOREIGN_ID = "not an RSMQ message id"
+
+
 def _info(f: list[Any], now: int) -> MessageInfo:
     mid = _text(f[0])
     notes = []
@@ -122,7 +126,7 @@ def _info(f: list[Any], now: int) -> MessageInfo:
         f = [*f[:3], b"", *f[4:]]
     member = None
     if not v.ID_RE.fullmatch(mid):
-        notes.append("not an RSMQ message id")
+        notes.append(FOREIGN_ID)
         member = f[0] if isinstance(f[0], bytes) else f[0].encode()
     sent = _sent(mid)
     score = _score(f[1])

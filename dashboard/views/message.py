@@ -18,6 +18,7 @@ from django.views.decorators.http import require_POST, require_safe
 from queues import validation as v
 from queues.limits import MEMBER_MAX
 from queues.models import Failure, MessageInfo
+from queues.parse import FOREIGN_ID
 
 from .. import place as places
 from .. import undo as undos
@@ -96,6 +97,8 @@ def render_message(
         place,
         qname=qname,
         msg=msg,
+        # what of it can't be read (the Actions say what an id no RSMQ id means)
+        unreadable="; ".join(n for n in (msg.note or "").split("; ") if n and n != FOREIGN_ID),
         failures=failures,
         now=msg.read_at,
         **forms_,

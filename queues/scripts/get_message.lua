@@ -10,9 +10,17 @@ if not score then
 end
 local _, ms = now()
 local f = redis.call("HMGET", KEYS[2], ARGV[1] .. ":rc", ARGV[1] .. ":fr")
-local size = redis.call("HSTRLEN", KEYS[2], ARGV[1])
+-- a member another client named like one of the queue's own fields (vt, x:...): that
+-- field is the queue's, not its body
+local own = string.sub(ARGV[1], 1, 2) == "x:"
+for _, a in ipairs(ATTRIBUTES) do
+  own = own or a == ARGV[1]
+end
+local size = own and 0 or redis.call("HSTRLEN", KEYS[2], ARGV[1])
 local body = false
-if size <= LUA_BODY_MAX then
+if own then
+  body = ""
+elseif size <= LUA_BODY_MAX then
   body = redis.call("HGET", KEYS[2], ARGV[1]) or ""
 end
 return {ms, score, size, body, f[1] or "0", f[2] or ""}

@@ -362,3 +362,26 @@ def test_only_redis_failing_is_called_unavailable(error: Exception, status: int)
 
     assert answer is not None and answer.status == status
     assert ("Redis is unavailable" in answer.text) == (status == 503)
+
+
+@pytest.mark.parametrize("kind", ODD_IDS.values(), ids=ODD_IDS.keys())
+def test_a_listed_message_that_is_no_rsmq_one_opens_from_the_list(
+    kind: Spoil, world: World, console, operator: Client
+) -> None:
+    """Its link (the member's hex) opens its page with its body, or — past MEMBER_MAX
+    bytes — a 404; never a 500."""
+    bad = kind(world)
+    page = operator.get(console.queue(BAD)).content.decode()
+    (url,) = re.findall(r'<a href="([^"]*/m/member:[0-9a-f]*/)">', page)
+
+    response = operator.get(url)
+
+    assert response.status_code in (200, 404)
+    if response.status_code == 200:
+        assert "data-foreign-id" in response.content.decode()
+        body = re.search(r'<pre class="body-full">(.*?)</pre>', response.content.decode(), re.S)
+        raw = bytes.fromhex(url.rsplit("member:", 1)[1].rstrip("/"))
+        has_body = raw != b"vt" and world.r.hexists(f"{world.ns}:{BAD}:Q", raw)
+        # its body; a member named like a queue's own field (vt) never shows that field
+        assert body is not None and body[1] == ("odd body" if has_body else "")
+    assert bad.odd_id is not None
