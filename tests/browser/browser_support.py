@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.contrib.auth.models import Group, Permission
 
 from queues import RedisSMQ
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Dialog, Page
 
 CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,6 +23,18 @@ ROLES = {
     "admin": ["view_console", "operate_messages", "administer_queues"],
 }
 PASSWORD = "correct horse battery staple"
+
+
+def accept_dialogs(page: Page) -> list[str]:
+    """Accept every confirmation the page asks (``data-confirm``); what it asked, in order."""
+    asked: list[str] = []
+
+    def answer(d: Dialog) -> None:
+        asked.append(d.message)
+        d.accept()
+
+    page.on("dialog", answer)
+    return asked
 
 
 def role_group(role: str) -> Group:

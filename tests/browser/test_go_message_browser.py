@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from browser_support import CHROMIUM
+from browser_support import CHROMIUM, accept_dialogs
 from support.go_rsmq import GoRsmq
 
 if not CHROMIUM.exists():
@@ -19,7 +19,7 @@ if not CHROMIUM.exists():
         allow_module_level=True,
     )
 
-from playwright.sync_api import Dialog, expect  # noqa: E402  (after the skip)
+from playwright.sync_api import expect  # noqa: E402  (after the skip)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -35,13 +35,7 @@ def test_a_go_rsmq_message_opens_from_the_list_and_is_deleted_there(
     ids = [go.send_message("go", f'{{"job": {i}, "kind": "resize"}}') for i in range(3)]
     page = page_as(make_user("operator"), viewport={"width": width, "height": 900},
                    color_scheme=scheme)  # fmt: skip
-    asked: list[str] = []
-
-    def answer(d: Dialog) -> None:
-        asked.append(d.message)
-        d.accept()
-
-    page.on("dialog", answer)
+    asked = accept_dialogs(page)
     page.goto(f"{console}/q/go/")
     page.get_by_role("link", name=ids[1], exact=True).click()
 

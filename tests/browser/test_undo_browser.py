@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 import redis
-from playwright.sync_api import Dialog, expect
+from browser_support import accept_dialogs
+from playwright.sync_api import expect
 
 from dashboard.models import AuditEntry
 from queues import RedisSMQ
@@ -26,13 +27,7 @@ def test_purge_then_undo_brings_the_messages_back(
     rsmq.receive_messages("q1", 2, vt=300)
     before = raw(r, ns, "q1")
     page = page_as(make_user("admin"), viewport={"width": 1280, "height": 720})
-    asked: list[str] = []
-
-    def answer(d: Dialog) -> None:
-        asked.append(d.message)
-        d.accept()
-
-    page.on("dialog", answer)
+    asked = accept_dialogs(page)
     page.goto(f"{console}/q/q1/")
     expect(page.locator(".danger-zone [data-undo-note]").first).to_have_text(
         "An Undo is offered for 24 h."
