@@ -17,19 +17,22 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
 
-from pipeline import jobs, results
-from pipeline.anomalies import Rules
+from pipeline import results
 from pipeline.spark import java_problem, running
 from queues.locks import Busy
 
 from . import locks
 from .connections import connections
 from .models import AnomalyFlag, CensusResult, Rollup
+
+if TYPE_CHECKING:  # PySpark: the [pipeline] extra, imported where a job runs
+    from pipeline import jobs
+    from pipeline.anomalies import Rules
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +49,26 @@ def lock_name(job: str) -> str:
     return f"pipeline-{job}"
 
 
+#: what a run says where PySpark is not installed (a console installed without [pipeline])
+NO_PYSPARK = (
+    "the pipeline is not installed here: no PySpark (pip install 'rsmq-console[pipeline]'),"
+    " and Java 17+"
+)
+
+
+def spark_problem() -> str | None:
+    """Why the pipeline can't run in this process (no PySpark, no Java 17+); None: fine."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        return NO_PYSPARK
+    return java_problem()
+
+
 @contextmanager
 def _only_run(job: str) -> Iterator[None]:
-    """Java there and no other run of ``job`` going on, or PipelineError."""
-    if problem := java_problem():
+    """PySpark and Java there and no other run of ``job`` going on, or PipelineError."""
+    if problem := spark_problem():
         raise PipelineError(problem)
     try:
         with locks.only_one(lock_name(job), LOCK_TIMEOUT):
@@ -59,6 +78,8 @@ def _only_run(job: str) -> Iterator[None]:
 
 
 def rules() -> Rules:
+    from pipeline.anomalies import Rules
+
     n = settings.RSMQ_FLAG_INTERVALS
     return Rules(
         growth_intervals=n,
@@ -75,6 +96,8 @@ def run_rollups(master: str | None = None, full: bool = False) -> dict[str, Any]
     """Roll up what is new in the lake, then load the hours and the flags."""
     out = settings.RSMQ_PIPELINE_DIR
     with _only_run("rollups"), running(master or settings.RSMQ_SPARK_MASTER) as spark:
+        from pipeline import jobs
+
         run = jobs.run_rollups(spark, settings.RSMQ_LAKE_DIR, out, rules(), full=full)
     loaded = load_rollups(out, run.days, full=full) if run.days else 0
     flags = load_flags(out) if run.days else AnomalyFlag.objects.count()
@@ -127,6 +150,8 @@ def census_targets(
     connection: str | None = None, namespace: str | None = None, queues: Sequence[str] = ()
 ) -> list[jobs.Target]:
     """The configured namespaces to count (all, or the one asked for)."""
+    from pipeline import jobs
+
     targets = [
         jobs.Target(c.name, c.url, ns, tuple(queues) or None)
         for c in connections()
@@ -149,6 +174,8 @@ def run_census(
     targets = census_targets(connection, namespace, queues)
     out = settings.RSMQ_PIPELINE_DIR
     with _only_run("census"), running(master or settings.RSMQ_SPARK_MASTER) as spark:
+        from pipeline import jobs
+
         run = jobs.run_census(spark, targets, out, min_rc=settings.RSMQ_POISON_RC)
     load_census(out, [(t.connection, t.namespace) for t in targets], queues)
     return run.as_dict()

@@ -16,9 +16,10 @@ import zipfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import SparkSession
+if TYPE_CHECKING:  # imported where a session is made: java_problem() needs no PySpark
+    from pyspark.sql import SparkSession
 
 MIN_JAVA = 17
 NEEDS = f"the pipeline runs on Spark, which needs Java {MIN_JAVA}+"
@@ -70,6 +71,8 @@ def session(
     """The Spark session (the running one if this process has one already: its master
     stays). Times are UTC, and overwriting a partitioned output replaces only the
     partitions written."""
+    from pyspark.sql import SparkSession
+
     local = is_local(master)
     if local:
         # The Python workers run this interpreter (its virtualenv, with redis and pyarrow);
@@ -112,6 +115,8 @@ def session(
 def running(master: str) -> Iterator[SparkSession]:
     """A Spark session for a block: this process's own if it has one already (tests, a
     shell), left running after; else a new one, stopped after."""
+    from pyspark.sql import SparkSession
+
     before = SparkSession.getActiveSession()
     spark = session(master)
     try:

@@ -1,13 +1,14 @@
 """pyproject.toml's extras hold what each part imports: `queues/` only the base
-dependencies (redis, hiredis), `dashboard/` the base and [console] (which brings
-[pipeline]: the console imports pipeline/), `pipeline/` the base and [pipeline]; [dev]
-brings both. (tests/core/test_bare_install.py installs the base
-alone and runs the client there.)"""
+dependencies (redis, hiredis), `dashboard/` the base and [console] — and, where it runs
+the pipeline's jobs (lazily: every module imports without PySpark), [pipeline] —,
+`pipeline/` the base and [pipeline]; [dev] brings both. (tests/core/test_bare_install.py
+installs the base alone and runs the client there.)"""
 
 from __future__ import annotations
 
 import ast
 import re
+import subprocess
 import sys
 import tomllib
 from importlib.metadata import packages_distributions
@@ -76,11 +77,49 @@ def with_included(extra: str) -> set[str]:
     return out
 
 
-@pytest.mark.parametrize(("package", "extra"), [("dashboard", "console"), ("pipeline", "pipeline")])
-def test_each_part_imports_only_its_extra(package: str, extra: str) -> None:
+@pytest.mark.parametrize(
+    ("package", "extras"), [("dashboard", ("console", "pipeline")), ("pipeline", ("pipeline",))]
+)
+def test_each_part_imports_only_its_extras(package: str, extras: tuple[str, ...]) -> None:
     needed = distributions(imported(package) - OPTIONAL) - TYPING
-    missing = needed - BASE - with_included(extra)
-    assert missing == set(), f"{package}/ imports {missing}: add them to [{extra}]"
+    missing = needed - BASE - set().union(*(with_included(e) for e in extras))
+    assert missing == set(), f"{package}/ imports {missing}: add them to [{extras[0]}]"
+
+
+def test_the_console_imports_and_checks_without_pyspark_and_its_runs_say_so() -> None:
+    """[console] alone has no PySpark: every dashboard/ module imports, `manage.py check`
+    passes, and a pipeline run is refused saying what to install (PySpark hidden from
+    this interpreter as if it were not installed)."""
+    code = """
+import importlib, importlib.abc, os, pkgutil, sys
+
+class NoPySpark(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "pyspark" or name.startswith("pyspark."):
+            raise ModuleNotFoundError(f"No module named {name!r}")
+        return None
+
+sys.meta_path.insert(0, NoPySpark())
+os.environ.update(DJANGO_SETTINGS_MODULE="dashboard.settings", DEBUG="1")
+import django
+django.setup()
+import dashboard
+for m in pkgutil.walk_packages(dashboard.__path__, "dashboard."):
+    importlib.import_module(m.name)
+from django.core.management import call_command
+call_command("check")
+from dashboard import pipeline_runs
+assert pipeline_runs.spark_problem() == pipeline_runs.NO_PYSPARK
+try:
+    pipeline_runs.run_rollups()
+except pipeline_runs.PipelineError as e:
+    print("refused:", e)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "refused: the pipeline is not installed here: no PySpark" in done.stdout
 
 
 def test_queues_imports_only_the_base() -> None:
