@@ -139,8 +139,8 @@ class Threads:
     one back with the whole response — a response is no larger than a page or /metrics —
     except a streamed one (an export), sent piece by piece from its thread (``streamer``)."""
 
-    def __init__(self, app: Any, threads: int, in_loop: Any = None) -> None:
-        self.app, self.in_loop = app, in_loop
+    def __init__(self, app: Any, threads: int, in_loop: Any = None, in_scope: Any = None) -> None:
+        self.app, self.in_loop, self.in_scope = app, in_loop, in_scope
         self.pool = ThreadPoolExecutor(threads, thread_name_prefix="django")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -153,11 +153,30 @@ class Threads:
             return
         message = await receive()
         body = message.get("body", b"") if message["type"] == "http.request" else b""
-        environ: dict[str, Any] = dict(build_environ(scope, io.BytesIO(body)))  # type: ignore[arg-type]
-        environ["wsgi.errors"] = sys.stderr
         loop = asyncio.get_running_loop()
+        deferred: Deferred | None = None
+        if self.in_scope is not None:
+            # The plain calls' answer read from the scope itself (lean.in_scope): no
+            # environ unless a thread needs one.
+            try:
+                scoped = self.in_scope(scope, body)
+            except Deferred as d:
+                deferred = d
+            else:
+                if scoped is not None:
+                    status, headers, data = scoped
+                    await send({"type": "http.response.start", "status": status,
+                                "headers": headers})  # fmt: skip
+                    await send({"type": "http.response.body", "body": data})
+                    return
+        environ = self.environ(scope, body)
         answer = None
-        if self.in_loop is not None:
+        if deferred is not None:
+            if deferred.request is not None:
+                deferred.request.META = environ  # as the environ path's request has it
+            rest = functools.partial(lean.finish, deferred, self.app)
+            answer = await loop.run_in_executor(self.pool, self.call, environ, rest)
+        elif self.in_loop is not None:
             # The data plane's plain calls, answered here: one Redis round trip, no hop
             # into a thread and back (dashboard/lean.py ``fast``; bench/RESULTS.md).
             try:
@@ -173,6 +192,12 @@ class Threads:
         status, headers, chunks = answer
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": b"".join(chunks)})
+
+    @staticmethod
+    def environ(scope: Scope, body: bytes) -> dict[str, Any]:
+        environ: dict[str, Any] = dict(build_environ(scope, io.BytesIO(body)))  # type: ignore[arg-type]
+        environ["wsgi.errors"] = sys.stderr
+        return environ
 
     def call(
         self, environ: dict[str, Any], app: Any = None, stream: Stream | None = None
@@ -266,7 +291,9 @@ from dashboard.api.calls import Deferred  # noqa: E402
 get_resolver().url_patterns  # noqa: B018
 application = WholeBody(
     # ChunkedBodies: a declared length past the limit is the same 413 as an unsized one
-    Threads(ChunkedBodies(lean.dispatch(_wsgi)), settings.RSMQ_WEB_THREADS, lean.in_loop),
+    Threads(
+        ChunkedBodies(lean.dispatch(_wsgi)), settings.RSMQ_WEB_THREADS, lean.in_loop, lean.in_scope
+    ),
     seconds=settings.RSMQ_BODY_TIMEOUT,
     max_bytes=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
 )
