@@ -62,13 +62,19 @@ class WholeBody:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        headers = [(k.lower(), v) for k, v in scope["headers"]]
-        names = {k for k, _ in headers}
-        if b"content-length" not in names and b"transfer-encoding" not in names:
+        declared: bytes | None = None
+        chunked = False
+        for k, v in scope["headers"]:
+            k = k.lower()
+            if k == b"content-length":
+                if declared is None:
+                    declared = v
+            elif k == b"transfer-encoding":
+                chunked = True
+        if declared is None and not chunked:
             return await self.app(scope, receive, send)  # no body (RFC 9112 §6.3)
-        declared = next((v for k, v in headers if k == b"content-length"), None)
         if (
-            b"transfer-encoding" not in names
+            not chunked
             and declared is not None
             and declared.isdigit()
             and self.max_bytes is not None
@@ -98,8 +104,17 @@ class WholeBody:
                 api(scope),
             )
         body = b"".join(chunks)
-        whole = [(k, v) for k, v in headers if k not in (b"content-length", b"transfer-encoding")]
-        whole.append((b"content-length", str(len(body)).encode()))
+
+        def declared_whole() -> Headers:
+            return [
+                *((k.lower(), v) for k, v in scope["headers"]
+                  if k.lower() not in (b"content-length", b"transfer-encoding")),
+                (b"content-length", str(len(body)).encode()),
+            ]  # fmt: skip
+
+        if isinstance(self.app, Threads):  # the body handed over as it is (Threads.whole)
+            return await self.app.whole(scope, body, receive, send, declared_whole)
+        whole = declared_whole()
         given = False
 
         async def replay() -> Message:
@@ -153,6 +168,15 @@ class Threads:
             return
         message = await receive()
         body = message.get("body", b"") if message["type"] == "http.request" else b""
+        await self.whole(scope, body, receive, send)
+
+    async def whole(
+        self, scope: Scope, body: bytes, receive: Receive, send: Send,
+        headers: Callable[[], Headers] | None = None,
+    ) -> None:  # fmt: skip
+        """The request of ``scope`` with its whole ``body``, read already (``receive``
+        gives what comes after it); ``headers``: the request's headers as the environ is
+        to have them (WholeBody's, the body's length declared), if not the scope's."""
         loop = asyncio.get_running_loop()
         deferred: Deferred | None = None
         if self.in_scope is not None:
@@ -164,12 +188,12 @@ class Threads:
                 deferred = d
             else:
                 if scoped is not None:
-                    status, headers, data = scoped
+                    status, heads, data = scoped
                     await send({"type": "http.response.start", "status": status,
-                                "headers": headers})  # fmt: skip
+                                "headers": heads})  # fmt: skip
                     await send({"type": "http.response.body", "body": data})
                     return
-        environ = self.environ(scope, body)
+        environ = self.environ(scope if headers is None else {**scope, "headers": headers()}, body)
         answer = None
         if deferred is not None:
             if deferred.request is not None:
@@ -189,8 +213,8 @@ class Threads:
             answer = await loop.run_in_executor(self.pool, self.call, environ, None, stream)
             if answer is None:  # streamed, sent already
                 return
-        status, headers, chunks = answer
-        await send({"type": "http.response.start", "status": status, "headers": headers})
+        status, heads, chunks = answer
+        await send({"type": "http.response.start", "status": status, "headers": heads})
         await send({"type": "http.response.body", "body": b"".join(chunks)})
 
     @staticmethod

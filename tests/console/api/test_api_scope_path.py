@@ -241,3 +241,49 @@ def test_the_scope_path_runs_in_the_event_loop_thread(console, rsmq, monkeypatch
     main = threading.get_ident()  # asyncio.run's loop runs in this thread
     assert scoped("POST", "/api/queues/q1/messages/", {"message": "a"})[0] == 201
     assert seen == [main] and scoped.environs == 0
+
+
+def test_through_whole_body_as_served(console, rsmq: RedisSMQ, monkeypatch, asgi) -> None:
+    """WholeBody hands Threads the body it read (Threads.whole): a plain call is answered
+    from the scope; a chunked one (no Content-Length) reaches the environ path whole, its
+    length declared, and is answered the same."""
+    scoped, _ = two_ways(asgi, monkeypatch)
+    rsmq.create_queue("q1")
+    served = asgi.WholeBody(scoped.app, seconds=5, max_bytes=10_000)
+    data = json.dumps({"message": "hello"}).encode()
+
+    async def call(chunked: bool) -> tuple[int, Any]:
+        headers = [(b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
+                   (b"authorization", f"Bearer {scoped.token}".encode())]  # fmt: skip
+        pieces = [data[:5], data[5:]] if chunked else [data]
+        headers.append(
+            (b"transfer-encoding", b"chunked") if chunked
+            else (b"content-length", str(len(data)).encode())
+        )  # fmt: skip
+        scope = {
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+            "method": "POST", "scheme": "http", "path": "/api/queues/q1/messages/",
+            "raw_path": b"/api/queues/q1/messages/", "query_string": b"", "root_path": "",
+            "headers": headers, "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 80),
+        }  # fmt: skip
+        sent: list[dict[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            if pieces:
+                piece = pieces.pop(0)
+                return {"type": "http.request", "body": piece, "more_body": bool(pieces)}
+            await asyncio.sleep(10)
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        await served(scope, receive, send)
+        return sent[0]["status"], json.loads(sent[1]["body"])
+
+    assert asyncio.run(call(False))[0] == 201
+    assert scoped.answered == 1 and scoped.environs == 0
+    status, answer = asyncio.run(call(True))
+    assert status == 201 and answer["id"]
+    assert scoped.answered == 1 and scoped.passed == 1 and scoped.environs == 1
+    assert rsmq.get_queue_attributes("q1").msgs == 2
