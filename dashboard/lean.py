@@ -7,6 +7,7 @@ takes the full stack (settings.MIDDLEWARE). The same views, the same URLs."""
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import logging
@@ -246,6 +247,45 @@ def _byte_headers() -> list[tuple[bytes, bytes]]:
     return found
 
 
+_MODULES: tuple[Any, ...] | None = None
+
+
+def _modules() -> tuple[Any, ...]:
+    """What ``plain`` uses, imported once (not at this module's import: Django's apps)."""
+    global _MODULES
+    if _MODULES is None:
+        from django.http.request import split_domain_port, validate_host
+
+        from queues import validation
+
+        from . import tokens
+        from .api import calls, native, operations
+
+        _MODULES = (split_domain_port, validate_host, validation, tokens, calls, native,
+                    operations)  # fmt: skip
+    return _MODULES
+
+
+#: (RSMQ_CONNECTIONS and RSMQ_SOCKET_TIMEOUT as they were, the first place then, whether
+#: its calls are counted by their own scripts then)
+_FIRST: tuple[Any, Any, Any, bool] | None = None
+
+
+def _first_place() -> tuple[Any, bool]:
+    """``place.resolve(None, None)`` and ``tokens.foldable(None)``, made again only when
+    the settings they are made of change (each built the connections' list anew)."""
+    global _FIRST
+    conns, timeout = settings.RSMQ_CONNECTIONS, settings.RSMQ_SOCKET_TIMEOUT
+    first = _FIRST
+    if first is None or first[1] != timeout or first[0] != conns:
+        from . import place, tokens
+
+        first = (copy.deepcopy(conns), timeout, place.resolve(None, None),
+                 tokens.foldable(None))  # fmt: skip
+        _FIRST = first
+    return first[2], first[3]
+
+
 class Failed(Exception):  # noqa: N818 (carries an error to answer, with its request)
     """``plain``'s call failed outside the event loop: ``error``, answered for ``request``
     as calls.py's handlers do (``_respond_error``)."""
@@ -272,14 +312,7 @@ def plain(
     reads them from the ASGI scope): ``meta`` the request's META, ``read(n)`` its body's
     first n bytes. In the event loop, what needs a thread raises calls.Deferred; outside
     it, an error raises ``Failed``."""
-    from django.http.request import split_domain_port, validate_host
-
-    from queues import validation as v
-
-    from . import place as places
-    from . import tokens
-    from .api import calls, native
-    from .api import operations as ops
+    split_domain_port, validate_host, v, tokens, calls, native, ops = _modules()
 
     hosts = settings.ALLOWED_HOSTS
     known = _HOSTS.get(given_host)
@@ -369,7 +402,11 @@ def plain(
         return None
     row, generation = seen
     action = {"send": ops.SEND, "receive": ops.RECEIVE, "delete": ops.DELETE}[kind]
-    if not tokens.foldable(None) or calls.refusal(tokens.role_of(row), action.role):
+    try:
+        place, foldable = _first_place()
+    except Exception:  # (a connection that can't be made: the Django path says why)
+        return None
+    if not foldable or calls.refusal(tokens.role_of(row), action.role):
         return None
     request = _Request(meta, path, method)
     request.auth = row
@@ -379,7 +416,6 @@ def plain(
     request.resolver_match = ResolverMatch(fast, (), {"qname": qname, **ids})
     answer: dict[str, Any]
     try:
-        place = places.resolve(None, None)
         if kind == "send" and batch is not None:
             status, answer = 201, {"ids": ops.send(request, place, qname, batch, delay)}
         elif kind == "send":
