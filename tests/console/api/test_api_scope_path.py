@@ -287,3 +287,47 @@ def test_through_whole_body_as_served(console, rsmq: RedisSMQ, monkeypatch, asgi
     assert status == 201 and answer["id"]
     assert scoped.answered == 1 and scoped.passed == 1 and scoped.environs == 1
     assert rsmq.get_queue_attributes("q1").msgs == 2
+
+
+def test_a_body_is_whole_once_its_declared_length_is_in(console, rsmq, monkeypatch, asgi):
+    """granian sends a body, then an empty last message: WholeBody does not wait for that
+    one when the body's Content-Length is in (a POST's second trip into the server's
+    runtime), and a body that stops short of its length still waits, and is a 408."""
+    scoped, _ = two_ways(asgi, monkeypatch)
+    rsmq.create_queue("q1")
+    served = asgi.WholeBody(scoped.app, seconds=1, max_bytes=10_000)
+    data = json.dumps({"message": "hello"}).encode()
+    taken: list[int] = []
+
+    async def call(declared: int) -> tuple[int, Any]:
+        scope = {
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+            "method": "POST", "scheme": "http", "path": "/api/queues/q1/messages/",
+            "raw_path": b"/api/queues/q1/messages/", "query_string": b"", "root_path": "",
+            "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
+                        (b"authorization", f"Bearer {scoped.token}".encode()),
+                        (b"content-length", str(declared).encode())],
+            "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 80),
+        }  # fmt: skip
+        sent: list[dict[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            taken.append(1)
+            if len(taken) == 1:
+                return {"type": "http.request", "body": data, "more_body": True}
+            await asyncio.sleep(30)  # the last message, late
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        await asyncio.wait_for(served(scope, receive, send), 5)
+        return sent[0]["status"], json.loads(sent[1]["body"])
+
+    status, answer = asyncio.run(call(len(data)))
+    assert status == 201 and answer["id"] and len(taken) == 1
+    assert scoped.answered == 1
+    taken.clear()
+    status, answer = asyncio.run(call(len(data) + 1))  # one byte still to come
+    assert status == 408 and "did not arrive within 1 s" in answer["error"]
+    assert len(taken) == 2 and rsmq.get_queue_attributes("q1").msgs == 1
