@@ -71,8 +71,12 @@ class WholeBody:
                     declared = v
             elif k == b"transfer-encoding":
                 chunked = True
-        if declared is None and not chunked:
-            return await self.app(scope, receive, send)  # no body (RFC 9112 §6.3)
+        if declared is None and not chunked:  # no body (RFC 9112 §6.3)
+            if isinstance(self.app, Threads) and scope.get("http_version") in ("1.0", "1.1"):
+                # Nothing to read: no trip into the server's runtime for an empty message
+                # (HTTP/2 frames a body without either header: it is read as before).
+                return await self.app.whole(scope, b"", receive, send)
+            return await self.app(scope, receive, send)
         if (
             not chunked
             and declared is not None

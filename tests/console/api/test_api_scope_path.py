@@ -331,3 +331,40 @@ def test_a_body_is_whole_once_its_declared_length_is_in(console, rsmq, monkeypat
     status, answer = asyncio.run(call(len(data) + 1))  # one byte still to come
     assert status == 408 and "did not arrive within 1 s" in answer["error"]
     assert len(taken) == 2 and rsmq.get_queue_attributes("q1").msgs == 1
+
+
+@pytest.mark.parametrize("version", ["1.1", "2"])
+def test_no_body_is_read_when_http_1_has_none(console, rsmq, monkeypatch, asgi, version):
+    """Neither Content-Length nor Transfer-Encoding: an HTTP/1 request has no body, and
+    WholeBody asks the server for none (a trip into its runtime); an HTTP/2 one may have
+    one all the same, and is read."""
+    scoped, _ = two_ways(asgi, monkeypatch)
+    rsmq.create_queue("q1")
+    rsmq.send_message("q1", "hello")
+    served = asgi.WholeBody(scoped.app, seconds=1, max_bytes=10_000)
+    asked: list[int] = []
+
+    async def call() -> tuple[int, Any]:
+        scope = {
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": version,
+            "method": "GET", "scheme": "http", "path": "/api/rest-rsmq/messages/q1",
+            "raw_path": b"/api/rest-rsmq/messages/q1", "query_string": b"vt=30",
+            "root_path": "", "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 80),
+            "headers": [(b"host", b"127.0.0.1"),
+                        (b"authorization", f"Bearer {scoped.token}".encode())],
+        }  # fmt: skip
+        sent: list[dict[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            asked.append(1)
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        await served(scope, receive, send)
+        return sent[0]["status"], json.loads(sent[1]["body"])
+
+    status, answer = asyncio.run(call())
+    assert status == 200 and answer["message"] == "hello" and scoped.answered == 1
+    assert len(asked) == (0 if version == "1.1" else 1)
