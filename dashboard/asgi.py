@@ -62,13 +62,23 @@ class WholeBody:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        headers = [(k.lower(), v) for k, v in scope["headers"]]
-        names = {k for k, _ in headers}
-        if b"content-length" not in names and b"transfer-encoding" not in names:
-            return await self.app(scope, receive, send)  # no body (RFC 9112 §6.3)
-        declared = next((v for k, v in headers if k == b"content-length"), None)
+        declared: bytes | None = None
+        chunked = False
+        for k, v in scope["headers"]:
+            k = k.lower()
+            if k == b"content-length":
+                if declared is None:
+                    declared = v
+            elif k == b"transfer-encoding":
+                chunked = True
+        if declared is None and not chunked:  # no body (RFC 9112 §6.3)
+            if isinstance(self.app, Threads) and scope.get("http_version") in ("1.0", "1.1"):
+                # Nothing to read: no trip into the server's runtime for an empty message
+                # (HTTP/2 frames a body without either header: it is read as before).
+                return await self.app.whole(scope, b"", receive, send)
+            return await self.app(scope, receive, send)
         if (
-            b"transfer-encoding" not in names
+            not chunked
             and declared is not None
             and declared.isdigit()
             and self.max_bytes is not None
@@ -78,6 +88,12 @@ class WholeBody:
             return await self.app(scope, receive, send)
         chunks: list[bytes] = []
         size = 0
+        # Whole once its declared length is in: granian sends the body, then an empty
+        # last message (more_body false) — waiting for that one costs a round trip from
+        # the event loop to the server's runtime and back (bench/RESULTS.md).
+        length = int(declared) if declared is not None and declared.isdigit() else None
+        if chunked:
+            length = None
         try:
             async with asyncio.timeout(self.seconds):
                 while True:
@@ -88,7 +104,7 @@ class WholeBody:
                     size += len(chunks[-1])
                     if self.max_bytes is not None and size > self.max_bytes:
                         return await refuse(send, 413, too_large_text(self.max_bytes), api(scope))
-                    if not message.get("more_body"):
+                    if not message.get("more_body") or (length is not None and size >= length):
                         break
         except TimeoutError:
             return await refuse(
@@ -98,8 +114,17 @@ class WholeBody:
                 api(scope),
             )
         body = b"".join(chunks)
-        whole = [(k, v) for k, v in headers if k not in (b"content-length", b"transfer-encoding")]
-        whole.append((b"content-length", str(len(body)).encode()))
+
+        def declared_whole() -> Headers:
+            return [
+                *((k.lower(), v) for k, v in scope["headers"]
+                  if k.lower() not in (b"content-length", b"transfer-encoding")),
+                (b"content-length", str(len(body)).encode()),
+            ]  # fmt: skip
+
+        if isinstance(self.app, Threads):  # the body handed over as it is (Threads.whole)
+            return await self.app.whole(scope, body, receive, send, declared_whole)
+        whole = declared_whole()
         given = False
 
         async def replay() -> Message:
@@ -139,8 +164,8 @@ class Threads:
     one back with the whole response — a response is no larger than a page or /metrics —
     except a streamed one (an export), sent piece by piece from its thread (``streamer``)."""
 
-    def __init__(self, app: Any, threads: int, in_loop: Any = None) -> None:
-        self.app, self.in_loop = app, in_loop
+    def __init__(self, app: Any, threads: int, in_loop: Any = None, in_scope: Any = None) -> None:
+        self.app, self.in_loop, self.in_scope = app, in_loop, in_scope
         self.pool = ThreadPoolExecutor(threads, thread_name_prefix="django")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -153,11 +178,39 @@ class Threads:
             return
         message = await receive()
         body = message.get("body", b"") if message["type"] == "http.request" else b""
-        environ: dict[str, Any] = dict(build_environ(scope, io.BytesIO(body)))  # type: ignore[arg-type]
-        environ["wsgi.errors"] = sys.stderr
+        await self.whole(scope, body, receive, send)
+
+    async def whole(
+        self, scope: Scope, body: bytes, receive: Receive, send: Send,
+        headers: Callable[[], Headers] | None = None,
+    ) -> None:  # fmt: skip
+        """The request of ``scope`` with its whole ``body``, read already (``receive``
+        gives what comes after it); ``headers``: the request's headers as the environ is
+        to have them (WholeBody's, the body's length declared), if not the scope's."""
         loop = asyncio.get_running_loop()
+        deferred: Deferred | None = None
+        if self.in_scope is not None:
+            # The plain calls' answer read from the scope itself (lean.in_scope): no
+            # environ unless a thread needs one.
+            try:
+                scoped = self.in_scope(scope, body)
+            except Deferred as d:
+                deferred = d
+            else:
+                if scoped is not None:
+                    status, heads, data = scoped
+                    await send({"type": "http.response.start", "status": status,
+                                "headers": heads})  # fmt: skip
+                    await send({"type": "http.response.body", "body": data})
+                    return
+        environ = self.environ(scope if headers is None else {**scope, "headers": headers()}, body)
         answer = None
-        if self.in_loop is not None:
+        if deferred is not None:
+            if deferred.request is not None:
+                deferred.request.META = environ  # as the environ path's request has it
+            rest = functools.partial(lean.finish, deferred, self.app)
+            answer = await loop.run_in_executor(self.pool, self.call, environ, rest)
+        elif self.in_loop is not None:
             # The data plane's plain calls, answered here: one Redis round trip, no hop
             # into a thread and back (dashboard/lean.py ``fast``; bench/RESULTS.md).
             try:
@@ -170,9 +223,15 @@ class Threads:
             answer = await loop.run_in_executor(self.pool, self.call, environ, None, stream)
             if answer is None:  # streamed, sent already
                 return
-        status, headers, chunks = answer
-        await send({"type": "http.response.start", "status": status, "headers": headers})
+        status, heads, chunks = answer
+        await send({"type": "http.response.start", "status": status, "headers": heads})
         await send({"type": "http.response.body", "body": b"".join(chunks)})
+
+    @staticmethod
+    def environ(scope: Scope, body: bytes) -> dict[str, Any]:
+        environ: dict[str, Any] = dict(build_environ(scope, io.BytesIO(body)))  # type: ignore[arg-type]
+        environ["wsgi.errors"] = sys.stderr
+        return environ
 
     def call(
         self, environ: dict[str, Any], app: Any = None, stream: Stream | None = None
@@ -266,7 +325,9 @@ from dashboard.api.calls import Deferred  # noqa: E402
 get_resolver().url_patterns  # noqa: B018
 application = WholeBody(
     # ChunkedBodies: a declared length past the limit is the same 413 as an unsized one
-    Threads(ChunkedBodies(lean.dispatch(_wsgi)), settings.RSMQ_WEB_THREADS, lean.in_loop),
+    Threads(
+        ChunkedBodies(lean.dispatch(_wsgi)), settings.RSMQ_WEB_THREADS, lean.in_loop, lean.in_scope
+    ),
     seconds=settings.RSMQ_BODY_TIMEOUT,
     max_bytes=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
 )

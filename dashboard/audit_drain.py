@@ -20,7 +20,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connections as connections_db
 from django.db import transaction
-from django.db.models import CharField, IntegerField, JSONField, TextField
+from django.db.models import CharField, DateTimeField, IntegerField, JSONField, TextField
 from django.db.models.constants import OnConflict
 from redis.exceptions import RedisError, ResponseError
 
@@ -28,7 +28,7 @@ from queues import InvalidArgument, MessageTooLong, RsmqError, locks
 from queues.driver import error_for
 from queues.ops import AUDIT_READ
 
-from .audit import MAX_DETAIL, MAX_IDS, _fit
+from .audit import MAX_DETAIL, MAX_IDS
 from .connections import connections
 from .models import AuditEntry
 from .place import Place, resolve
@@ -117,13 +117,14 @@ def _row(place: Place, rid: str, fields: dict[str, str]) -> dict[str, Any]:
     params = h.get("p") if isinstance(h.get("p"), dict) else {}
     # The row's columns by name (attname), not an AuditEntry: a model instance a record
     # cost the drain a third of its time (_insert).
+    fit = _lengths()
     return {
         "at": at,
-        "username": _fit("username", str(h.get("u") or "")),
-        "connection": _fit("connection", conn),
-        "namespace": _fit("namespace", place.ns),
-        "queue": _fit("queue", queue),
-        "action": _fit("action", str(h.get("a") or "")),
+        "username": str(h.get("u") or "")[: fit["username"]],
+        "connection": conn[: fit["connection"]],
+        "namespace": place.ns[: fit["namespace"]],
+        "queue": queue[: fit["queue"]],
+        "action": str(h.get("a") or "")[: fit["action"]],
         "ids": ids[:MAX_IDS],
         "count": count,
         "params": params,
@@ -133,6 +134,17 @@ def _row(place: Place, rid: str, fields: dict[str, str]) -> dict[str, Any]:
         # (Redis numbers a new stream from its clock), a _Keys key never does.
         "record": f"{conn}/{place.ns}/{h.get('k') or rid + '/' + str(hash(str(fields)))}"[:400],
     }
+
+
+_LENGTHS: dict[str, int | None] = {}
+
+
+def _lengths() -> dict[str, int | None]:
+    """The text columns' max_length, as audit._fit cuts a value to (None: any length)."""
+    if not _LENGTHS:
+        for name in ("username", "connection", "namespace", "queue", "action"):
+            _LENGTHS[name] = getattr(AuditEntry._meta.get_field(name), "max_length", None) or None
+    return _LENGTHS
 
 
 def _places() -> list[Place]:
@@ -176,6 +188,14 @@ def _preparer(field: Any, db: Any) -> Callable[[Any], Any]:
         return lambda value: None if value is None else adapt(value, encoder)
     if type(field) in (CharField, TextField, IntegerField):
         return lambda value: value
+    if type(field) is DateTimeField:
+        # An aware datetime (every drained row's ``at``) is its own prepared value
+        # (DateTimeField.get_prep_value): the database's adaptation of it is the rest.
+        at = db.ops.adapt_datetimefield_value
+        return lambda value: (
+            at(value) if type(value) is dt.datetime and value.tzinfo is not None
+            else field.get_db_prep_save(value, db)
+        )  # fmt: skip
     return lambda value: field.get_db_prep_save(value, db)
 
 

@@ -7,6 +7,7 @@ takes the full stack (settings.MIDDLEWARE). The same views, the same URLs."""
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import logging
@@ -112,10 +113,10 @@ class _Request(HttpRequest):
     __init__ (query dicts, files, cookies: a third of this path's time) is skipped: none
     of them is read here."""
 
-    def __init__(self, environ: dict[str, Any]) -> None:
-        self.META = environ
-        self.path = self.path_info = environ.get("PATH_INFO", "")
-        self.method = environ.get("REQUEST_METHOD")
+    def __init__(self, meta: dict[str, Any], path: str, method: str | None) -> None:
+        self.META = meta
+        self.path = self.path_info = path
+        self.method = method
         self.resolver_match = None
         self.user = AnonymousUser()
         self.auth: Any = None
@@ -146,19 +147,173 @@ def _int(value: Any) -> bool:
 def fast(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes] | None:
     """The answer to a plain data-plane token call, or None: the Django path answers."""
     from django.db import close_old_connections
-    from django.http.request import split_domain_port, validate_host
 
-    from queues import validation as v
+    from .api import calls
 
-    from . import place as places
-    from . import tokens
-    from .api import calls, native
-    from .api import operations as ops
-
-    method, path = environ.get("REQUEST_METHOD"), environ.get("PATH_INFO", "")
     if settings.SECURE_SSL_REDIRECT or environ.get("wsgi.url_scheme") != "http":
         return None
-    given_host = environ.get("HTTP_HOST", "")
+
+    def read(n: int) -> bytes:
+        raw: bytes = environ["wsgi.input"].read(n)
+        environ["wsgi.input"] = io.BytesIO(raw)  # the Django path reads the same bytes
+        return raw
+
+    try:
+        got = plain(
+            environ, environ.get("REQUEST_METHOD"), environ.get("PATH_INFO", ""),
+            environ.get("QUERY_STRING", ""), environ.get("HTTP_HOST", ""),
+            environ.get("HTTP_AUTHORIZATION", ""), environ.get("CONTENT_LENGTH") or "",
+            environ.get("CONTENT_TYPE", ""), environ.get("HTTP_TRANSFER_ENCODING"), read,
+        )  # fmt: skip
+    except Failed as f:
+        return _respond_error(f.request, f.error, start)
+    finally:
+        if not calls.in_event_loop():
+            close_old_connections()
+    if got is None:
+        return None
+    status, data = got
+    start(_STATUS[status], [*_headers(), ("Content-Length", str(len(data)))])
+    return [data]
+
+
+ByteHeaders = list[tuple[bytes, bytes]]
+#: the request headers ``plain`` reads, by their names in a WSGI environ
+_SCOPE_HEADERS = {
+    b"host": "HTTP_HOST", b"authorization": "HTTP_AUTHORIZATION",
+    b"content-length": "CONTENT_LENGTH", b"content-type": "CONTENT_TYPE",
+    b"transfer-encoding": "HTTP_TRANSFER_ENCODING",
+}  # fmt: skip
+
+
+def in_scope(scope: dict[str, Any], body: bytes) -> tuple[int, ByteHeaders, bytes] | None:
+    """``in_loop``'s answer read straight from the ASGI scope (dashboard/asgi.py): no WSGI
+    environ, no start_response. The same answer ``fast`` gives the environ a2wsgi builds of
+    this request — the same parts of it (``plain``), the same status, headers and body —
+    or None: the environ path takes the request, as before (``in_loop``, then a thread).
+    In the event loop; what needs a thread raises calls.Deferred (its request's META is
+    the environ's to be: ``Threads`` sets it)."""
+    if scope.get("root_path") or scope.get("scheme", "http") != "http":
+        return None
+    if settings.SECURE_SSL_REDIRECT:
+        return None
+    path = scope["path"]
+    if not path.startswith("/api/") or not path.isascii():
+        return None  # (a2wsgi's PATH_INFO is the path's UTF-8 as latin-1: the same if ASCII)
+    meta: dict[str, Any] = {"REQUEST_METHOD": scope["method"], "PATH_INFO": path}
+    for name, value in scope["headers"]:
+        key = _SCOPE_HEADERS.get(name.lower())
+        if key is not None:
+            text = value.decode("latin1")
+            meta[key] = f"{meta[key]},{text}" if key in meta else text  # as a2wsgi joins
+    given = meta.get("HTTP_AUTHORIZATION", "")
+    if given[: len(PREFIX)].lower() != PREFIX:
+        return None
+    length = meta.get("CONTENT_LENGTH") or "0"
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    if not length.isdigit() or (limit is not None and int(length) > limit):
+        return None
+    if int(length) != len(body):  # (a body not as declared: the environ path's to answer)
+        return None
+    try:
+        query = scope["query_string"].decode("ascii")
+    except UnicodeDecodeError:
+        return None
+    meta["QUERY_STRING"] = query
+    got = plain(
+        meta, scope["method"], path, query, meta.get("HTTP_HOST", ""), given,
+        meta.get("CONTENT_LENGTH") or "", meta.get("CONTENT_TYPE", ""),
+        meta.get("HTTP_TRANSFER_ENCODING"), lambda n: body[:n],
+    )  # fmt: skip
+    if got is None:
+        return None
+    status, data = got
+    return status, [*_byte_headers(), (b"content-length", str(len(data)).encode())], data
+
+
+#: settings → ``_headers()`` as the server sends them (``Threads.call``'s lower-case bytes)
+_BYTE_HEADERS: dict[tuple[Any, ...], list[tuple[bytes, bytes]]] = {}
+
+
+def _byte_headers() -> list[tuple[bytes, bytes]]:
+    key = (
+        settings.X_FRAME_OPTIONS, settings.SECURE_CONTENT_TYPE_NOSNIFF,
+        settings.SECURE_REFERRER_POLICY, settings.SECURE_CROSS_ORIGIN_OPENER_POLICY,
+    )  # fmt: skip
+    found = _BYTE_HEADERS.get(key)
+    if found is None:
+        found = [(k.lower().encode("latin1"), v.encode("latin1")) for k, v in _headers()]
+        _BYTE_HEADERS[key] = found
+    return found
+
+
+_MODULES: tuple[Any, ...] | None = None
+
+
+def _modules() -> tuple[Any, ...]:
+    """What ``plain`` uses, imported once (not at this module's import: Django's apps)."""
+    global _MODULES
+    if _MODULES is None:
+        from django.http.request import split_domain_port, validate_host
+
+        from queues import validation
+
+        from . import tokens
+        from .api import calls, native, operations
+
+        _MODULES = (split_domain_port, validate_host, validation, tokens, calls, native,
+                    operations)  # fmt: skip
+    return _MODULES
+
+
+#: (RSMQ_CONNECTIONS and RSMQ_SOCKET_TIMEOUT as they were, the first place then, whether
+#: its calls are counted by their own scripts then)
+_FIRST: tuple[Any, Any, Any, bool] | None = None
+
+
+def _first_place() -> tuple[Any, bool]:
+    """``place.resolve(None, None)`` and ``tokens.foldable(None)``, made again only when
+    the settings they are made of change (each built the connections' list anew)."""
+    global _FIRST
+    conns, timeout = settings.RSMQ_CONNECTIONS, settings.RSMQ_SOCKET_TIMEOUT
+    first = _FIRST
+    if first is None or first[1] != timeout or first[0] != conns:
+        from . import place, tokens
+
+        first = (copy.deepcopy(conns), timeout, place.resolve(None, None),
+                 tokens.foldable(None))  # fmt: skip
+        _FIRST = first
+    return first[2], first[3]
+
+
+class Failed(Exception):  # noqa: N818 (carries an error to answer, with its request)
+    """``plain``'s call failed outside the event loop: ``error``, answered for ``request``
+    as calls.py's handlers do (``_respond_error``)."""
+
+    def __init__(self, request: HttpRequest, error: Exception) -> None:
+        super().__init__(str(error))
+        self.request, self.error = request, error
+
+
+def plain(
+    meta: dict[str, Any],
+    method: str | None,
+    path: str,
+    query: str,
+    given_host: str,
+    authorization: str,
+    length: str,
+    content_type: str,
+    chunked: str | None,
+    read: Callable[[int], bytes],
+) -> tuple[int, bytes] | None:
+    """A plain data-plane call's status and JSON body, or None: not one (the Django path
+    answers it). Its request's parts as a WSGI environ has them (``fast``; ``in_scope``
+    reads them from the ASGI scope): ``meta`` the request's META, ``read(n)`` its body's
+    first n bytes. In the event loop, what needs a thread raises calls.Deferred; outside
+    it, an error raises ``Failed``."""
+    split_domain_port, validate_host, v, tokens, calls, native, ops = _modules()
+
     hosts = settings.ALLOWED_HOSTS
     known = _HOSTS.get(given_host)
     if known is None or known[0] != hosts:  # Django's check, once a Host a process
@@ -170,7 +325,6 @@ def fast(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes] | Non
     if not known[1]:
         return None
     parts = path.split("/")  # "", "api", …
-    query = environ.get("QUERY_STRING", "")
     body: Any = None
     # Which call, and its arguments, or None.
     if parts[2:3] == ["queues"] and len(parts) >= 6 and parts[-1] == "" and not query:
@@ -196,16 +350,14 @@ def fast(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes] | Non
     else:
         return None
     # The body: JSON of exactly the plain shape, read whole (a Content-Length; no chunks).
-    length = environ.get("CONTENT_LENGTH") or ""
-    if environ.get("HTTP_TRANSFER_ENCODING"):
+    if chunked:
         return None
     if kind == "send" or (kind == "receive" and native_route and length not in ("", "0")):
         if not length.isdigit() or int(length) > FAST_MAX_BODY:
             return None
-        if environ.get("CONTENT_TYPE", "").split(";")[0].strip() != "application/json":
+        if content_type.split(";")[0].strip() != "application/json":
             return None
-        raw = environ["wsgi.input"].read(int(length))
-        environ["wsgi.input"] = io.BytesIO(raw)  # the Django path reads the same bytes
+        raw = read(int(length))
         try:
             body = json.loads(raw)
         except (ValueError, RecursionError):  # the Django path says why
@@ -244,15 +396,19 @@ def fast(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes] | Non
             return None
         vt = int(value)
     # The token: one this process holds (else the Django path reads it).
-    scheme, _, given = environ.get("HTTP_AUTHORIZATION", "").partition(" ")
+    scheme, _, given = authorization.partition(" ")
     seen = tokens.cached(given.strip())
     if seen is None:
         return None
     row, generation = seen
     action = {"send": ops.SEND, "receive": ops.RECEIVE, "delete": ops.DELETE}[kind]
-    if not tokens.foldable(None) or calls.refusal(tokens.role_of(row), action.role):
+    try:
+        place, foldable = _first_place()
+    except Exception:  # (a connection that can't be made: the Django path says why)
         return None
-    request = _Request(environ)
+    if not foldable or calls.refusal(tokens.role_of(row), action.role):
+        return None
+    request = _Request(meta, path, method)
     request.auth = row
     request.api_rate = tokens.rate_of(row, generation)
     request.rsmq_action = action  # what a refusal is audited as (calls.audit_refusal)
@@ -260,7 +416,6 @@ def fast(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes] | Non
     request.resolver_match = ResolverMatch(fast, (), {"qname": qname, **ids})
     answer: dict[str, Any]
     try:
-        place = places.resolve(None, None)
         if kind == "send" and batch is not None:
             status, answer = 201, {"ids": ops.send(request, place, qname, batch, delay)}
         elif kind == "send":
@@ -284,13 +439,8 @@ def fast(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes] | Non
             later = calls.Deferred(calls._raise(e))
             later.request = request
             raise later from e
-        return _respond_error(request, e, start)
-    finally:
-        if not calls.in_event_loop():
-            close_old_connections()
-    data = json.dumps(answer).encode()
-    start(_STATUS[status], [*_headers(), ("Content-Length", str(len(data)))])
-    return [data]
+        raise Failed(request, e) from e
+    return status, json.dumps(answer).encode()
 
 
 def finish(
