@@ -48,6 +48,7 @@ from typing import Any, Protocol
 from bench.machine import describe
 from bench.results import publish
 from bench.serve import wait_up
+from dashboard.serving import default_threads, default_workers
 from queues import RedisSMQ
 from queues.server import EmbeddedRedis, free_port
 
@@ -76,14 +77,15 @@ require(dir + "/app.js").listen(Number(port), "127.0.0.1");
 """
 
 
-def web_argv(port: int, env: dict[str, str]) -> list[str]:
-    """./run's web server command line, as console.py makes it today."""
+def web_argv(port: int, env: dict[str, str], workers: int = 4, threads: int = 2) -> list[str]:
+    """./run's web server command line, as console.py makes it today (``--workers``
+    processes; ``threads``: RSMQ_WEB_THREADS, set in ``env`` by the caller)."""
     code = (
         "import django, json, os; "
         "os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'dashboard.settings'); django.setup(); "
         "from dashboard.management.commands.console import web_argv; "
         f"print(json.dumps(web_argv('127.0.0.1', {port}, "
-        "{'dev': False, 'workers': 4, 'threads': 2})))"
+        f"{{'dev': False, 'workers': {workers}, 'threads': {threads}}})))"
     )
     out = subprocess.run([PY, "-c", code], cwd=ROOT, env=env, check=True, capture_output=True,
                          text=True).stdout  # fmt: skip
@@ -196,7 +198,7 @@ def load(make: Callable[[str], Loop], clients: int, seconds: float) -> dict[str,
 
 
 SERVED = {
-    "granian": "./run's granian (4 processes × 2 Django threads, dashboard/asgi.py)",
+    "granian": "./run's granian (dashboard/asgi.py)",
     "gunicorn": "gunicorn (gthread 4×2, --preload; ./run's before issue 23)",
 }
 
@@ -212,7 +214,11 @@ def main() -> None:
         "--server", choices=("granian", "gunicorn"), default="granian",
         help="granian: ./run's (dashboard/asgi.py); gunicorn: gthread 4×2, as before",
     )  # fmt: skip
+    ap.add_argument("--workers", type=int, help="web processes (default: ./run's here)")
+    ap.add_argument("--threads", type=int, help="threads a process (default: ./run's here)")
     args = ap.parse_args()
+    args.workers = args.workers or default_workers()
+    args.threads = args.threads or default_threads(args.workers)
     rest_dir = args.rest_rsmq.resolve()
     if not (rest_dir / "app.js").exists():
         sys.exit(f"{rest_dir}/app.js not found: see bench/api.py's docstring")
@@ -221,6 +227,7 @@ def main() -> None:
     env = dict(
         os.environ, RSMQ_DATA_DIR=str(tmp), RSMQ_REDIS_URL=redis.url, DEBUG="0",
         SECRET_KEY="bench-" + "x" * 60, PYTHONUNBUFFERED="1", PYTHONPATH=str(ROOT),
+        RSMQ_WEB_THREADS=str(args.threads),
     )  # fmt: skip
     for k in ("RSMQ_CONNECTIONS", "RSMQ_NAMESPACE", "DATABASE_URL", "RSMQ_READ_ONLY"):
         env.pop(k, None)
@@ -242,10 +249,10 @@ def main() -> None:
                    capture_output=True)  # fmt: skip
     port, node_port, bare_port = free_port(), free_port(), free_port()
     server = subprocess.Popen(
-        ["taskset", "-c", "0", *web_argv(port, env)], cwd=ROOT, env=env,
+        ["taskset", "-c", "0", *web_argv(port, env, args.workers, args.threads)], cwd=ROOT, env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
-    bare_argv = bare_server(web_argv(bare_port, env), bare_port)
+    bare_argv = bare_server(web_argv(bare_port, env, args.workers, args.threads), bare_port)
     bare = subprocess.Popen(
         ["taskset", "-c", "0", *bare_argv], cwd=ROOT, env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,

@@ -37,6 +37,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import DatabaseError
 
 from dashboard import demo
+from dashboard.serving import default_threads, default_workers
 from queues import RedisSMQ
 from queues.server import (
     EMBEDDED_PORT,
@@ -153,14 +154,17 @@ class Command(BaseCommand):
             help="the embedded Redis's port",
         )  # fmt: skip
         parser.add_argument(
-            "--workers", type=between(1, 64), default=4, help="web server processes"
-        )
+            "--workers", type=between(1, 64), default=None,
+            help=f"web server processes (default: one a core, 2 to 8: {default_workers()} here)",
+        )  # fmt: skip
         parser.add_argument(
-            "--threads", type=between(1, 64), default=2,
-            help="threads running Django in each web process",
+            "--threads", type=between(1, 64), default=None,
+            help="threads running Django in each web process (default: 8 in all, at least 2)",
         )  # fmt: skip
 
     def handle(self, *args: Any, **options: Any) -> None:
+        options["workers"] = options["workers"] or default_workers()
+        options["threads"] = options["threads"] or default_threads(options["workers"])
         self.stopping = False
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, self._on_signal)

@@ -84,3 +84,20 @@ def test_console_refuses_a_bad_number_in_one_line_naming_the_option_and_range(
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines()[-1] == f"manage.py console: error: {error}"
+
+
+@pytest.mark.parametrize(
+    ("cores", "workers", "threads"), [(None, 2, 4), (1, 2, 4), (2, 2, 4), (4, 4, 2), (16, 8, 2)]
+)
+def test_run_serves_one_process_a_core_and_8_page_threads_by_default(
+    monkeypatch: pytest.MonkeyPatch, cores: int | None, workers: int, threads: int
+) -> None:
+    """docs/running.md: one process a core (2 to 8), 8 Django threads in all (2 at least
+    a process); ./run's --workers / --threads override them."""
+    from dashboard import serving
+    from dashboard.management.commands.console import web_argv
+
+    monkeypatch.setattr(serving.os, "cpu_count", lambda: cores)
+    assert (serving.default_workers(), serving.default_threads(workers)) == (workers, threads)
+    argv = web_argv("127.0.0.1", 8000, {"dev": False, "workers": serving.default_workers()})
+    assert argv[argv.index("--workers") + 1] == str(workers)
