@@ -155,9 +155,15 @@ CONSEQUENCES = {
 }
 
 
-@register.simple_tag
+@register.simple_tag(takes_context=True)
 def bulk_question(
-    action: str, state: str, total: int, qname: str, undoable: object = False, hours: float = 0
+    context: template.Context,
+    action: str,
+    state: str,
+    total: int,
+    qname: str,
+    undoable: object = False,
+    hours: float = 0,
 ) -> str:
     """The confirmation of a whole-state action, with the count and the consequence:
     "Requeue 30,229 in-flight messages: they will be delivered again."; a delete says
@@ -170,15 +176,18 @@ def bulk_question(
     if action == "requeue_all":
         consequence = CONSEQUENCES.get((action, state), "they will be delivered now")
         return f"Requeue {what} of {qname}: {consequence}."
-    return f"Delete {what} of {qname}: {undo_words(undoable, hours)}."
+    return f"Delete {what} of {qname}: {undo_words(context, undoable, hours)}."
 
 
-@register.simple_tag
-def undo_words(undoable: object, hours: float) -> str:
-    """What a destructive action's confirmation says of its Undo (dashboard/undo.py)."""
-    if undoable:
+@register.simple_tag(takes_context=True)
+def undo_words(context: template.Context, undoable: object, hours: float) -> str:
+    """What a destructive action's confirmation says of its Undo (dashboard/undo.py), to
+    the one who reads it: an Undo is an admin's (``can_admin`` in the page's context)."""
+    if not undoable:
+        return "this cannot be undone"
+    if context.get("can_admin", True):
         return f"an Undo is offered for {hours:g} h"
-    return "this cannot be undone"
+    return f"an admin can undo it within {hours:g} h"
 
 
 @register.filter

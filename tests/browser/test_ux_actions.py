@@ -120,7 +120,9 @@ def test_delete_selected_asks_with_the_count_and_cancel_keeps_the_ticks(
 
     dialogs = Dialogs(page)
     page.get_by_role("button", name="Delete", exact=True).click()
-    assert dialogs.asked == [f"Delete 2 selected messages of {queue}? An Undo is offered for 24 h."]
+    assert dialogs.asked == [  # an operator's page: the Undo is an admin's
+        f"Delete 2 selected messages of {queue}? An admin can undo it within 24 h."
+    ]
     page.wait_for_timeout(300)
     assert rsmq.get_queue_attributes(queue).msgs == 3
     expect(page.locator("#live input[name=ids]:checked")).to_have_count(2)

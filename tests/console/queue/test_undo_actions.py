@@ -219,10 +219,12 @@ def test_redrive_and_a_message_pages_delete_are_undone(
 
 
 def test_past_the_bound_the_confirmation_says_it_cannot_be_undone_and_nothing_is_kept(
-    console, q1, admin: Client, settings, r: redis.Redis, ns: str
+    console, q1, admin: Client, operator: Client, settings, r: redis.Redis, ns: str
 ) -> None:
     page = admin.get(console.queue("q1")).content.decode()
     assert "An Undo is offered for 24 h." in page and "cannot be undone" not in page
+    # to an operator, whose answer offers no Undo button: who can undo it
+    assert "An admin can undo it within 24 h." in operator.get(console.queue("q1")).content.decode()
     settings.RSMQ_UNDO_MAX_MB = 0.0001  # 104 bytes: less than q1's three messages
 
     page = admin.get(console.queue("q1")).content.decode()
