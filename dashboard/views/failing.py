@@ -119,8 +119,9 @@ def _on_group(
         d = form.cleaned_data
         group = FailureGroup(d["type"], d["state"], d["where"], d["count"], ())
         rsmq, kept = post.place.rsmq, None
+        extra: dict[str, Any] = {}
         if undoable(group.state):
-            try:
+            try:  # read once: what the stash is sized for is what the action takes
                 where, ids = rsmq.failure_group_ids(
                     post.qname, group.type, group.state, group.where, limit=group.count
                 )
@@ -128,9 +129,10 @@ def _on_group(
                 pass  # the action itself meets it again, and answers it (audited)
             else:
                 kept = undos.keep(post.place, post.action, where, ids=ids)
+                extra = {"ids": ids, "keep": kept.token} if kept.token else {"ids": ids}
+                group = FailureGroup(group.type, group.state, where, group.count, ())
 
         def work() -> tuple[str, int | None]:
-            extra: dict[str, Any] = {"keep": kept.token} if kept and kept.token else {}
             n = call(rsmq, post.qname, group.type, group.state, group.where, group.count, **extra)
             return say(n, group.count, group), n
 

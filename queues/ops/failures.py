@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import traceback
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -175,6 +175,7 @@ class Failures(Stats[R]):
         where: str | None = None,
         limit: int | None = None,
         keep: str | None = None,
+        ids: Sequence[str] | None = None,
     ) -> Op[int]:
         """Retry one failure group of ``failure_groups(qname)`` now: a ``retry`` group's
         messages become visible at once where they are (rc and fr kept, as ``requeue``);
@@ -184,8 +185,9 @@ class Failures(Stats[R]):
         the queue the group is in, when groups of that type and state are in two. Bounded
         steps of CHUNK. Returns how many were retried. ``keep``: an undo token
         (``open_undo`` on ``where``) that keeps what a ``dead`` group's retry moves (a
-        ``retry`` group's stays where it is: nothing to undo)."""
-        where, ids = yield from self._group_ids(qname, type, state, where, limit)
+        ``retry`` group's stays where it is: nothing to undo). ``ids``: the group's, as
+        ``failure_group_ids`` read them (with its ``where``): not read again."""
+        where, ids = yield from self._group_or_ids(qname, type, state, where, limit, ids)
         done = 0
         if state == "retry":
             keys = self._queue_keys(where)
@@ -211,12 +213,14 @@ class Failures(Stats[R]):
         where: str | None = None,
         limit: int | None = None,
         keep: str | None = None,
+        ids: Sequence[str] | None = None,
     ) -> Op[int]:
         """Delete the messages of one failure group of ``failure_groups(qname)`` (at most
         ``limit``, the oldest ids first; ``where`` as for ``retry_failure_group``), in
         bounded steps of CHUNK. Returns how many were deleted. ``keep``: an undo token
-        (``open_undo`` on ``where``) that keeps what is deleted."""
-        where, ids = yield from self._group_ids(qname, type, state, where, limit)
+        (``open_undo`` on ``where``) that keeps what is deleted; ``ids`` as for
+        ``retry_failure_group``."""
+        where, ids = yield from self._group_or_ids(qname, type, state, where, limit, ids)
         keys = (*self._with_failures(where), *self._kept(keep))
         deleted = 0
         for k in range(0, len(ids), CHUNK):
@@ -236,6 +240,24 @@ class Failures(Stats[R]):
         first, at most ``limit``): what ``retry_failure_group`` / ``delete_failure_group``
         would act on, read first to keep it for an Undo (``open_undo_within``)."""
         return (yield from self._group_ids(qname, type, state, where, limit))
+
+    def _group_or_ids(
+        self,
+        qname: str,
+        type: str,
+        state: str,
+        where: str | None,
+        limit: int | None,
+        ids: Sequence[str] | None,
+    ) -> Op[tuple[str, list[str]]]:
+        """``_group_ids``, unless the caller read them already (``ids``, in ``where``)."""
+        if ids is None:
+            return (yield from self._group_ids(qname, type, state, where, limit))
+        if state not in ("retry", "dead"):
+            raise InvalidArgument("state", "state must be retry or dead")
+        place = v.qname(where if where is not None else qname, "where")
+        self._queue_keys(place)
+        return place, [v.message_id(i) for i in ids][:limit]
 
     def _group_ids(
         self, qname: str, type: str, state: str, where: str | None, limit: int | None
