@@ -261,8 +261,12 @@ def queue_page_forms(stats: QueueStats) -> dict[str, forms.Form]:
     """The queue page's forms as the page first shows them, by their template names."""
     return {
         "send_form": SendForm(),
+        # attributes another client spoiled are not offered back as zeros: Save would
+        # write them; the admin types every value
         "attributes_form": QueueAttributesForm(
-            initial={"vt": stats.vt, "delay": stats.delay, "maxsize": stats.maxsize}
+            initial={}
+            if stats.unreadable
+            else {"vt": stats.vt, "delay": stats.delay, "maxsize": stats.maxsize}
         ),
         "purge_form": ConfirmNameForm(qname=stats.qname, prefix="purge"),
         "delete_form": ConfirmNameForm(qname=stats.qname, prefix="delete"),

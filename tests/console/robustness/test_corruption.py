@@ -385,3 +385,23 @@ def test_a_listed_message_that_is_no_rsmq_one_opens_from_the_list(
         # its body; a member named like a queue's own field (vt) never shows that field
         assert body is not None and body[1] == ("odd body" if has_body else "")
     assert bad.odd_id is not None
+
+
+def test_a_spoiled_attribute_says_so_at_the_top_and_is_not_offered_back_as_zero(
+    world: World, console, admin: Client
+) -> None:
+    """vt another client wrote as text: the queue page says so first, and its Attributes
+    form holds no value for Save to write back (the admin types each one)."""
+    KINDS["vt-abc"](world)
+
+    page = admin.get(console.queue(BAD)).content.decode()
+
+    head = page.index("data-unreadable-head")
+    assert head < page.index('id="consumers"')
+    assert "vt is &#x27;abc&#x27;, not a number" in page[head : head + 400]
+    vt_input = re.search(r'<input[^>]*id="id_vt"[^>]*>', page)
+    assert vt_input is not None and 'value="' not in vt_input[0]
+    healthy = admin.get(console.queue(HEALTHY[0])).content.decode()
+    assert "data-unreadable-head" not in healthy
+    healthy_vt = re.search(r'<input[^>]*id="id_vt"[^>]*>', healthy)
+    assert healthy_vt is not None and 'value="30"' in healthy_vt[0]
