@@ -190,10 +190,10 @@ class Threads:
         loop = asyncio.get_running_loop()
         deferred: Deferred | None = None
         if self.in_scope is not None:
-            # The plain calls' answer read from the scope itself (lean.in_scope): no
-            # environ unless a thread needs one.
+            # The plain calls' answer read from the scope itself, their round trip
+            # awaited (lean.in_scope): no environ unless a thread needs one.
             try:
-                scoped = self.in_scope(scope, body)
+                scoped = await self.in_scope(scope, body)
             except Deferred as d:
                 deferred = d
             else:

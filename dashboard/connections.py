@@ -11,6 +11,7 @@ import redis
 from django.conf import settings
 
 from queues import RedisSMQ, RsmqError
+from queues.aio import AsyncRedisSMQ
 from queues.models import QueueStats
 
 
@@ -47,6 +48,19 @@ def get_connection(name: str | None = None) -> Connection:
 def _client(url: str, ns: str, timeout: float) -> RedisSMQ:
     # One client (and so one connection pool) per Redis and namespace for the process.
     return RedisSMQ(url=url, ns=ns, socket_timeout=timeout)
+
+
+def get_async_rsmq(conn: Connection, ns: str | None = None) -> AsyncRedisSMQ:
+    """The process's pipelined client of ``conn`` and ``ns``, for the server's event loop
+    (dashboard/lean.py's fast path): the round trips of the calls a turn of the loop
+    starts share one write (queues/aio.py)."""
+    namespace = ns if ns in conn.namespaces else conn.namespaces[0]
+    return _async_client(conn.url, namespace, settings.RSMQ_SOCKET_TIMEOUT)
+
+
+@lru_cache(maxsize=64)
+def _async_client(url: str, ns: str, timeout: float) -> AsyncRedisSMQ:
+    return AsyncRedisSMQ(url=url, ns=ns, socket_timeout=timeout)
 
 
 def get_rsmq(conn: Connection, ns: str | None = None) -> RedisSMQ:

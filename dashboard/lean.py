@@ -159,26 +159,26 @@ def fast(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes] | Non
         return raw
 
     try:
-        got = plain(
+        ready = prepare(
             environ, environ.get("REQUEST_METHOD"), environ.get("PATH_INFO", ""),
             environ.get("QUERY_STRING", ""), environ.get("HTTP_HOST", ""),
             environ.get("HTTP_AUTHORIZATION", ""), environ.get("CONTENT_LENGTH") or "",
             environ.get("CONTENT_TYPE", ""), environ.get("HTTP_TRANSFER_ENCODING"), read,
         )  # fmt: skip
+        if ready is None:
+            return None
+        status, data = answered(ready)
     except Failed as f:
         return _respond_error(f.request, f.error, start)
     finally:
         if not calls.in_event_loop():
             close_old_connections()
-    if got is None:
-        return None
-    status, data = got
     start(_STATUS[status], [*_headers(), ("Content-Length", str(len(data)))])
     return [data]
 
 
 ByteHeaders = list[tuple[bytes, bytes]]
-#: the request headers ``plain`` reads, by their names in a WSGI environ
+#: the request headers ``prepare`` reads, by their names in a WSGI environ
 _SCOPE_HEADERS = {
     b"host": "HTTP_HOST", b"authorization": "HTTP_AUTHORIZATION",
     b"content-length": "CONTENT_LENGTH", b"content-type": "CONTENT_TYPE",
@@ -186,13 +186,23 @@ _SCOPE_HEADERS = {
 }  # fmt: skip
 
 
-def in_scope(scope: dict[str, Any], body: bytes) -> tuple[int, ByteHeaders, bytes] | None:
+async def in_scope(scope: dict[str, Any], body: bytes) -> tuple[int, ByteHeaders, bytes] | None:
     """``in_loop``'s answer read straight from the ASGI scope (dashboard/asgi.py): no WSGI
-    environ, no start_response. The same answer ``fast`` gives the environ a2wsgi builds of
-    this request — the same parts of it (``plain``), the same status, headers and body —
-    or None: the environ path takes the request, as before (``in_loop``, then a thread).
-    In the event loop; what needs a thread raises calls.Deferred (its request's META is
-    the environ's to be: ``Threads`` sets it)."""
+    environ, no start_response, and the call's round trip awaited (``awaited``).
+    The same answer ``fast`` gives the environ a2wsgi builds of this request — the same
+    parts of it (``prepare``), the same status, headers and body — or None: the environ
+    path takes the request, as before (``in_loop``, then a thread). In the event loop;
+    what needs a thread raises calls.Deferred (its request's META is the environ's to be:
+    ``Threads`` sets it)."""
+    ready = scope_ready(scope, body)
+    if ready is None:
+        return None
+    status, data = await awaited(ready)
+    return status, [*_byte_headers(), (b"content-length", str(len(data)).encode())], data
+
+
+def scope_ready(scope: dict[str, Any], body: bytes) -> Ready | None:
+    """``in_scope``'s call made ready from the scope (``prepare``), or None."""
     if scope.get("root_path") or scope.get("scheme", "http") != "http":
         return None
     if settings.SECURE_SSL_REDIRECT:
@@ -220,15 +230,11 @@ def in_scope(scope: dict[str, Any], body: bytes) -> tuple[int, ByteHeaders, byte
     except UnicodeDecodeError:
         return None
     meta["QUERY_STRING"] = query
-    got = plain(
+    return prepare(
         meta, scope["method"], path, query, meta.get("HTTP_HOST", ""), given,
         meta.get("CONTENT_LENGTH") or "", meta.get("CONTENT_TYPE", ""),
         meta.get("HTTP_TRANSFER_ENCODING"), lambda n: body[:n],
     )  # fmt: skip
-    if got is None:
-        return None
-    status, data = got
-    return status, [*_byte_headers(), (b"content-length", str(len(data)).encode())], data
 
 
 #: settings → ``_headers()`` as the server sends them (``Threads.call``'s lower-case bytes)
@@ -251,7 +257,7 @@ _MODULES: tuple[Any, ...] | None = None
 
 
 def _modules() -> tuple[Any, ...]:
-    """What ``plain`` uses, imported once (not at this module's import: Django's apps)."""
+    """What ``prepare`` uses, imported once (not at this module's import: Django's apps)."""
     global _MODULES
     if _MODULES is None:
         from django.http.request import split_domain_port, validate_host
@@ -287,7 +293,7 @@ def _first_place() -> tuple[Any, bool]:
 
 
 class Failed(Exception):  # noqa: N818 (carries an error to answer, with its request)
-    """``plain``'s call failed outside the event loop: ``error``, answered for ``request``
+    """A plain call failed outside the event loop: ``error``, answered for ``request``
     as calls.py's handlers do (``_respond_error``)."""
 
     def __init__(self, request: HttpRequest, error: Exception) -> None:
@@ -295,7 +301,73 @@ class Failed(Exception):  # noqa: N818 (carries an error to answer, with its req
         self.request, self.error = request, error
 
 
-def plain(
+class Ready:
+    """A plain call made ready (``prepare``): its DataCall and how its answer is sent."""
+
+    __slots__ = ("call", "kind", "native_route", "batch")
+
+    def __init__(self, call: Any, kind: str, native_route: bool, batch: bool) -> None:
+        self.call, self.kind, self.native_route, self.batch = call, kind, native_route, batch
+
+    def answer(self, got: Any) -> tuple[int, bytes]:
+        """The status and JSON of the call's answer ``got`` (DataCall's)."""
+        native = _modules()[5]
+        answer: Any
+        if self.kind == "send" and self.batch:
+            status, answer = 201, {"ids": got}
+        elif self.kind == "send":
+            status, answer = 201 if self.native_route else 200, {"id": got[0]}
+        elif self.kind == "receive":
+            if self.native_route:
+                answer = {"messages": [native.message_json(m) for m in got]}
+            else:
+                answer = native.message_json(got[0]) if got else {}
+            status = 200
+        else:
+            status, answer = 200, {"result": got if self.native_route else int(got)}
+        return status, json.dumps(answer).encode()
+
+    def failed(self, e: Exception) -> Exception:
+        return _failure(self.call.request, e)
+
+
+def _failure(request: HttpRequest, e: Exception) -> Exception:
+    """What a plain call raises for ``e``, raised by it: in the event loop, a
+    calls.Deferred (the rest is for a thread: ``finish``); outside it, ``Failed``."""
+    calls = _modules()[4]
+    if isinstance(e, calls.Deferred):
+        e.request = request
+        return e
+    if calls.in_event_loop():
+        later = calls.Deferred(calls.raising(e))
+        later.request = request
+        return later
+    return Failed(request, e)
+
+
+def answered(ready: Ready) -> tuple[int, bytes]:
+    """A plain call's status and JSON body, its round trip blocking (``fast``: in a thread,
+    or the environ path in the event loop). In the event loop, what needs a thread raises
+    calls.Deferred; outside it, an error raises ``Failed``."""
+    try:
+        got = ready.call()
+    except Exception as e:
+        raise ready.failed(e) from e
+    return ready.answer(got)
+
+
+async def awaited(ready: Ready) -> tuple[int, bytes]:
+    """``answered``'s answer in the event loop, the round trip awaited (DataCall's
+    ``awaited``): meanwhile the loop reads, answers and sends other calls, and their
+    round trips share writes to Redis (bench/RESULTS.md, "HTTP API vs rest-rsmq")."""
+    try:
+        got = await ready.call.awaited()
+    except Exception as e:
+        raise ready.failed(e) from e
+    return ready.answer(got)
+
+
+def prepare(
     meta: dict[str, Any],
     method: str | None,
     path: str,
@@ -306,12 +378,12 @@ def plain(
     content_type: str,
     chunked: str | None,
     read: Callable[[int], bytes],
-) -> tuple[int, bytes] | None:
-    """A plain data-plane call's status and JSON body, or None: not one (the Django path
+) -> Ready | None:
+    """A plain data-plane call made ready to run, or None: not one (the Django path
     answers it). Its request's parts as a WSGI environ has them (``fast``; ``in_scope``
     reads them from the ASGI scope): ``meta`` the request's META, ``read(n)`` its body's
-    first n bytes. In the event loop, what needs a thread raises calls.Deferred; outside
-    it, an error raises ``Failed``."""
+    first n bytes. Nothing has run yet; a call refused as it is made raises as
+    ``answered`` says."""
     split_domain_port, validate_host, v, tokens, calls, native, ops = _modules()
 
     hosts = settings.ALLOWED_HOSTS
@@ -414,33 +486,18 @@ def plain(
     request.rsmq_action = action  # what a refusal is audited as (calls.audit_refusal)
     ids = {"msg_id": parts[5]} if kind == "delete" else {}
     request.resolver_match = ResolverMatch(fast, (), {"qname": qname, **ids})
-    answer: dict[str, Any]
+    ready_call: Any = None
     try:
-        if kind == "send" and batch is not None:
-            status, answer = 201, {"ids": ops.send(request, place, qname, batch, delay)}
-        elif kind == "send":
-            sent = ops.send(request, place, qname, [str(message)], delay)
-            status, answer = 201 if native_route else 200, {"id": sent[0]}
+        if kind == "send":
+            sent = batch if batch is not None else [str(message)]
+            ready_call = ops.send_call(request, place, qname, sent, delay)
         elif kind == "receive":
-            got = ops.receive(request, place, qname, n, vt)
-            if native_route:
-                answer = {"messages": [native.message_json(m) for m in got]}
-            else:
-                answer = native.message_json(got[0]) if got else {}
-            status = 200
+            ready_call = ops.receive_call(request, place, qname, n, vt)
         else:
-            done = ops.delete(request, place, qname, parts[5])
-            status, answer = 200, {"result": done if native_route else int(done)}
-    except calls.Deferred as d:  # in the event loop: the rest is for a thread (finish)
-        d.request = request
-        raise
-    except Exception as e:
-        if calls.in_event_loop():
-            later = calls.Deferred(calls._raise(e))
-            later.request = request
-            raise later from e
-        raise Failed(request, e) from e
-    return status, json.dumps(answer).encode()
+            ready_call = ops.delete_call(request, place, qname, parts[5])
+    except Exception as e:  # refused as it was made (the queue's name)
+        raise _failure(request, e) from e
+    return Ready(ready_call, kind, native_route, batch is not None)
 
 
 def finish(

@@ -15,11 +15,12 @@ from django.urls import reverse
 
 from queues import QueueNotFound, RedisSMQ, RsmqError
 from queues import validation as v
+from queues.aio import AsyncRedisSMQ
 from queues.models import MessageInfo, QueueStats
 
 from . import audit
 from .access import Role
-from .connections import Connection, connections, get_rsmq
+from .connections import Connection, connections, get_async_rsmq, get_rsmq
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,11 @@ class Place:
 
     def url(self, name: str, *args: str) -> str:
         return reverse(name, args=(self.conn.name, self.ns, *args))
+
+    @property
+    def aio(self) -> AsyncRedisSMQ:
+        """The same place's pipelined client, for the server's event loop."""
+        return get_async_rsmq(self.conn, self.ns)
 
 
 def resolve(conn: str | None = None, ns: str | None = None) -> Place:

@@ -244,7 +244,7 @@ def run(
         except ApiRefused:
             raise Deferred(None) from None  # nothing ran or changed: the call again
         except Exception as e:
-            again = _raise(e)
+            again = raising(e)
             raise Deferred(
                 lambda: run(request, place, action, qname, again, ids, params, audited)
             ) from e
@@ -310,7 +310,7 @@ def in_event_loop() -> bool:
     return asyncio._get_running_loop() is not None
 
 
-def _raise(e: Exception) -> Callable[[], tuple[Any, int | None]]:
+def raising(e: Exception) -> Callable[[], tuple[Any, int | None]]:
     def again() -> tuple[Any, int | None]:
         raise e
 

@@ -4,23 +4,35 @@ log), and what its audit row keeps. native.py and rest_rsmq.py shape their answe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.http import Http404, HttpRequest, StreamingHttpResponse
 
 from queues import InvalidArgument
 from queues import validation as v
+from queues.errors import ApiRefused
 from queues.models import Message
 
-from .. import exports
+from .. import audit_drain, exports
 from .. import undo as undos
-from ..actions import CREATE_QUEUE, MESSAGE_ACTIONS, QUEUE_ACTIONS
+from ..actions import CREATE_QUEUE, MESSAGE_ACTIONS, QUEUE_ACTIONS, Action
 from ..actions import EXPORT as EXPORT
 from ..actions import RECEIVE as RECEIVE
 from ..audit import resend_bodies
 from ..message_filter import FilterError, checked
 from ..place import Place
-from .calls import COUNTED_BY_CALL, actor, head, queue_in_url, rate, run, token_of
+from .calls import (
+    COUNTED_BY_CALL,
+    Deferred,
+    actor,
+    head,
+    queue_in_url,
+    raising,
+    rate,
+    run,
+    token_of,
+)
 
 CREATE = CREATE_QUEUE
 SEND, REQUEUE, MOVE = QUEUE_ACTIONS["send"], QUEUE_ACTIONS["requeue"], QUEUE_ACTIONS["move"]
@@ -79,57 +91,127 @@ def purge_queue(request: HttpRequest, place: Place, qname: str) -> tuple[int, un
     return run(request, place, PURGE, qname, work, kept=kept), kept
 
 
+class DataCall:
+    """A data-plane call (send, receive or delete one) made ready: the one audited
+    operation it runs (queues/ops/console_api.py ``audited``: the token's count, the
+    operation and its audit record in one script) and how its reply becomes the answer.
+    Run whole in a thread (``__call__``: ``run``), or awaited in the server's event loop
+    (``awaited``: dashboard/lean.py's fast path), where what needs the database is left
+    to a thread (calls.Deferred) — the same call either way."""
+
+    __slots__ = ("request", "place", "action", "qname", "record", "name", "args", "shape",
+                 "ids", "params")  # fmt: skip
+
+    def __init__(
+        self, request: HttpRequest, place: Place, action: Action, qname: str, record: str,
+        name: str, args: tuple[Any, ...], shape: Callable[[Any], tuple[Any, int]],
+        ids: list[str], params: dict[str, Any] | None = None,
+    ) -> None:  # fmt: skip
+        self.request, self.place, self.action, self.qname = request, place, action, qname
+        self.record, self.name, self.args, self.shape = record, name, args, shape
+        self.ids, self.params = ids, params
+
+    def work(self) -> tuple[Any, int]:
+        reply = self.place.rsmq.audited(self.record, rate(self.request), self.name, *self.args)
+        return self.shape(reply)
+
+    def __call__(self) -> Any:
+        return run(self.request, self.place, self.action, self.qname, self.work, self.ids,
+                   self.params, audited=True)  # fmt: skip
+
+    async def awaited(self) -> Any:
+        """``run``'s answer in the event loop: the round trip awaited on the process's
+        pipelined client (``Place.aio``), so the loop answers other calls meanwhile.
+        Anything but success raises calls.Deferred, as ``run`` does there."""
+        try:
+            reply = await self.place.aio.audited(
+                self.record, rate(self.request), self.name, *self.args
+            )
+            answer, _ = self.shape(reply)
+        except ApiRefused:
+            raise Deferred(None) from None  # nothing ran or changed: the call again
+        except Exception as e:
+            again = raising(e)
+            raise Deferred(
+                lambda: run(
+                    self.request,
+                    self.place,
+                    self.action,
+                    self.qname,
+                    again,
+                    self.ids,
+                    self.params,
+                    audited=True,
+                )  # fmt: skip
+            ) from e
+        audit_drain.maybe_drain(self.place)  # in a thread of its own if one is due
+        return answer
+
+
+def send_call(
+    request: HttpRequest, place: Place, qname: str, messages: list[str], delay: int | None
+) -> DataCall:
+    """One message or an atomic batch (answer: their ids)."""
+    queue_in_url(qname)
+    params = {"delay": delay, "bytes": sum(len(m.encode()) for m in messages)}
+    record = head(request, place, SEND, qname, params=params)
+    if len(messages) == 1:
+        args: tuple[Any, ...] = (qname, messages[0], delay)
+        return DataCall(request, place, SEND, qname, record, "send_message", args,
+                        lambda sent: ([sent], 1), [], params)  # fmt: skip
+    return DataCall(request, place, SEND, qname, record, "send_messages", (qname, messages, delay),
+                    lambda ids: (ids, len(ids)), [], params)  # fmt: skip
+
+
 def send(
     request: HttpRequest, place: Place, qname: str, messages: list[str], delay: int | None
 ) -> list[str]:
     """One message or an atomic batch: their ids."""
-    queue_in_url(qname)
-    params = {"delay": delay, "bytes": sum(len(m.encode()) for m in messages)}
-
-    record = head(request, place, SEND, qname, params=params)
-
-    def work() -> tuple[list[str], int]:
-        if len(messages) == 1:
-            return [
-                place.rsmq.audited(record, rate(request), "send_message", qname, messages[0], delay)
-            ], 1
-        ids = place.rsmq.audited(record, rate(request), "send_messages", qname, messages, delay)
-        return ids, len(ids)
-
-    return run(request, place, SEND, qname, work, params=params, audited=True)
+    sent: list[str] = send_call(request, place, qname, messages, delay)()
+    return sent
 
 
-def receive(
+def receive_call(
     request: HttpRequest, place: Place, qname: str, n: int, vt: int | None
-) -> list[Message]:
+) -> DataCall:
+    """Up to ``n`` messages (answer: a list of Message)."""
     queue_in_url(qname)
     got: list[str] = []
     params = {"n": n, "vt": vt}
     record = head(request, place, RECEIVE, qname, params=params)
 
-    def work() -> tuple[list[Message], int]:
-        if n == 1:  # the original's receiveMessage (one message, its own script)
-            one = place.rsmq.audited(record, rate(request), "receive_message", qname, vt)
-            ms = [one] if one else []
-        else:
-            ms = place.rsmq.audited(record, rate(request), "receive_messages", qname, n, vt)
+    def shape(reply: Any) -> tuple[list[Message], int]:
+        ms: list[Message] = ([reply] if reply else []) if n == 1 else reply
         got.extend(m.id for m in ms)
         return ms, len(ms)
 
-    return run(request, place, RECEIVE, qname, work, ids=got, params=params, audited=True)
+    args: tuple[Any, ...]
+    if n == 1:  # the original's receiveMessage (one message, its own script)
+        name, args = "receive_message", (qname, vt)
+    else:
+        name, args = "receive_messages", (qname, n, vt)
+    return DataCall(request, place, RECEIVE, qname, record, name, args, shape, got, params)
+
+
+def receive(
+    request: HttpRequest, place: Place, qname: str, n: int, vt: int | None
+) -> list[Message]:
+    got: list[Message] = receive_call(request, place, qname, n, vt)()
+    return got
+
+
+def delete_call(request: HttpRequest, place: Place, qname: str, msg_id: str) -> DataCall:
+    """Answer: False when it was not there."""
+    queue_in_url(qname)
+    record = head(request, place, DELETE, qname, ids=[msg_id])
+    return DataCall(request, place, DELETE, qname, record, "delete_message", (qname, msg_id),
+                    lambda ok: (ok, int(ok)), [msg_id])  # fmt: skip
 
 
 def delete(request: HttpRequest, place: Place, qname: str, msg_id: str) -> bool:
     """False: it was not there."""
-    queue_in_url(qname)
-
-    record = head(request, place, DELETE, qname, ids=[msg_id])
-
-    def work() -> tuple[bool, int]:
-        ok: bool = place.rsmq.audited(record, rate(request), "delete_message", qname, msg_id)
-        return ok, int(ok)
-
-    return run(request, place, DELETE, qname, work, ids=[msg_id], audited=True)
+    done: bool = delete_call(request, place, qname, msg_id)()
+    return done
 
 
 def visibility(request: HttpRequest, place: Place, qname: str, msg_id: str, vt: int) -> bool:

@@ -46,9 +46,9 @@ class Scoped:
         self.environs = 0
         real_scope, real_environ = lean.in_scope, asgi.Threads.environ
 
-        def spy(scope: dict[str, Any], body: bytes) -> Any:
+        async def spy(scope: dict[str, Any], body: bytes) -> Any:
             try:
-                answer = real_scope(scope, body)
+                answer = await real_scope(scope, body)
             except Exception:
                 self.deferred += 1
                 raise
@@ -231,13 +231,13 @@ def test_the_scope_path_runs_in_the_event_loop_thread(console, rsmq, monkeypatch
     scoped, _ = two_ways(asgi, monkeypatch)
     rsmq.create_queue("q1")
     seen: list[int] = []
-    real = lean.plain
+    real = lean.prepare
 
     def spy(*args: Any) -> Any:
         seen.append(threading.get_ident())
         return real(*args)
 
-    monkeypatch.setattr(lean, "plain", spy)
+    monkeypatch.setattr(lean, "prepare", spy)
     main = threading.get_ident()  # asyncio.run's loop runs in this thread
     assert scoped("POST", "/api/queues/q1/messages/", {"message": "a"})[0] == 201
     assert seen == [main] and scoped.environs == 0
@@ -368,3 +368,79 @@ def test_no_body_is_read_when_http_1_has_none(console, rsmq, monkeypatch, asgi, 
     status, answer = asyncio.run(call())
     assert status == 200 and answer["message"] == "hello" and scoped.answered == 1
     assert len(asked) == (0 if version == "1.1" else 1)
+
+
+def test_calls_in_flight_together_are_answered_each_its_own(console, rsmq, monkeypatch, asgi):
+    """The scope path awaits its round trip (DataCall.awaited on the pipelined client):
+    calls in flight in one event loop share writes to Redis, and each still gets its own
+    answer and its own audit record — 30 sends, then 30 receives, then 30 deletes, each
+    batch gathered at once on 3 queues."""
+    scoped, _ = two_ways(asgi, monkeypatch)
+    for q in ("p0", "p1", "p2"):
+        rsmq.create_queue(q)
+    from queues.aio import AsyncRedisSMQ
+
+    flushes: list[int] = []
+    real_flush = AsyncRedisSMQ._flush
+
+    def flush(self: AsyncRedisSMQ) -> None:
+        flushes.append(len(self._queued))
+        real_flush(self)
+
+    monkeypatch.setattr(AsyncRedisSMQ, "_flush", flush)
+
+    async def gathered(calls: list[tuple[str, str, Any]]) -> list[Answer]:
+        return await asyncio.gather(*(scoped.call(m, p, b, "", None, None) for m, p, b in calls))
+
+    async def run() -> tuple[list[Answer], list[Answer], list[Answer]]:
+        sends = await gathered(
+            [("POST", f"/api/queues/p{i % 3}/messages/", {"message": f"m{i}"}) for i in range(30)]
+        )
+        receives = await gathered(
+            [("POST", f"/api/queues/p{i % 3}/receive/", {"n": 1, "vt": 60}) for i in range(30)]
+        )
+        got = [json.loads(r[2])["messages"][0] for r in receives]
+        deletes = await gathered(
+            [("DELETE", f"/api/queues/p{i % 3}/messages/{m['id']}/", None)
+             for i, m in enumerate(got)]
+        )  # fmt: skip
+        return sends, receives, deletes
+
+    sends, receives, deletes = asyncio.run(run())
+    assert [s[0] for s in sends] == [201] * 30
+    sent = {json.loads(s[2])["id"]: f"m{i}" for i, s in enumerate(sends)}
+    assert len(sent) == 30
+    got = [json.loads(r[2])["messages"] for r in receives]
+    assert all(len(m) == 1 for m in got)
+    # every message received once, by a receive on its own queue, with its own body
+    assert sorted(m[0]["id"] for m in got) == sorted(sent)
+    assert all(sent[m[0]["id"]] == m[0]["message"] for m in got)
+    assert [json.loads(d[2]) for d in deletes] == [{"result": True}] * 30
+    assert scoped.answered == 90 and scoped.deferred == 0
+    # written together: each gathered batch's 30 round trips in one write (two, when the
+    # scripts were not loaded yet: NOSCRIPT, then the script and the call again)
+    assert len(flushes) <= 6 and set(flushes) == {30}
+    for q in ("p0", "p1", "p2"):
+        assert rsmq.get_queue_attributes(q).msgs == 0
+    drained()
+    made = AuditEntry.objects.filter(username="token:scope-operator", queue__in=("p0", "p1", "p2"))
+    assert sorted(made.values_list("outcome", flat=True)) == [AuditEntry.Outcome.OK] * 90
+    by_action = sorted(made.values_list("action", "queue"))
+    assert len(by_action) == 90 and len({a for a, _ in by_action}) == 3
+
+
+def test_redis_down_in_the_loop_is_a_503_audited_as_failed(console, monkeypatch, asgi) -> None:
+    """The awaited round trip fails (nothing listens): the call is finished by a thread,
+    as the Django path answers it — a 503 naming no password, its audit row an error."""
+    scoped, _ = two_ways(asgi, monkeypatch)
+    from queues.server import free_port
+
+    down = f"redis://:pw@127.0.0.1:{free_port()}/0"
+    with override_settings(
+        RSMQ_CONNECTIONS=[{"name": "default", "url": down, "namespaces": ["rsmq"]}]
+    ):
+        status, _, answer = scoped("POST", "/api/queues/q1/messages/", {"message": "x"})
+    assert status == 503 and scoped.deferred == 1
+    assert answer["error"].startswith("Redis is unavailable at ") and "pw@" not in answer["error"]
+    row = AuditEntry.objects.get(username="token:scope-operator")
+    assert (row.action, row.outcome) == ("send", "error")
