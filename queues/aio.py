@@ -8,11 +8,13 @@ Every method of RedisSMQ is here with the same arguments and results (queues/ops
 holds them once); each returns an awaitable.
 
 Concurrent callers share a few connections, pipelined: the round trips that coroutines
-ask for in one turn of the event loop are written to one connection in one write, and
-its replies are read back in order by a task of that connection and handed to each
-caller. Each operation keeps its own round trips, errors and NOSCRIPT handling
-(queues/driver.py); it only shares the write. So one process with many coroutines keeps
-Redis busy, where a connection per call would wait a round trip per operation.
+ask for in one turn of the event loop are written to one connection — the first at once
+when that connection has nothing in flight (a lone caller waits for nothing), the rest
+of the turn after it in one write — and its replies are read back in order by a task of
+that connection and handed to each caller. Each operation keeps its own round trips,
+errors and NOSCRIPT handling (queues/driver.py); it only shares the write. So one
+process with many coroutines keeps Redis busy, where a connection per call would wait a
+round trip per operation.
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+import hiredis
 import redis.asyncio as aioredis
 import redis.connection
-from redis.exceptions import ConnectionError, ResponseError
+from redis._parsers.hiredis import NOT_ENOUGH_DATA
+from redis.exceptions import ConnectionError, ResponseError, TimeoutError
 
 from . import topology
 from .driver import Cmd, Endpoint, Op, Outcome, T, rounds
@@ -37,81 +41,175 @@ Entry = tuple[list[bytes], int, "asyncio.Future[Outcome]"]
 
 
 class Lane:
-    """One connection: a writer task writes what callers queued, in their order; a reader
-    task reads the replies back in that order and resolves each caller's future.
+    """One connection: callers' round trips written to it in their order, as the lane
+    gets them (``write``: no task in between), and their replies read back in that
+    order as they arrive (``received``, the connection's own protocol: no reader task)
+    and handed to each caller's future.
 
-    The reader, not the caller, reads: a caller cancelled while waiting leaves its
-    replies to be read and dropped, so the next caller never gets them. Any error of the
+    The lane, not the caller, reads: a caller cancelled while waiting leaves its replies
+    to be read and dropped, so the next caller never gets them. Any error of the
     connection (Redis gone, a timeout) ends the lane and answers every caller still
     waiting on it with that error.
+
+    Once redis-py has connected (and authenticated, chosen the database), the lane
+    takes the connection's transport over — redis-py's stream reader and its per-read
+    timeout (a task and a timeout context every time) cost more than the rest of a
+    call — and reads with the same hiredis reader redis-py made for it (its error
+    replies, its decoding). The socket timeout (``timeout``) is the lane's: a round
+    trip unanswered that long after it was written ends the lane (a timer, armed while
+    round trips are in flight).
     """
 
-    def __init__(self, conn: Any, lanes: list[Lane]) -> None:
-        self.conn = conn  # redis-py's async Connection is untyped
+    def __init__(self, conn: Any, lanes: list[Lane], timeout: float | None = None) -> None:
+        self.conn = conn  # redis-py's async Connection is untyped (made with no timeout)
         self.lanes = lanes
-        self.outbox: list[Entry] = []
-        self.pending: deque[tuple[int, asyncio.Future[Outcome]]] = deque()
-        self.to_write = asyncio.Event()
-        self.to_read = asyncio.Event()
+        self.timeout = timeout
+        self.writer: Any = None  # the connection's stream, once connected
+        self.reader: Any = None  # its hiredis reader
+        self.outbox: list[Entry] = []  # what came while it was connecting, or checking
+        self.checking = False  # asking the sentinels where the master is
+        #: (replies, the caller's future, when it was written: the loop's time)
+        self.pending: deque[tuple[int, asyncio.Future[Outcome], float]] = deque()
+        self.replies: list[Any] = []  # the first pending round trip's, so far
         self.dead = False
-        self.tasks = (asyncio.create_task(self._write()), asyncio.create_task(self._read()))
+        self.watch: asyncio.TimerHandle | None = None
+        self.checker: asyncio.Task[None] | None = None
+        self.tasks = (asyncio.create_task(self._connect()),)
 
     @property
     def load(self) -> int:
         return len(self.outbox) + len(self.pending)
 
-    def put(self, entries: list[Entry]) -> None:
-        self.outbox += entries
-        self.to_write.set()
+    @property
+    def idle(self) -> bool:
+        """Connected, with nothing in flight: a round trip written now goes out alone."""
+        return self.writer is not None and not self.pending and not self.dead and not self.checking
 
-    async def _write(self) -> None:
+    def put(self, entries: list[Entry]) -> None:
+        if self.writer is None or self.checking:
+            self.outbox += entries
+        else:
+            self.write(entries)
+
+    async def _check_master(self) -> None:
+        """Ask the sentinels where the master is, holding writes meanwhile (as the
+        connection's own send_packed_command does, every MASTER_CHECK s): moved, the
+        lane ends and what it held is sent again on a new connection, to the master."""
+        try:
+            moved = not await self.conn.still_master()
+        except Exception as e:
+            self.end(e)
+            return
+        finally:
+            self.checking = False
+        if moved:
+            self.end(ConnectionError("the master moved (a failover)"))
+            return
+        entries, self.outbox = self.outbox, []
+        self.write(entries)
+
+    async def _connect(self) -> None:
         try:
             await self.conn.connect()
-            while True:
-                await self.to_write.wait()
-                self.to_write.clear()
-                # Callers cancelled before their turn are not sent at all.
-                entries = [e for e in self.outbox if not e[2].done()]
-                self.outbox = []
-                if not entries:
-                    continue
-                self.pending.extend((n, fut) for _, n, fut in entries)
-                self.to_read.set()
-                await self.conn.send_packed_command(
-                    [chunk for packed, _, _ in entries for chunk in packed], check_health=False
-                )
+            writer, stream = self.conn._writer, self.conn._reader
+            reader = getattr(self.conn._parser, "_reader", None)
+            if not isinstance(reader, hiredis.Reader):
+                raise ConnectionError("the async client reads with hiredis: not installed")
+            transport = writer.transport
+            transport.set_protocol(_Replies(self, transport.get_protocol()))
+            left = bytes(stream._buffer)  # (nothing, after the handshake's replies)
+            self.writer, self.reader = writer, reader
+            if left:
+                self.received(left)
+        except Exception as e:
+            self.end(e)
+            return
+        entries, self.outbox = self.outbox, []
+        self.write(entries)
+
+    def write(self, entries: list[Entry]) -> None:
+        """Write these round trips in one write, in order (a caller cancelled before it
+        is not sent at all)."""
+        entries = [e for e in entries if not e[2].done()]
+        if not entries:
+            return
+        check_due = getattr(self.conn, "check_due", None)  # (a Sentinel's master)
+        if check_due is not None and not self.dead and check_due():
+            self.checking = True
+            self.outbox += entries
+            self.checker = asyncio.create_task(self._check_master())
+            return
+        if self.dead:  # (ended while connecting)
+            for _, _, fut in entries:
+                fut.set_result(ConnectionError("the connection to Redis was lost"))
+            return
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        self.pending.extend((n, fut, now) for _, n, fut in entries)
+        if self.timeout and self.watch is None:
+            self.watch = loop.call_at(now + self.timeout, self._overdue)
+        try:
+            if self.writer.transport.is_closing():
+                raise ConnectionError("Connection closed by server.")
+            self.writer.writelines([chunk for packed, _, _ in entries for chunk in packed])
         except Exception as e:
             self.end(e)
 
-    async def _read(self) -> None:
-        read = self.conn.read_response
+    def received(self, data: bytes) -> None:
+        """Bytes from Redis: each whole reply to the round trip it answers, in order (an
+        error reply is the caller's, as a ResponseError value; a connection error —
+        LOADING, a protocol error — ends the lane)."""
+        reader, pending, replies = self.reader, self.pending, self.replies
         try:
-            while True:
-                if not self.pending:
-                    self.to_read.clear()
-                    await self.to_read.wait()
-                    continue
-                n, fut = self.pending[0]
-                replies: list[Any] = []
-                for _ in range(n):
-                    try:
-                        replies.append(await read())
-                    except ResponseError as e:
-                        replies.append(e)
-                self.pending.popleft()
-                if not fut.done():
-                    fut.set_result(replies)
+            reader.feed(data)
+            while pending:
+                reply = reader.gets()
+                if reply is NOT_ENOUGH_DATA:
+                    return
+                if isinstance(reply, ConnectionError):
+                    raise reply
+                if isinstance(reply, list) and reply and isinstance(reply[0], ConnectionError):
+                    raise reply[0]
+                if isinstance(reply, ResponseError):
+                    lost = topology.wrong_node(self.conn, reply)
+                    if lost is not None:
+                        raise lost
+                replies.append(reply)
+                n, fut, _ = pending[0]
+                if len(replies) == n:
+                    pending.popleft()
+                    done, self.replies = replies, []
+                    replies = self.replies
+                    if not fut.done():
+                        fut.set_result(done)
         except Exception as e:
             self.end(e)
+
+    def _overdue(self) -> None:
+        """The timer: the oldest round trip in flight unanswered for ``timeout`` ends the
+        lane (as a read timing out does in the sync client); else it is armed again."""
+        self.watch = None
+        if self.dead or not self.pending or self.timeout is None:
+            return
+        loop = asyncio.get_running_loop()
+        due = self.pending[0][2] + self.timeout
+        if loop.time() >= due:
+            self.end(TimeoutError("Timeout reading from socket"))
+        else:
+            self.watch = loop.call_at(due, self._overdue)
 
     def end(self, error: Exception) -> None:
         """Answer every waiting caller with ``error`` and drop the connection."""
         if self.dead:
             return
         self.dead = True
+        if self.watch is not None:
+            self.watch.cancel()
+        if self.writer is not None:
+            self.writer.transport.abort()  # (nothing, if it is closed already)
         if self in self.lanes:
             self.lanes.remove(self)
-        for _, fut in self.pending:
+        for _, fut, _ in self.pending:
             if not fut.done():
                 fut.set_result(error)
         for _, _, fut in self.outbox:
@@ -120,14 +218,31 @@ class Lane:
         self.pending.clear()
         self.outbox = []
         current = asyncio.current_task()
-        for task in self.tasks:
-            if task is not current:
+        for task in (*self.tasks, self.checker):
+            if task is not None and task is not current:
                 task.cancel()
 
     async def close(self) -> None:
         self.end(ConnectionError("the client was closed"))
-        await asyncio.gather(*self.tasks, return_exceptions=True)
+        await asyncio.gather(*self.tasks, *filter(None, [self.checker]), return_exceptions=True)
         await self.conn.disconnect()
+
+
+class _Replies(asyncio.Protocol):
+    """The protocol of a lane's connection once the lane has taken it over: what Redis
+    sends goes to the lane; the connection lost ends it."""
+
+    def __init__(self, lane: Lane, before: Any) -> None:
+        self.lane, self.before = lane, before
+
+    def data_received(self, data: bytes) -> None:
+        self.lane.received(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lane.end(ConnectionError(f"Connection to Redis lost: {exc}" if exc else
+                                      "Connection closed by server."))  # fmt: skip
+        # redis-py's stream protocol learns it too: its disconnect() waits for that
+        self.before.connection_lost(exc)
 
 
 class AsyncRedisSMQ(Operations[aioredis.Redis]):
@@ -155,7 +270,11 @@ class AsyncRedisSMQ(Operations[aioredis.Redis]):
         # Made like the pool's own connections, outside it (as the sync client's are).
         make: Callable[..., Any] = client.connection_pool.connection_class
         kwargs = client.connection_pool.connection_kwargs
-        self._new_connection: Callable[[], Any] = lambda: make(**kwargs)
+        # The lanes' connections read with no timeout of their own: the lane keeps it.
+        self._lane_timeout: float | None = kwargs.get("socket_timeout")
+        connect = kwargs.get("socket_connect_timeout") or self._lane_timeout
+        lane_kwargs = {**kwargs, "socket_timeout": None, "socket_connect_timeout": connect}
+        self._new_connection: Callable[[], Any] = lambda: make(**lane_kwargs)
         # Commands are encoded as the sync client encodes them (hiredis's packer when
         # installed): redis.asyncio's pure-Python packer cost a third of a call's time.
         packer: Callable[..., Any] = redis.connection.Connection
@@ -163,6 +282,7 @@ class AsyncRedisSMQ(Operations[aioredis.Redis]):
         self._pack: Callable[[list[Cmd]], list[bytes]] = packer(**encoding).pack_commands
         self._lanes: list[Lane] = []
         self._queued: list[Entry] = []
+        self._turn: Lane | None = None  # the lane this turn's first round trip went to
         self._loop: asyncio.AbstractEventLoop | None = None
         return client
 
@@ -209,20 +329,36 @@ class AsyncRedisSMQ(Operations[aioredis.Redis]):
     def _submit(self, packed: list[bytes], n: int) -> asyncio.Future[Outcome]:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # lanes belong to the loop that made them
-            self._loop, self._lanes, self._queued = loop, [], []
+            self._loop, self._lanes, self._queued, self._turn = loop, [], [], None
         fut: asyncio.Future[Outcome] = loop.create_future()
         if not self._queued:
-            loop.call_soon(self._flush)
+            # The turn's first round trip, on a lane with nothing in flight, is written at
+            # once (a lone caller waits for no turn to end); the rest of the turn follows
+            # it on the same lane, in one write, when the turn ends (``_flush``).
+            idle = next((lane for lane in self._lanes if lane.idle), None)
+            if idle is not None and self._turn is None:
+                self._turn = idle
+                loop.call_soon(self._flush)
+                idle.write([(packed, n, fut)])
+                return fut
+            if self._turn is None:
+                loop.call_soon(self._flush)
         self._queued.append((packed, n, fut))
         return fut
 
     def _flush(self) -> None:
-        """This turn's round trips, to an idle lane (a new one while there are fewer than
-        LANES), else to the least busy."""
+        """This turn's round trips: after its first, on that one's lane; else to an idle
+        lane (a new one while there are fewer than LANES), else to the least busy."""
         entries, self._queued = self._queued, []
+        turn, self._turn = self._turn, None
+        if not entries:
+            return
         lanes = self._lanes
+        if turn is not None and not turn.dead:
+            turn.put(entries)
+            return
         lane = min(lanes, key=lambda lane: lane.load, default=None)
         if lane is None or (lane.load and len(lanes) < self.LANES):
-            lane = Lane(self._new_connection(), lanes)
+            lane = Lane(self._new_connection(), lanes, self._lane_timeout)
             lanes.append(lane)
         lane.put(entries)

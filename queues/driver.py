@@ -176,9 +176,9 @@ def rounds(op: Op[T], wait: Wait = None) -> Trips[T]:
     """The round trips an operation takes; a step's error goes back into the operation.
 
     Replies hold error replies as values. A step that meets NOSCRIPT (after a Redis
-    restart or SCRIPT FLUSH) loads its scripts and runs again in one more round trip: a
-    script that met NOSCRIPT never ran, and a Batch's calls are read-only, so nothing is
-    applied twice.
+    restart or SCRIPT FLUSH) runs again in one more round trip with its scripts sent
+    whole (EVAL, which also loads them): a script that met NOSCRIPT never ran, and a
+    Batch's calls are read-only, so nothing is applied twice.
 
     With ``wait``, a send is followed by ``WAIT`` in the same round trip, and is only
     acknowledged (returns) once that many replicas have it: else `NotReplicated`.
@@ -195,8 +195,10 @@ def rounds(op: Op[T], wait: Wait = None) -> Trips[T]:
                     commands.append(("WAIT", *wait))  # type: ignore[misc]
                 replies = _replies((yield commands))
                 if NoScriptError in map(type, replies):
-                    loads: list[Cmd] = [("SCRIPT", "LOAD", s.source) for s in step.scripts()]
-                    replies = _replies((yield loads + commands))[len(loads) :]
+                    # Sent whole this time: EVAL loads a script and runs it in one
+                    # command, so another client's SCRIPT FLUSH can't come in between (as
+                    # it could between a SCRIPT LOAD and the EVALSHA after it).
+                    replies = _replies((yield _whole(commands, step.scripts())))
                 if waits:
                     _replicated(replies.pop(), replies[0], wait)
                 reply = step.result(replies)
@@ -206,6 +208,12 @@ def rounds(op: Op[T], wait: Wait = None) -> Trips[T]:
                 step = op.send(reply)
     except StopIteration as stop:
         yield Done(stop.value)
+
+
+def _whole(commands: list[Cmd], scripts: Iterable[Script]) -> list[Cmd]:
+    """``commands`` with each EVALSHA an EVAL of its script's source."""
+    sources = {s.sha: s.source for s in scripts}
+    return [("EVAL", sources[c[1]], *c[2:]) if c[0] == "EVALSHA" else c for c in commands]
 
 
 def _replicated(acked: Any, sent: Any, wait: Wait) -> None:

@@ -23,7 +23,13 @@ import redis.asyncio.sentinel as aiosentinel
 from redis.backoff import ExponentialBackoff
 from redis.cluster import RedisCluster
 from redis.crc import key_slot
-from redis.exceptions import ClusterDownError, ConnectionError, MovedError, RedisClusterException
+from redis.exceptions import (
+    ClusterDownError,
+    ConnectionError,
+    MovedError,
+    ReadOnlyError,
+    RedisClusterException,
+)
 from redis.retry import Retry
 from redis.sentinel import Sentinel, SentinelManagedConnection
 
@@ -162,15 +168,26 @@ class AsyncMasterConnection(aiosentinel.SentinelManagedConnection):
         self.checked = time.monotonic()
 
     async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
-        if self.is_connected and time.monotonic() - self.checked > MASTER_CHECK:
-            self.checked = time.monotonic()
-            try:
-                where = await self.connection_pool.get_master_address()
-            except ConnectionError:
-                where = None
-            if where is not None and tuple(where) != (self.host, self.port):
-                await self.disconnect()
+        if self.check_due() and not await self.still_master():
+            await self.disconnect()
         await super().send_packed_command(command, check_health)
+
+    def check_due(self) -> bool:
+        """Whether to ask the sentinels where the master is before the next write (every
+        MASTER_CHECK s): a failover that left this node up is followed within that."""
+        if not self.is_connected or time.monotonic() - self.checked <= MASTER_CHECK:
+            return False
+        self.checked = time.monotonic()
+        return True
+
+    async def still_master(self) -> bool:
+        """Whether this connection's node is the master the sentinels name (True when
+        they can't be asked)."""
+        try:
+            where = await self.connection_pool.get_master_address()
+        except ConnectionError:
+            return True
+        return where is None or tuple(where) == (self.host, self.port)
 
 
 def _demoted(conn: Any, master_address: Any) -> bool:
@@ -306,6 +323,20 @@ class AsyncSlotConnection(aioredis.Connection):
             self.owner.stale = True
             await self.disconnect()
             raise ConnectionError(f"the namespace's slot moved: {e}") from e
+
+
+def wrong_node(conn: Any, reply: Exception) -> ConnectionError | None:
+    """What an error reply read off ``conn`` without its own ``read_response`` (the
+    async client's lanes read replies themselves) means for the connection: the slot
+    moved (Cluster: MOVED, CLUSTERDOWN) or the node is no longer the master (Sentinel:
+    READONLY) — nothing ran; a ConnectionError, so the command is sent again on a new
+    connection, to the right node — or None: the reply is the caller's."""
+    if isinstance(conn, AsyncSlotConnection) and isinstance(reply, (MovedError, ClusterDownError)):
+        conn.owner.stale = True
+        return ConnectionError(f"the namespace's slot moved: {reply}")
+    if isinstance(conn, AsyncMasterConnection) and isinstance(reply, ReadOnlyError):
+        return ConnectionError(f"the master moved (a failover): {reply}")
+    return None
 
 
 def close(pool: Any) -> None:

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import pytest
 import redis
 import redis.asyncio as aioredis
+from support.counting import CountingConnection
 
 from queues import (
     AsyncRedisSMQ,
@@ -271,16 +272,6 @@ def test_errors_are_the_rsmq_errors_of_the_sync_client(
 
 
 # -- one pipeline for many queues ------------------------------------------------------
-
-
-class CountingConnection(aioredis.Connection):
-    """Counts every write to the socket: one per round trip (a command or a pipeline)."""
-
-    writes = 0
-
-    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
-        CountingConnection.writes += 1
-        await super().send_packed_command(command, check_health)
 
 
 def test_queue_stats_of_450_queues_is_one_pipelined_round_trip_of_three_scripts(
