@@ -23,4 +23,4 @@ class CountingConnection(aioredis.Connection):
             CountingConnection.writes += 1
             real(data)
 
-        writer.writelines = counted  # type: ignore[method-assign, assignment]
+        writer.writelines = counted  # type: ignore[method-assign]
