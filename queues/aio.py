@@ -26,12 +26,11 @@ from typing import Any
 
 import hiredis
 import redis.asyncio as aioredis
-import redis.connection
 from redis._parsers.hiredis import NOT_ENOUGH_DATA
 from redis.exceptions import ConnectionError, ResponseError, TimeoutError
 
 from . import topology
-from .driver import Cmd, Endpoint, Op, Outcome, T, rounds
+from .driver import ENCODING, Cmd, Endpoint, Op, Outcome, T, packer, rounds
 from .ops import Operations
 
 MAX_CONNECTIONS = 50
@@ -275,11 +274,9 @@ class AsyncRedisSMQ(Operations[aioredis.Redis]):
         connect = kwargs.get("socket_connect_timeout") or self._lane_timeout
         lane_kwargs = {**kwargs, "socket_timeout": None, "socket_connect_timeout": connect}
         self._new_connection: Callable[[], Any] = lambda: make(**lane_kwargs)
-        # Commands are encoded as the sync client encodes them (hiredis's packer when
-        # installed): redis.asyncio's pure-Python packer cost a third of a call's time.
-        packer: Callable[..., Any] = redis.connection.Connection
-        encoding = {k: v for k, v in kwargs.items() if k in ("encoding", "encoding_errors")}
-        self._pack: Callable[[list[Cmd]], list[bytes]] = packer(**encoding).pack_commands
+        # Commands are encoded as the sync client encodes them (driver.packer):
+        # redis.asyncio's pure-Python packer cost a third of a call's time.
+        self._pack = packer({k: v for k, v in kwargs.items() if k in ENCODING})
         self._lanes: list[Lane] = []
         self._queued: list[Entry] = []
         self._turn: Lane | None = None  # the lane this turn's first round trip went to

@@ -17,7 +17,7 @@ import redis
 from redis.exceptions import ConnectionError, ResponseError
 
 from . import topology
-from .driver import Cmd, Endpoint, Op, Outcome, T, rounds
+from .driver import ENCODING, Cmd, Endpoint, Op, Outcome, T, packer, rounds
 from .errors import RsmqError
 from .ops import Operations
 
@@ -44,12 +44,15 @@ class RedisSMQ(Operations[redis.Redis]):
         self._lines_lock = threading.Lock()
         target = endpoint.target()
         self._wait = endpoint.wait(target)
-        if client is not None:
-            return client
-        if target is None or target.kind == "redis":
-            return endpoint.make(redis.Redis)
-        key = topology.slot_key(target, self.ns)
-        return topology.sync_client(target, key, socket_timeout=endpoint.socket_timeout)
+        if client is None:
+            if target is None or target.kind == "redis":
+                client = endpoint.make(redis.Redis)
+            else:
+                key = topology.slot_key(target, self.ns)
+                client = topology.sync_client(target, key, socket_timeout=endpoint.socket_timeout)
+        kwargs = client.connection_pool.connection_kwargs
+        self._pack = packer({k: v for k, v in kwargs.items() if k in ENCODING})
+        return client
 
     def close(self) -> None:
         with self._lines_lock:
@@ -102,10 +105,7 @@ class RedisSMQ(Operations[redis.Redis]):
         """
         try:
             conn = self._connection()
-            if len(commands) == 1:
-                packed = conn.pack_command(*commands[0])
-            else:
-                packed = conn.pack_commands(commands)
+            packed = self._pack(commands)
             for attempt in (1, 2):
                 try:
                     conn.send_packed_command(packed)

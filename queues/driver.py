@@ -25,7 +25,9 @@ from typing import (
     overload,
 )
 
-from redis.exceptions import NoScriptError, ResponseError
+import hiredis
+import redis.connection
+from redis.exceptions import DataError, NoScriptError, ResponseError
 
 from . import validation as v
 from .errors import (
@@ -208,6 +210,34 @@ def rounds(op: Op[T], wait: Wait = None) -> Trips[T]:
                 step = op.send(reply)
     except StopIteration as stop:
         yield Done(stop.value)
+
+
+#: packed commands up to this size go out as one piece (one write); larger are not copied
+PACK_JOIN = 65536
+#: the connection options ``packer`` reads
+ENCODING = ("encoding", "encoding_errors")
+
+
+def packer(encoding: dict[str, Any]) -> Callable[[list[Cmd]], list[bytes]]:
+    """How a client encodes its round trips (``encoding``: its connections' encoding and
+    encoding_errors, if set): hiredis's packer — the same bytes as redis-py's, for a
+    third of its time — when they encode as redis-py does by default (UTF-8, strict),
+    else redis-py's own."""
+    name = str(encoding.get("encoding") or "utf-8").lower().replace("_", "-")
+    if name not in ("utf-8", "utf8") or encoding.get("encoding_errors", "strict") != "strict":
+        own: Any = redis.connection.Connection(**encoding)  # type: ignore[no-untyped-call]
+        return own.pack_commands  # type: ignore[no-any-return]
+    return _pack
+
+
+def _pack(commands: list[Cmd]) -> list[bytes]:
+    try:
+        packed = [hiredis.pack_command(c) for c in commands]
+    except TypeError as e:  # a value that is no str, bytes, int or float: as redis-py says
+        raise DataError(str(e)) from None
+    if len(packed) > 1 and sum(map(len, packed)) <= PACK_JOIN:
+        return [b"".join(packed)]
+    return packed
 
 
 def _whole(commands: list[Cmd], scripts: Iterable[Script]) -> list[Cmd]:
