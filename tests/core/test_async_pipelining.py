@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -219,3 +220,34 @@ def test_a_redis_restart_mid_flight_fails_some_calls_loses_no_sent_message_and_r
         assert sent <= set(kept)  # every send that answered is there after the restart
     finally:
         server.stop()
+
+
+def test_a_stalled_redis_times_calls_out_at_the_socket_timeout_and_the_next_call_works(
+    redis_url: str, ns: str, queue: str, r: redis.Redis
+):
+    """The lane keeps the socket timeout (one timer, not one per read): a round trip
+    unanswered for socket_timeout fails with redis's TimeoutError — not sent again, the
+    lane's connection dropped so a late reply answers nobody — and the next call, on a
+    new connection, gets its own reply."""
+
+    async def fn(a: AsyncRedisSMQ) -> tuple[float, list[Any], str, int]:
+        await a.send_message(queue, "warm")
+        stall = asyncio.create_task(asyncio.to_thread(r.execute_command, "DEBUG", "SLEEP", "1.5"))
+        await asyncio.sleep(0.2)  # the server asleep
+        started = time.monotonic()
+        got = await asyncio.gather(
+            *(a.send_message(queue, f"s{i}") for i in range(5)), return_exceptions=True
+        )
+        took = time.monotonic() - started
+        await stall
+        after = await a.send_message(queue, "after")
+        return took, got, after, (await a.get_queue_attributes(queue)).msgs
+
+    took, got, after, msgs = arun(redis_url, ns, fn, socket_timeout=0.5)
+
+    assert 0.4 < took < 1.2  # at the timeout, not at the server's waking
+    assert all(isinstance(g, redis.TimeoutError) for g in got)
+    assert after and isinstance(after, str)
+    # the timed-out sends were written once and ran when Redis woke (a timeout is never
+    # sent again): warm, 5, after
+    assert msgs == 7
