@@ -9,8 +9,9 @@ express@3 rsmq@0.4.0`` in DIR). No code of rest-rsmq is kept here: a small launc
 listens on a free port.
 
 The console is served as ./run serves it (the command line of
-``dashboard/management/commands/console.py``'s ``web_argv``: gunicorn, 4 processes × 2
-threads, --preload; DEBUG off; SQLite) with tokens, rate limits and the audit on: an
+``dashboard/management/commands/console.py``'s ``web_argv``: granian serving
+dashboard/asgi.py, one process a core and RSMQ_WEB_THREADS Django threads each, as
+./run's defaults here; DEBUG off; SQLite) with tokens, rate limits and the audit on: an
 operator's token, every data-plane call's audit record written to Redis with the call and
 drained into the database by the web processes as they go.
 

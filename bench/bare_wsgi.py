@@ -1,8 +1,8 @@
 """A reference for bench/api.py: the same three routes as a bare WSGI function under the
-same gunicorn (one queues/ call per request: no Django, no token, no audit), to show
+same web server (one queues/ call per request: no Django, no token, no audit), to show
 what the web server alone costs. Not part of the product.
 
-    gunicorn bench.bare_wsgi:application   (RSMQ_REDIS_URL: the Redis)
+    granian --interface wsgi bench.bare_wsgi:application   (RSMQ_REDIS_URL: the Redis)
 """
 
 from __future__ import annotations
