@@ -6,20 +6,26 @@ FLUSH and a Redis restart."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
+import shutil
+import ssl
+import subprocess
+import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 import redis
 import redis.asyncio as aioredis
+import uvloop
 from support.counting import CountingConnection
 
 from queues import AsyncRedisSMQ, Message, MessageNotString, QueueNotFound, RedisSMQ
 from queues.aio import Lane
-from queues.server import EmbeddedRedis
+from queues.server import EmbeddedRedis, free_port
 
 T = TypeVar("T")
 
@@ -251,3 +257,67 @@ def test_a_stalled_redis_times_calls_out_at_the_socket_timeout_and_the_next_call
     # the timed-out sends were written once and ran when Redis woke (a timeout is never
     # sent again): warm, 5, after
     assert msgs == 7
+
+
+@pytest.fixture
+def tls_url(redis_url: str, tmp_path: Path) -> Iterator[str]:
+    """A rediss:// URL: a TLS endpoint (a self-signed certificate) in front of the test
+    Redis, terminated by a proxy of this test's own in a thread."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+         "-out", str(cert), "-days", "1", "-subj", "/CN=localhost"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    target = redis.Redis.from_url(redis_url).connection_pool.connection_kwargs["port"]
+    port, ready, loop_box = free_port(), threading.Event(), []
+
+    async def handle(cr: asyncio.StreamReader, cw: asyncio.StreamWriter) -> None:
+        rr, rw = await asyncio.open_connection("127.0.0.1", target)
+
+        async def pipe(a: asyncio.StreamReader, b: asyncio.StreamWriter) -> None:
+            try:
+                while data := await a.read(65536):
+                    b.write(data)
+                    await b.drain()
+            finally:
+                b.close()
+
+        await asyncio.gather(pipe(cr, rw), pipe(rr, cw), return_exceptions=True)
+
+    async def serve() -> None:
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.load_cert_chain(str(cert), str(key))
+        server = await asyncio.start_server(handle, "127.0.0.1", port, ssl=ctx)
+        loop_box.append((asyncio.get_running_loop(), server))
+        ready.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await server.serve_forever()
+
+    thread = threading.Thread(target=asyncio.run, args=(serve(),), daemon=True)
+    thread.start()
+    ready.wait(10)
+    yield f"rediss://127.0.0.1:{port}/0?ssl_cert_reqs=none"
+    loop, server = loop_box[0]
+    loop.call_soon_threadsafe(server.close)
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_the_lanes_read_and_write_over_tls(tls_url: str, ns: str, queue: str, loop: str):
+    """The lanes take the connection's transport over from redis-py (queues/aio.py): over
+    TLS too, with either event loop, bodies spanning many TLS records included."""
+
+    async def main() -> tuple[list[str], list[Message]]:
+        async with AsyncRedisSMQ(url=tls_url, ns=ns, socket_timeout=5) as a:
+            bodies = ["x" * 60_000 if i % 10 == 0 else f"m{i}" for i in range(60)]
+            ids = await asyncio.gather(*(a.send_message(queue, b) for b in bodies))
+            return ids, await a.receive_messages(queue, 60)
+
+    runner = uvloop.run if loop == "uvloop" else asyncio.run
+    ids, got = runner(main())
+    assert sorted(m.id for m in got) == sorted(ids) and len(set(ids)) == 60
+    assert sum(len(m.message) for m in got) == 6 * 60_000 + sum(
+        len(f"m{i}") for i in range(60) if i % 10
+    )
