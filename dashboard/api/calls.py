@@ -241,13 +241,8 @@ def run(
         # thread of the pool, from where the call stands (``Deferred``).
         try:
             answer, count = work()
-        except ApiRefused:
-            raise Deferred(None) from None  # nothing ran or changed: the call again
         except Exception as e:
-            again = raising(e)
-            raise Deferred(
-                lambda: run(request, place, action, qname, again, ids, params, audited)
-            ) from e
+            raise in_loop_failure(e, request, place, action, qname, ids, params, audited) from e
         if not audited:
             raise AssertionError("only audited calls are answered in the event loop")
         audit_drain.maybe_drain(place)  # in a thread of its own if one is due
@@ -308,6 +303,25 @@ def in_event_loop() -> bool:
     """Whether this thread runs an event loop (the server's: dashboard/asgi.py), where
     the database may not be used (Django refuses it there)."""
     return asyncio._get_running_loop() is not None
+
+
+def in_loop_failure(
+    e: Exception,
+    request: HttpRequest,
+    place: Place,
+    action: Action,
+    qname: str,
+    ids: Iterable[str],
+    params: dict[str, Any] | None,
+    audited: bool = True,
+) -> Deferred:
+    """What an audited call that failed in the event loop hands to a thread: over its
+    rate or the tokens changed (ApiRefused: nothing ran or changed), the whole call again;
+    else ``run`` with the error, which answers and audits it as the thread path does."""
+    if isinstance(e, ApiRefused):
+        return Deferred(None)
+    again = raising(e)
+    return Deferred(lambda: run(request, place, action, qname, again, ids, params, audited))
 
 
 def raising(e: Exception) -> Callable[[], tuple[Any, int | None]]:

@@ -11,7 +11,6 @@ from django.http import Http404, HttpRequest, StreamingHttpResponse
 
 from queues import InvalidArgument
 from queues import validation as v
-from queues.errors import ApiRefused
 from queues.models import Message
 
 from .. import audit_drain, exports
@@ -24,11 +23,10 @@ from ..message_filter import FilterError, checked
 from ..place import Place
 from .calls import (
     COUNTED_BY_CALL,
-    Deferred,
     actor,
     head,
+    in_loop_failure,
     queue_in_url,
-    raising,
     rate,
     run,
     token_of,
@@ -128,21 +126,9 @@ class DataCall:
                 self.record, rate(self.request), self.name, *self.args
             )
             answer, _ = self.shape(reply)
-        except ApiRefused:
-            raise Deferred(None) from None  # nothing ran or changed: the call again
         except Exception as e:
-            again = raising(e)
-            raise Deferred(
-                lambda: run(
-                    self.request,
-                    self.place,
-                    self.action,
-                    self.qname,
-                    again,
-                    self.ids,
-                    self.params,
-                    audited=True,
-                )  # fmt: skip
+            raise in_loop_failure(
+                e, self.request, self.place, self.action, self.qname, self.ids, self.params
             ) from e
         audit_drain.maybe_drain(self.place)  # in a thread of its own if one is due
         return answer
