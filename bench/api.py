@@ -49,7 +49,7 @@ from typing import Any, Protocol
 from bench.machine import describe
 from bench.results import publish
 from bench.serve import wait_up
-from dashboard.serving import default_threads, default_workers
+from dashboard.serving.defaults import default_threads, default_workers
 from queues import RedisSMQ
 from queues.server import EmbeddedRedis, free_port
 
@@ -236,7 +236,7 @@ def main() -> None:
     for cmd in (["migrate", "-v0"], ["collectstatic", "--noinput", "-v0"]):
         subprocess.run([*manage, *cmd], cwd=ROOT, env=env, check=True, capture_output=True)
     mint = (
-        "from dashboard.tokens import mint; "
+        "from dashboard.access.tokens import mint; "
         "print(mint('bench', 'operator', 'bench/api.py', 1_000_000_000)[1])"
     )
     token = subprocess.run(

@@ -84,7 +84,7 @@ def run_big(url: str, args: argparse.Namespace) -> list[tuple[str, float, float,
     from redis.connection import AbstractConnection
 
     from bench.machine import SlowLog, create_queues, rss_mb
-    from dashboard import snapshots
+    from dashboard.triage.conditions import take_snapshot
 
     setup_test_environment()
     call_command("migrate", verbosity=0)
@@ -102,13 +102,13 @@ def run_big(url: str, args: argparse.Namespace) -> list[tuple[str, float, float,
         + [(f"?sort={sort}", sort) for sort in SORTS]
         + [("?q=queue-00&sort=-msgs", "search")]  # 10,000 of queue-000000…
     )
-    from dashboard import conditions
-    from dashboard.connections import connections, get_rsmq
+    from dashboard.places.connections import connections, get_rsmq
+    from dashboard.triage import conditions
 
     takes = []
     for _ in range(3):  # the pages sort by the last (the interval is a minute here)
         t0 = time.perf_counter()
-        run_ = snapshots.take()
+        run_ = take_snapshot()
         takes.append(time.perf_counter() - t0)
         assert run_.rows == n, run_
     # Its peer in the same run: judging the conditions alone (in each run above, after
@@ -194,9 +194,9 @@ def run(url: str, args: argparse.Namespace) -> list[tuple[str, float, float, int
     print("creating 9,000 more queues ...", flush=True)
     for i in range(n_queues, 10_000):
         rsmq.create_queue(f"queue-{i:05d}")
-    from dashboard import snapshots
+    from dashboard.triage.conditions import take_snapshot
 
-    assert snapshots.take().rows == 10_001
+    assert take_snapshot().rows == 10_001
     for label, path in (
         ("overview, 10,000 queues (needs attention, the default)", "/c/default/bench/"),
         ("overview, 10,000 queues (sort by name)", "/c/default/bench/?sort=name"),

@@ -159,7 +159,10 @@ def main() -> None:
     web = None
     try:
         subprocess.run([PY, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-        mint = "from dashboard.tokens import mint; print(mint('bench', 'viewer', 'b', 10**6)[1])"
+        mint = (
+            "from dashboard.access.tokens import mint;"
+            " print(mint('bench', 'viewer', 'b', 10**6)[1])"
+        )
         token = subprocess.run(
             [PY, "manage.py", "shell", "-c", mint], cwd=ROOT, env=env, check=True,
             capture_output=True, text=True,

@@ -14,7 +14,7 @@ redis-py writes to the socket, apart for the queues' Redis and the broker's (the
 to core 0 with Redis) holding a day of 1,000 queues every 10 s (8.64 million rows, and
 the hour before it that retention then prunes), written in bulk by the server itself;
 timed on top of it: the snapshot run (and its INSERT alone), the queue page's chart
-query (dashboard/history.py) over an hour and a day, the overview, the retention prune.
+query (dashboard/snapshots/history.py) over an hour and a day, the overview, the retention prune.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def run_big(url: str, args: argparse.Namespace) -> list[Row]:
     from django.test.utils import setup_test_environment
 
     from bench.machine import SlowLog, create_queues
-    from dashboard import snapshots
+    from dashboard.triage.conditions import take_snapshot
 
     setup_test_environment()
     call_command("migrate", verbosity=0)
@@ -96,7 +96,7 @@ def run_big(url: str, args: argparse.Namespace) -> list[Row]:
     size = {}
 
     def snapshot() -> None:
-        run_ = snapshots.take()
+        run_ = take_snapshot()
         assert run_.rows == n and not run_.skipped and not run_.locked, run_
 
     def scrape() -> None:
@@ -123,8 +123,9 @@ def run(url: str, args: argparse.Namespace) -> list[Row]:
     from django.test import Client
     from django.test.utils import setup_test_environment
 
-    from dashboard import snapshots
     from dashboard.models import Snapshot
+    from dashboard.snapshots import runs
+    from dashboard.triage.conditions import take_snapshot
     from queues import RedisSMQ
 
     setup_test_environment()
@@ -144,7 +145,7 @@ def run(url: str, args: argparse.Namespace) -> list[Row]:
     measure = meter.measure
 
     def snapshot() -> None:
-        run_ = snapshots.take()
+        run_ = take_snapshot()
         assert run_.rows == N_QUEUES and not run_.skipped and not run_.locked, run_
 
     client = Client()
@@ -162,7 +163,7 @@ def run(url: str, args: argparse.Namespace) -> list[Row]:
         # received since, so it reads every queue's wait times (issue 21's worst case).
         from django.db.models import F
 
-        from dashboard import latest
+        from dashboard.snapshots import latest
 
         last = latest.last_run("default", "bench")
         assert last is not None
@@ -171,7 +172,7 @@ def run(url: str, args: argparse.Namespace) -> list[Row]:
     rows = [
         measure(f"snapshot of {N_QUEUES:,} queues (rows + Parquet file)", snapshot, "≤ 1,000 ms"),
     ]
-    if hasattr(snapshots, "_wait_readings"):  # since issue 21
+    if hasattr(runs, "_wait_readings"):  # since issue 21
         rows.append(
             measure(
                 f"snapshot of {N_QUEUES:,} queues, every one received since the last"
@@ -278,8 +279,9 @@ def postgres_rows(url: str, names: list[str], args: argparse.Namespace) -> tuple
     from django.test import Client
     from django.test.utils import setup_test_environment
 
-    from dashboard import history, snapshots
     from dashboard.models import Snapshot
+    from dashboard.snapshots import history, runs
+    from dashboard.triage.conditions import take_snapshot
     from queues import RedisSMQ
 
     setup_test_environment()
@@ -327,7 +329,7 @@ def postgres_rows(url: str, names: list[str], args: argparse.Namespace) -> tuple
                 insert_ms.append((time.perf_counter() - t) * 1000)
 
     def snapshot() -> None:
-        run_ = snapshots.take()
+        run_ = take_snapshot()
         assert run_.rows == len(names) and not run_.skipped and not run_.locked, run_
 
     with connection.execute_wrapper(timed_insert):
@@ -367,7 +369,7 @@ def postgres_rows(url: str, names: list[str], args: argparse.Namespace) -> tuple
     meter.stop()
 
     t = time.perf_counter()
-    deleted, _ = snapshots.prune()
+    deleted, _ = runs.prune()
     prune_ms = (time.perf_counter() - t) * 1000
     assert deleted >= PRUNED_SNAPSHOTS * len(names), deleted
     print(f"retention prune: {deleted:,} rows in {prune_ms:,.0f} ms", flush=True)

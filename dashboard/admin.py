@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import AuditEntry
+from dashboard.models import AuditEntry
 
 
 @admin.register(AuditEntry)

@@ -8,7 +8,7 @@ class DashboardConfig(AppConfig):
     def ready(self) -> None:
         from axes.signals import user_locked_out
 
-        from . import checks  # noqa: F401 (registers the configuration check)
-        from .audit import record_lockout
+        from dashboard.audit.log import record_lockout
+        from dashboard.serving import checks  # noqa: F401 (registers the configuration check)
 
         user_locked_out.connect(record_lockout, dispatch_uid="rsmq-audit-lockout")

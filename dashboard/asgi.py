@@ -37,11 +37,11 @@ from django.conf import settings
 from django.core.wsgi import get_wsgi_application
 from django.urls import get_resolver
 
-from dashboard.chunked import ChunkedBodies, too_large_text
+from dashboard.serving.chunked import ChunkedBodies, too_large_text
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
-from dashboard.startup import refuse_bad_configuration, refuse_insecure_key  # noqa: E402
+from dashboard.serving.startup import refuse_bad_configuration, refuse_insecure_key  # noqa: E402
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -212,7 +212,7 @@ class Threads:
             answer = await loop.run_in_executor(self.pool, self.call, environ, rest)
         elif self.in_loop is not None:
             # The data plane's plain calls, answered here: one Redis round trip, no hop
-            # into a thread and back (dashboard/lean.py ``fast``; bench/RESULTS.md).
+            # into a thread and back (dashboard/serving/fast.py ``fast``; bench/RESULTS.md).
             try:
                 answer = self.call(environ, self.in_loop)
             except Deferred as d:  # what needs the database: in a thread
@@ -317,9 +317,9 @@ def streamer(loop: asyncio.AbstractEventLoop, send: Send, receive: Receive) -> S
 refuse_insecure_key()
 _wsgi = get_wsgi_application()
 refuse_bad_configuration()
-# API token calls take a lean path (dashboard/lean.py): no session, CSRF, messages or axes.
-from dashboard import lean  # noqa: E402 (Django is set up above)
+# API token calls take a lean path (dashboard/serving/fast.py): no session, CSRF, messages or axes.
 from dashboard.api.calls import Deferred  # noqa: E402
+from dashboard.serving import fast as lean  # noqa: E402 (Django is set up above)
 
 # Every view imported now, as each worker starts (the API's ~0.5 s), not by its first request.
 get_resolver().url_patterns  # noqa: B018

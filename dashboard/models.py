@@ -91,7 +91,7 @@ class Snapshot(models.Model):
     created = models.BigIntegerField()  # epoch s
     # Wait (send -> first receive) and processing (first receive -> delete, as the
     # project's worker recorded it) of the messages since the previous snapshot, in
-    # seconds (dashboard/timing.py); None: no message to tell.
+    # seconds (dashboard/snapshots/timing.py); None: no message to tell.
     wait_p50 = models.FloatField(null=True, blank=True)
     wait_p95 = models.FloatField(null=True, blank=True)
     wait_p99 = models.FloatField(null=True, blank=True)
@@ -206,7 +206,7 @@ class Rollup(models.Model):
 
 class AnomalyFlag(models.Model):
     """An anomaly found by the pipeline (pipeline/anomalies.py, hourly) or by the console
-    at each snapshot (dashboard/conditions.py): from ``start`` until ``end``, or still
+    at each snapshot (dashboard/triage/conditions.py): from ``start`` until ``end``, or still
     going on (``end`` None), with the figures that triggered it. ``source`` says which:
     a pipeline run replaces its own flags only."""
 
@@ -310,7 +310,7 @@ class AlertRule(models.Model):
         CONSUMERS_STALLED = "flag:consumers_stalled", "anomaly: consumers stalled"
         OLDEST_OVER_SLO = "flag:oldest_age", "anomaly: oldest message over its SLO"
         REDELIVERY_STORM = "flag:redelivery_storm", "anomaly: redelivery storm"
-        # The connection's Redis (dashboard/redis_health.py), not a queue's: the rule's
+        # The connection's Redis (dashboard/probes/redis_health.py), not a queue's: the rule's
         # queue and pattern are left empty, and its one alert has no queue.
         REDIS_AT_RISK = "redis:at_risk", "Redis: data can be lost silently (1/0)"
         REDIS_MEMORY_SHARE = "redis:memory_share", "Redis: memory used / maxmemory (0–1)"
@@ -497,7 +497,7 @@ class ApiToken(models.Model):
 
 class Ownership(models.Model):
     """Who owns a queue, or the queues whose names match a pattern, of one connection and
-    namespace: its owner, who is on call, and the runbook (dashboard/owners.py). Shown on
+    namespace: its owner, who is on call, and the runbook (dashboard/triage/owners.py). Shown on
     the queue page, the overview's row and in every alert's message."""
 
     connection = models.CharField(max_length=100)
@@ -563,7 +563,7 @@ class Annotation(models.Model):
 
 
 class QueueCondition(models.Model):
-    """One queue's state as of the last snapshot (dashboard/conditions.py): what its
+    """One queue's state as of the last snapshot (dashboard/triage/conditions.py): what its
     consumers are doing, why in words, and how urgent it is (``score``: the overview's
     default order, highest first). One row per queue, replaced at each snapshot."""
 
@@ -592,7 +592,7 @@ class QueueCondition(models.Model):
     send_rate = models.FloatField(null=True)  # /s over the last snapshot interval
     receive_rate = models.FloatField(null=True)
     figures = models.JSONField(default=dict)
-    # Its outlook (dashboard/forecast.py) at the snapshot: what a namespace too big to read
+    # Its outlook (dashboard/triage/forecast.py) at the snapshot: what a namespace too big to read
     # live is sorted by. wait_p95: the latest wait p95 (s); drain_key: Drain.sort_key()
     # (seconds to drain; DRAIN_NEVER: not draining; null: no trend).
     wait_p95 = models.FloatField(null=True)
@@ -624,7 +624,7 @@ class SavedFilter(models.Model):
     """A message filter saved under a name (dashboard/views/saved_filters.py): for one
     queue or every queue of a connection's namespace; its owner's, or (``shared``, an
     admin's choice) everyone's. It is a link: ``query`` is the filter's URL query
-    (dashboard/message_filter.py's ``MessageFilter.query()``, encoded)."""
+    (dashboard/acting/message_filter.py's ``MessageFilter.query()``, encoded)."""
 
     connection = models.CharField(max_length=100)
     namespace = models.CharField(max_length=200)
@@ -651,7 +651,7 @@ class SavedFilter(models.Model):
 
 
 class BulkJob(models.Model):
-    """Acting on every message a filter matches (dashboard/jobs.py): counted first, then
+    """Acting on every message a filter matches (dashboard/acting/jobs.py): counted first, then
     confirmed with the count, then run by a Celery task in bounded steps, paced, with
     progress, pause / resume / cancel and, for a move or a redrive, a canary."""
 

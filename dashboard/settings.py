@@ -98,18 +98,18 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    "dashboard.security.NoUrlList",
+    "dashboard.web.security.NoUrlList",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "dashboard.middleware.RedisUnavailableMiddleware",
+    "dashboard.web.middleware.RedisUnavailableMiddleware",
     # Last: it turns a refused login into the "locked" page.
     "axes.middleware.AxesMiddleware",
 ]
 
 # -- Logins: throttled by django-axes -------------------------------------------------------
 AUTHENTICATION_BACKENDS = [
-    "dashboard.throttle.LoginThrottle",
+    "dashboard.access.throttle.LoginThrottle",
     "django.contrib.auth.backends.ModelBackend",
 ]
 # After this many failed logins for one user name from one address, that pair is locked
@@ -118,7 +118,7 @@ AXES_FAILURE_LIMIT = int(os.environ.get("RSMQ_LOGIN_FAILURES", "5"))
 AXES_COOLOFF_TIME = dt.timedelta(seconds=float(os.environ.get("RSMQ_LOGIN_COOLOFF", "900")))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 # The user name as a user name can be (a longer one posted would not fit axes' column).
-AXES_USERNAME_CALLABLE = "dashboard.throttle.username"
+AXES_USERNAME_CALLABLE = "dashboard.access.throttle.username"
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False  # no banner at every start; lockouts go to the audit log
 AXES_LOCKOUT_TEMPLATE = "registration/locked.html"
@@ -126,9 +126,9 @@ AXES_LOCKOUT_TEMPLATE = "registration/locked.html"
 # give a guesser a fresh count with every made-up address. Unless the socket's peer is a
 # proxy of RSMQ_TRUSTED_PROXIES (comma-separated addresses or CIDRs, default none): then
 # the right-most address of its X-Forwarded-For that is not a trusted proxy
-# (dashboard/throttle.py). Throttling and the audit log's addresses are the client's
+# (dashboard/access/throttle.py). Throttling and the audit log's addresses are the client's
 # behind the proxy; from anyone else the header is ignored.
-AXES_CLIENT_IP_CALLABLE = "dashboard.throttle.client_ip"
+AXES_CLIENT_IP_CALLABLE = "dashboard.access.throttle.client_ip"
 
 ROOT_URLCONF = "dashboard.urls"
 WSGI_APPLICATION = "dashboard.wsgi.application"
@@ -143,9 +143,9 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "dashboard.context_processors.console",
-                "dashboard.health.snapshot_banner",
-                "dashboard.redis_health.redis_banner",
+                "dashboard.views.context.console",
+                "dashboard.probes.health.snapshot_banner",
+                "dashboard.probes.redis_health.redis_banner",
             ],
         },
     }
@@ -220,7 +220,7 @@ RSMQ_NAMESPACE = os.environ.get("RSMQ_NAMESPACE", "rsmq")
 RSMQ_SOCKET_TIMEOUT = float(os.environ.get("RSMQ_SOCKET_TIMEOUT", "3"))
 # More connections: RSMQ_CONNECTIONS='[{"name": "prod", "url": "redis://…",
 #   "namespaces": ["rsmq"], "environment": "production"}]'
-# What is wrong with the environment, reported by the check at start (dashboard/checks.py).
+# What is wrong with the environment, reported by the check at start (dashboard/serving/checks.py).
 RSMQ_CONFIG_ERRORS: list[str] = [_database_error] if _database_error else []
 try:
     _connections = json.loads(os.environ.get("RSMQ_CONNECTIONS", "null"))
@@ -236,10 +236,10 @@ RSMQ_CONNECTIONS = _connections or [
     }
 ]
 
-# Undo (dashboard/undo.py): how many hours what a destructive action removed is kept
+# Undo (dashboard/acting/undo.py): how many hours what a destructive action removed is kept
 # for its Undo, and the most an action keeps (MB of bodies, estimated before it runs;
 # past it the action runs without an Undo and its confirmation says so; 0: no undo).
-# Checked at start (dashboard/checks.py).
+# Checked at start (dashboard/serving/checks.py).
 RSMQ_UNDO_HOURS: float | str = os.environ.get("RSMQ_UNDO_HOURS", "24")
 RSMQ_UNDO_MAX_MB: float | str = os.environ.get("RSMQ_UNDO_MAX_MB", "256")
 for _name in ("RSMQ_UNDO_HOURS", "RSMQ_UNDO_MAX_MB"):
@@ -251,7 +251,7 @@ for _name in ("RSMQ_UNDO_HOURS", "RSMQ_UNDO_MAX_MB"):
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"one_line_refusals": {"()": "dashboard.logs.OneLineRefusals"}},
+    "filters": {"one_line_refusals": {"()": "dashboard.serving.logs.OneLineRefusals"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     # Django's own "django" logger has a console handler of its own under DEBUG: without
@@ -263,7 +263,7 @@ LOGGING = {
 }
 
 # Error reports (the DEBUG page, mails to ADMINS) hide every URL's password and token.
-DEFAULT_EXCEPTION_REPORTER_FILTER = "dashboard.security.ConsoleExceptionReporterFilter"
+DEFAULT_EXCEPTION_REPORTER_FILTER = "dashboard.web.security.ConsoleExceptionReporterFilter"
 
 # Every action off: the console only shows.
 RSMQ_READ_ONLY = env_bool("RSMQ_READ_ONLY")
@@ -339,7 +339,7 @@ RSMQ_ROLLUP_RETENTION = float(os.environ.get("RSMQ_ROLLUP_RETENTION", "30"))
 RSMQ_OLDEST_AGE_SLO = float(os.environ.get("RSMQ_OLDEST_AGE_SLO", "300"))
 RSMQ_OLDEST_AGE_SLOS = json.loads(os.environ.get("RSMQ_OLDEST_AGE_SLOS", "{}"))
 RSMQ_FLAG_INTERVALS = int(os.environ.get("RSMQ_FLAG_INTERVALS", "5"))
-# The overview's "needs attention" order (dashboard/thresholds.py): a key of
+# The overview's "needs attention" order (dashboard/triage/thresholds.py): a key of
 # RSMQ_OLDEST_AGE_SLOS may also be a pattern ("emails-*"), which only the console reads;
 # a backlog is "growing" when it rose by this fraction of itself, and at least this many
 # messages, over this many seconds.
@@ -349,7 +349,7 @@ RSMQ_BACKLOG_WINDOW = float(os.environ.get("RSMQ_BACKLOG_WINDOW", "600"))
 # ... or rose by at least this many messages a second over the window (a big backlog:
 # +12,000 on 195,000 in 10 min is 6%, and 20/s).
 RSMQ_BACKLOG_GROWTH_RATE = float(os.environ.get("RSMQ_BACKLOG_GROWTH_RATE", "5"))
-# Consumers (dashboard/conditions.py, at each snapshot): "no consumers" once visible
+# Consumers (dashboard/triage/conditions.py, at each snapshot): "no consumers" once visible
 # messages waited this many seconds with no receive; "crash-looping" once at least this
 # many receives in the window were not followed by deletes and messages came back.
 RSMQ_NO_CONSUMER_AFTER = float(os.environ.get("RSMQ_NO_CONSUMER_AFTER", "300"))
@@ -364,7 +364,7 @@ if RSMQ_PIPELINE_INTERVAL > 0:
         "options": {"expires": RSMQ_PIPELINE_INTERVAL},
     }
 
-# Redis at risk (dashboard/redis_health.py, queues/health.py): the banner on every page,
+# Redis at risk (dashboard/probes/redis_health.py, queues/health.py): the banner on every page,
 # the Redis page, the rsmq_redis_* gauges and alert metrics. Without an AOF, a last RDB
 # save older than this many seconds (with changes unsaved) is a risk; so is memory used
 # over this share of maxmemory. A reading is cached this many seconds per connection.
@@ -379,7 +379,7 @@ RSMQ_OUTBOUND_ALLOW = env_list("RSMQ_OUTBOUND_ALLOW")
 # Failures of a transient kind (down, timed out, 5xx, 429) before a notification is given up.
 RSMQ_ALERT_MAX_ATTEMPTS = int(os.environ.get("RSMQ_ALERT_MAX_ATTEMPTS", "12"))
 
-# -- The API's audit records (dashboard/audit_drain.py): written to Redis with each data-plane
+# -- The API's audit records (dashboard/audit/drain.py): written to Redis with each data-plane
 # call, moved into the database by a web process at most this often (s), and by beat.
 RSMQ_AUDIT_DRAIN_EVERY = float(os.environ.get("RSMQ_AUDIT_DRAIN_EVERY", "1"))
 CELERY_BEAT_SCHEDULE["audit-drain"] = {
@@ -396,7 +396,7 @@ RSMQ_BODY_TIMEOUT = float(os.environ.get("RSMQ_BODY_TIMEOUT", "30"))
 # Threads per web server process that run Django (./run --threads; dashboard/asgi.py).
 RSMQ_WEB_THREADS = int(os.environ.get("RSMQ_WEB_THREADS", "2"))
 
-# -- Trusted proxies (issue 23; dashboard/throttle.py client_ip) ---------------------------
+# -- Trusted proxies (issue 23; dashboard/access/throttle.py client_ip) ---------------------------
 RSMQ_TRUSTED_PROXIES: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
 for _proxy in env_list("RSMQ_TRUSTED_PROXIES"):
     try:

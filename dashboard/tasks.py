@@ -7,13 +7,17 @@ from typing import Any
 
 from celery import shared_task
 
-from . import audit_drain, conditions, jobs, pipeline_runs, snapshots
-from .alerting import evaluate
+from dashboard.acting import jobs
+from dashboard.alerting import evaluate
 
 # The outbox's task is delivery's own (evaluation starts it): imported here, the worker
 # registers it with the rest.
-from .alerting.delivery import send_notifications as send_notifications
-from .models import AlertRule
+from dashboard.alerting.delivery import send_notifications as send_notifications
+from dashboard.analytics import runs as pipeline_runs
+from dashboard.audit import drain as audit_drain
+from dashboard.models import AlertRule
+from dashboard.snapshots import runs
+from dashboard.triage import conditions
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +25,7 @@ log = logging.getLogger(__name__)
 @shared_task(name="dashboard.tasks.snapshot", ignore_result=True)
 def snapshot() -> dict[str, Any]:
     """Every queue's counters, every RSMQ_SNAPSHOT_INTERVAL seconds."""
-    run = snapshots.take()
+    run = conditions.take_snapshot()
     if run.rows:
         evaluate_alerts_soon()
     # What the worker logs as the task's result.
@@ -40,7 +44,7 @@ def drain_audit() -> dict[str, Any]:
 @shared_task(name="dashboard.tasks.prune_snapshots", ignore_result=True)
 def prune_snapshots() -> dict[str, Any]:
     """Retention: rows and lake days older than RSMQ_SNAPSHOT_RETENTION days."""
-    rows, days = snapshots.prune()
+    rows, days = runs.prune()
     return {"rows": rows, "days": [d.isoformat() for d in days]}
 
 
@@ -80,11 +84,11 @@ def evaluate_alerts() -> dict[str, Any]:
 
 @shared_task(name="dashboard.tasks.bulk_count", ignore_result=True)
 def bulk_count(job_id: int) -> None:
-    """Act on every match, step one: count the matches (dashboard/jobs.py)."""
+    """Act on every match, step one: count the matches (dashboard/acting/jobs.py)."""
     jobs.count(job_id)
 
 
 @shared_task(name="dashboard.tasks.bulk_run", ignore_result=True)
 def bulk_run(job_id: int) -> None:
-    """Act on every match, once confirmed: paced, in bounded steps (dashboard/jobs.py)."""
+    """Act on every match, once confirmed: paced, in bounded steps (dashboard/acting/jobs.py)."""
     jobs.execute(job_id)

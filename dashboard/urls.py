@@ -2,9 +2,9 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from . import health, metrics
-from .api import api
-from .views import (
+from dashboard.api import api
+from dashboard.probes import health, metrics
+from dashboard.views import (
     alerts,
     audit,
     failing,
@@ -20,8 +20,8 @@ from .views import (
     saved_filters,
     tokens,
 )
-from .views import transfer as transfer_views
-from .views.common import favicon
+from dashboard.views import transfer as transfer_views
+from dashboard.views.common import favicon
 
 place_patterns = [
     path("", overview.overview, name="rsmq-overview"),

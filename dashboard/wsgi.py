@@ -7,17 +7,17 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
-from dashboard.chunked import ChunkedBodies
+from dashboard.serving.chunked import ChunkedBodies
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
-from dashboard.startup import refuse_bad_configuration, refuse_insecure_key  # noqa: E402
+from dashboard.serving.startup import refuse_bad_configuration, refuse_insecure_key  # noqa: E402
 
 refuse_insecure_key()
 _full = get_wsgi_application()
 refuse_bad_configuration()
-# API token calls take a lean path (dashboard/lean.py): no session, CSRF, messages or axes.
-from dashboard.lean import dispatch  # noqa: E402 (Django is set up above)
+# API token calls take a lean path (dashboard/serving/fast.py): no session, CSRF, messages or axes.
+from dashboard.serving.fast import dispatch  # noqa: E402 (Django is set up above)
 
 # Bodies sent chunked (no Content-Length) read first, within the size limit (chunked.py),
 # so both paths see them.

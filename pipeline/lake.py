@@ -1,5 +1,5 @@
 """The snapshot lake, the one contract between its writer (the console's snapshot task,
-dashboard/lake.py) and its reader (the pipeline): Parquet files in Hive-style
+dashboard/snapshots/lake.py) and its reader (the pipeline): Parquet files in Hive-style
 ``date=YYYY-MM-DD`` folders with the columns of ``SCHEMA``.
 
 ``SCHEMA`` (pyarrow) is the one definition; Spark's schema is derived from it when a job

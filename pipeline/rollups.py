@@ -1,6 +1,6 @@
 """Snapshots into per-minute and per-hour rollups of each queue.
 
-The same rules as the dashboard's own rates (dashboard/rates.py), in window functions:
+The same rules as the dashboard's own rates (dashboard/snapshots/rates.py), in window functions:
 
 * the messages of an interval between two consecutive snapshots of a queue are the
   counter's growth, or, when it went down or the queue's ``created`` changed (the queue

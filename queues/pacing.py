@@ -1,6 +1,6 @@
 """Acting on every message a filter matches, in bounded steps: count them first, then act
 page by page, paced (a rate cap, messages a second) and, for a move or a redrive, with a
-canary. Both the console's background job (dashboard/jobs.py, in Celery) and the CLI
+canary. Both the console's background job (dashboard/acting/jobs.py, in Celery) and the CLI
 (``rsmq message redrive|move --rate --canary``) run this; no Django here.
 
 * **Count**: a full scan with browse's bounded calls (``count_matches``).

@@ -160,7 +160,7 @@ def test_no_module_imports_one_that_imports_it_back(ours: Graph) -> None:
 
 def test_the_pages_and_the_api_do_not_import_each_other(ours: Graph) -> None:
     """dashboard/views/ and dashboard/api/ are two surfaces over the same modules (the
-    action table is dashboard/actions.py): neither imports the other, nor does anything
+    action table is dashboard/acting/actions.py): neither imports the other, nor does anything
     below them (no subpackage of the console imports another in both directions)."""
     subpackages = layers(ours, 2)
     assert "dashboard.api" not in subpackages["dashboard.views"]
@@ -170,6 +170,55 @@ def test_the_pages_and_the_api_do_not_import_each_other(ours: Graph) -> None:
     assert not found, "parts of the console that import each other: " + "; ".join(
         " → ".join(c) for c in found
     )
+
+
+#: dashboard/'s rooms, lowest first: a room imports only rooms above it in this list (a
+#: room's modules import each other freely). ARCHITECTURE.md describes each.
+ROOMS = [
+    ("dashboard.settings", "dashboard.celery", "dashboard.models"),
+    ("dashboard.places",),  # which Redis, which namespace
+    ("dashboard.web",),  # the error table, what every request meets
+    ("dashboard.audit",),
+    ("dashboard.access",),
+    ("dashboard.snapshots",),
+    ("dashboard.display",),
+    ("dashboard.triage",),
+    ("dashboard.acting",),
+    ("dashboard.analytics",),
+    ("dashboard.api",),
+    ("dashboard.probes",),
+    ("dashboard.alerting",),
+    ("dashboard.templatetags",),
+    ("dashboard.views",),
+    ("dashboard.serving",),
+    ("dashboard.management",),
+    ("dashboard", "dashboard.urls", "dashboard.tasks", "dashboard.apps", "dashboard.admin",
+     "dashboard.asgi", "dashboard.wsgi", "dashboard.migrations"),
+]  # fmt: skip
+
+
+def test_each_room_of_the_console_imports_only_the_rooms_below_it(ours: Graph) -> None:
+    rank = {room: i for i, rooms in enumerate(ROOMS) for room in rooms}
+    rooms = layers(ours, 2)
+    unknown = sorted(r for r in rooms if r.startswith("dashboard") and r not in rank)
+    assert not unknown, f"rooms that ROOMS does not place: {unknown}"
+    upward = [
+        f"{a} → {b}"
+        for a, edges in rooms.items()
+        if a in rank
+        for b in edges
+        if b in rank and rank[b] >= rank[a] and not (rank[a] == 0 and rank[b] == 0)
+    ]
+    assert not upward, "imports of a room at or above the importer's: " + "; ".join(sorted(upward))
+
+
+def test_the_console_has_a_few_top_level_modules() -> None:
+    """Django's own (settings, urls, models, apps, admin, asgi, wsgi), Celery's app and
+    tasks: everything else lives in a room, so a folder name answers "where is X"."""
+    top = sorted(p.stem for p in (ROOT / "dashboard").glob("*.py") if p.stem != "__init__")
+    assert top == [
+        "admin", "apps", "asgi", "celery", "models", "settings", "tasks", "urls", "wsgi"
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("package", ["queues", "pipeline"])
@@ -249,9 +298,9 @@ def test_the_cycle_check_finds_a_cycle_and_names_it(tmp_path: Path) -> None:
 
 
 def test_every_action_in_the_table_has_a_handler_on_its_page() -> None:
-    """The pages bind the action table (dashboard/actions.py) to handlers: the same
+    """The pages bind the action table (dashboard/acting/actions.py) to handlers: the same
     names, so no button is in one and not the other."""
-    from dashboard.actions import FAILING_ACTIONS, MESSAGE_ACTIONS, QUEUE_ACTIONS
+    from dashboard.acting.actions import FAILING_ACTIONS, MESSAGE_ACTIONS, QUEUE_ACTIONS
     from dashboard.views.failing import FAILING_HANDLERS
     from dashboard.views.message import MESSAGE_HANDLERS
     from dashboard.views.queue_actions import QUEUE_HANDLERS

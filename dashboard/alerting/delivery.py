@@ -33,9 +33,9 @@ from django.core.mail import BadHeaderError, send_mail
 from django.db.models import Q
 from django.utils import timezone
 
-from ..celery import SWEEP_SECONDS
-from ..models import Notification
-from . import outbound
+from dashboard.alerting import outbound
+from dashboard.celery import SWEEP_SECONDS
+from dashboard.models import Notification
 
 log = logging.getLogger(__name__)
 

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from django.db import connection, transaction
 from django.utils import timezone
 
+from dashboard.alerting import delivery
+from dashboard.alerting import rules as r
+from dashboard.models import Alert, AlertEvent, AlertRule, Notification
+from dashboard.probes import redis_health
+from dashboard.snapshots import locks
+from dashboard.triage.owners import Owners
 from queues.locks import Busy
-
-from .. import locks, redis_health
-from ..models import Alert, AlertEvent, AlertRule, Notification
-from ..owners import Owners
-from . import delivery
-from . import rules as r
 
 log = logging.getLogger(__name__)
 
@@ -197,7 +197,7 @@ def _write(
 
 def payload(rule: AlertRule, told: list[Alert], now: int) -> dict[str, object]:
     """What every receiver is told (the generic webhook's body; Slack's and e-mail's
-    text are made from it). Each alert names who owns its queue (dashboard/owners.py):
+    text are made from it). Each alert names who owns its queue (dashboard/triage/owners.py):
     ``owner`` is {"owner", "oncall", "runbook_url", "matched"}, or None."""
     owners = Owners(rule.connection, rule.namespace)
     alerts = []

@@ -10,9 +10,9 @@ from fnmatch import fnmatchcase
 from django.conf import settings
 from django.db.models import QuerySet
 
-from .. import latest
-from ..connections import connections, get_rsmq
-from ..models import AlertRule, AnomalyFlag, QueueCondition, Snapshot
+from dashboard.models import AlertRule, AnomalyFlag, QueueCondition, Snapshot
+from dashboard.places.connections import connections, get_rsmq
+from dashboard.snapshots import latest
 
 FIELDS = ("queue", "taken_at", "msgs", "hiddenmsgs", "inflight", "oldest_age", "totalsent",
           "totalrecv", "created")  # fmt: skip
@@ -110,7 +110,7 @@ def open_flags(conn: str, ns: str, kind: str) -> set[str]:
 
 
 def in_state(conn: str, ns: str, state: str) -> set[str]:
-    """The queues of the namespace whose consumers are in ``state`` (dashboard/conditions.py,
+    """The queues of the namespace whose consumers are in ``state`` (dashboard/triage/conditions.py,
     as of the last snapshot)."""
     rows = QueueCondition.objects.filter(connection=conn, namespace=ns, state=state)
     return set(rows.values_list("queue", flat=True))

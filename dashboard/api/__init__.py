@@ -14,9 +14,9 @@ from django.http import HttpRequest, QueryDict
 from ninja import NinjaAPI
 from ninja.parser import Parser
 
-from . import annotate, native, rest_rsmq
-from . import jobs as jobs  # act on every match: its routes are on native's router
-from .calls import HANDLERS, BadInput, surrogate_refusal, unpaired
+from dashboard.api import annotate, native, rest_rsmq
+from dashboard.api import jobs as jobs  # act on every match: its routes are on native's router
+from dashboard.api.calls import HANDLERS, BadInput, surrogate_refusal, unpaired
 
 
 class JsonOrForm(Parser):

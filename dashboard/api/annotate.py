@@ -2,7 +2,7 @@
 timeline — a deploy, a config change — posted by an API token of the operator role or
 above (from CI, say), audited as ``annotation_create``. It shows on the incident page
 and, at its time, on the charts of its queue, of the queues its pattern matches, or
-(neither given) of every queue of the namespace (dashboard/timeline.py)."""
+(neither given) of every queue of the namespace (dashboard/triage/timeline.py)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,12 @@ from django.http import HttpRequest
 from ninja import Router, Schema, Status
 from pydantic import Field
 
+from dashboard.acting.actions import ANNOTATE
+from dashboard.api.calls import TokenAuth, actor, placed, run, token_of
+from dashboard.models import Annotation
+from dashboard.places import place as places
 from queues import InvalidArgument
 from queues import validation as v
-
-from .. import place as places
-from ..actions import ANNOTATE
-from ..models import Annotation
-from .calls import TokenAuth, actor, placed, run, token_of
 
 router = Router(tags=["timeline"])
 

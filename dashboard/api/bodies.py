@@ -10,7 +10,7 @@ from ninja import Schema
 from ninja.schema import DjangoGetter
 from pydantic import model_validator
 
-from .calls import BadInput
+from dashboard.api.calls import BadInput
 
 
 class Known(Schema):

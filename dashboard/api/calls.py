@@ -21,6 +21,18 @@ from ninja.errors import ValidationError as SchemaError
 from ninja.security import HttpBearer
 from redis.exceptions import RedisError
 
+from dashboard.access import tokens
+from dashboard.access.roles import Role, read_only
+from dashboard.acting import exports
+from dashboard.acting import undo as undos
+from dashboard.acting.actions import Action
+from dashboard.audit import drain as audit_drain
+from dashboard.audit import log as audit
+from dashboard.models import ApiToken, AuditEntry
+from dashboard.places import place as places
+from dashboard.places.connections import get_connection
+from dashboard.places.place import Place
+from dashboard.web.errors import web_error
 from queues import (
     InvalidArgument,
     MessageNotString,
@@ -32,16 +44,6 @@ from queues import (
 from queues import validation as v
 from queues.errors import ApiRefused
 from queues.ops import ApiRate
-
-from .. import audit, audit_drain, exports, tokens
-from .. import place as places
-from .. import undo as undos
-from ..access import Role, read_only
-from ..actions import Action
-from ..connections import get_connection
-from ..models import ApiToken, AuditEntry
-from ..place import Place
-from ..web_errors import web_error
 
 T = TypeVar("T")
 
@@ -205,7 +207,7 @@ def run(
     ``audited``: ``work`` runs a data-plane operation whose script writes its own record
     to Redis (``head``, queues/ops.py ``audited``); it is drained into the table later,
     and only what never reached that script (input refused before it) is written here.
-    ``kept``: the stash the action kept what it removed in (dashboard/undo.py): its Undo
+    ``kept``: the stash the action kept what it removed in (dashboard/acting/undo.py): its Undo
     is tied to the audit row, or the stash forgotten when the action failed or removed
     nothing."""
     ids, name = list(ids), actor(token_of(request))
@@ -236,7 +238,7 @@ def run(
         raise AssertionError("unreachable")
 
     if in_event_loop():
-        # dashboard/lean.py's fast path, in the server's event loop: Redis only. Whatever
+        # dashboard/serving/fast.py's fast path, in the server's event loop: Redis only. Whatever
         # needs the database (a token read again, a refusal's row, a drain) is done by a
         # thread of the pool, from where the call stands (``Deferred``).
         try:

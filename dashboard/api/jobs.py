@@ -1,6 +1,6 @@
 """Act on every match, for machines: start a job (it counts), read it (its count and
 progress), confirm it with the queue's name, pause / resume / cancel it. The same jobs
-as the console's (dashboard/jobs.py: a Celery task runs them), at the same roles: a
+as the console's (dashboard/acting/jobs.py: a Celery task runs them), at the same roles: a
 filter's matches are the operator's, every message of a state the admin's (a redrive:
 the operator's from a dead-letter queue)."""
 
@@ -13,19 +13,20 @@ from django.http import Http404, HttpRequest
 from ninja import Schema, Status
 from pydantic import Field
 
+from dashboard.access import tokens
+from dashboard.access.roles import Role
+from dashboard.acting import jobs
+from dashboard.acting.actions import Action
+from dashboard.acting.message_filter import RC_MAX, checked
+from dashboard.api.bodies import Known
+from dashboard.api.calls import BadInput, actor, refusal, token_of
+from dashboard.api.native import ERRORS, both
+from dashboard.audit import log as audit
+from dashboard.models import AuditEntry, BulkJob
+from dashboard.places import place as places
+from dashboard.places.place import Place
 from queues import validation as v
 from queues.pacing import RATE_MAX, WATCH_MAX
-
-from .. import audit, jobs, tokens
-from .. import place as places
-from ..access import Role
-from ..actions import Action
-from ..message_filter import RC_MAX, checked
-from ..models import AuditEntry, BulkJob
-from ..place import Place
-from .bodies import Known
-from .calls import BadInput, actor, refusal, token_of
-from .native import ERRORS, both
 
 #: the least role a job takes (its own, the operator's or the admin's, is checked after)
 JOB = Action(Role.OPERATOR, "act_on_matches")

@@ -16,17 +16,16 @@ from django.http.response import HttpResponseBase
 from ninja import Router, Schema, Status
 from pydantic import Field
 
+from dashboard.acting import exports
+from dashboard.acting.actions import Action
+from dashboard.acting.exports import IMPORT_MAX_BYTES
+from dashboard.api import calls, reads
+from dashboard.api import operations as ops
+from dashboard.api.bodies import Known
+from dashboard.api.calls import RANGES, BadInput, TokenAuth, placed
+from dashboard.places import place as places
 from queues import validation as v
 from queues.models import Message
-
-from .. import exports
-from .. import place as places
-from ..actions import Action
-from ..exports import IMPORT_MAX_BYTES
-from . import calls, reads
-from . import operations as ops
-from .bodies import Known
-from .calls import RANGES, BadInput, TokenAuth, placed
 
 router = Router(tags=["actions"])
 
@@ -460,7 +459,7 @@ def resend_message(
 
 
 FILTER_QUERY = (
-    "the queue page's filter, as its URL has it (dashboard/message_filter.py): state (all,"
+    "the queue page's filter, as its URL has it (dashboard/acting/message_filter.py): state (all,"
     " visible, hidden, inflight, delayed), rc (received at least), search (body contains),"
     " where (JSON fields: amount > 100 and status in (failed, retry)), older / younger"
     " (sent more / less than N minutes ago)"

@@ -1,5 +1,5 @@
 """The API's actions, each once: the queues/ operation it calls, the console's table row
-it is (dashboard/actions.py: the role it needs, its name in the audit
+it is (dashboard/acting/actions.py: the role it needs, its name in the audit
 log), and what its audit row keeps. native.py and rest_rsmq.py shape their answers."""
 
 from __future__ import annotations
@@ -9,19 +9,13 @@ from typing import Any
 
 from django.http import Http404, HttpRequest, StreamingHttpResponse
 
-from queues import InvalidArgument
-from queues import validation as v
-from queues.models import Message
-
-from .. import audit_drain, exports
-from .. import undo as undos
-from ..actions import CREATE_QUEUE, MESSAGE_ACTIONS, QUEUE_ACTIONS, Action
-from ..actions import EXPORT as EXPORT
-from ..actions import RECEIVE as RECEIVE
-from ..audit import resend_bodies
-from ..message_filter import FilterError, checked
-from ..place import Place
-from .calls import (
+from dashboard.acting import exports
+from dashboard.acting import undo as undos
+from dashboard.acting.actions import CREATE_QUEUE, MESSAGE_ACTIONS, QUEUE_ACTIONS, Action
+from dashboard.acting.actions import EXPORT as EXPORT
+from dashboard.acting.actions import RECEIVE as RECEIVE
+from dashboard.acting.message_filter import FilterError, checked
+from dashboard.api.calls import (
     COUNTED_BY_CALL,
     actor,
     head,
@@ -31,6 +25,12 @@ from .calls import (
     run,
     token_of,
 )
+from dashboard.audit import drain as audit_drain
+from dashboard.audit.log import resend_bodies
+from dashboard.places.place import Place
+from queues import InvalidArgument
+from queues import validation as v
+from queues.models import Message
 
 CREATE = CREATE_QUEUE
 SEND, REQUEUE, MOVE = QUEUE_ACTIONS["send"], QUEUE_ACTIONS["requeue"], QUEUE_ACTIONS["move"]
@@ -94,7 +94,7 @@ class DataCall:
     operation it runs (queues/ops/console_api.py ``audited``: the token's count, the
     operation and its audit record in one script) and how its reply becomes the answer.
     Run whole in a thread (``__call__``: ``run``), or awaited in the server's event loop
-    (``awaited``: dashboard/lean.py's fast path), where what needs the database is left
+    (``awaited``: dashboard/serving/fast.py's fast path), where what needs the database is left
     to a thread (calls.Deferred) — the same call either way."""
 
     __slots__ = ("request", "place", "action", "qname", "record", "name", "args", "shape",
@@ -320,7 +320,7 @@ def import_lines(
 
 
 def undo(request: HttpRequest, place: Place, token: str) -> tuple[str, dict[str, Any]]:
-    """Put back what an action kept (dashboard/undo.py), as the console's Undo does: its
+    """Put back what an action kept (dashboard/acting/undo.py), as the console's Undo does: its
     words, and what its audit row keeps (restored, skipped). A token no action here
     kept: a 404."""
     e = undos.entry(place, token) if undos.TOKEN_RE.fullmatch(token) else None

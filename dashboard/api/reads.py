@@ -6,7 +6,8 @@
     /api/c/<conn>/<ns>/queues/<name>/?range=hour|day|week
     /api/…/queues/<name>/failures/[?id=]  why its messages failed (the Failing page's)
     /api/…/queues/<name>/messages/?state=&rc=&search=&where=&older=&younger=&after=&limit=
-                                     the messages a filter matches (dashboard/message_filter.py)
+                                     the messages a filter matches
+                                     (dashboard/acting/message_filter.py)
 
 Auth: an API token (any role), RSMQ_METRICS_TOKEN as a bearer token, or a logged-in viewer
 (access.token_or_viewer).
@@ -27,22 +28,21 @@ from django.views.decorators.http import require_safe
 from ninja import Schema
 from pydantic import ConfigDict, Field
 
+from dashboard.access import tokens
+from dashboard.access.roles import token_or_viewer
+from dashboard.acting.message_filter import FilterError, checked
+from dashboard.api.calls import audit_refusal
+from dashboard.display.formatting import iso
+from dashboard.models import QueueCondition
+from dashboard.places import place as places
+from dashboard.places.connections import get_connection
+from dashboard.places.place import Place
+from dashboard.snapshots.history import RANGES, Backlog, current_rates, queue_history
+from dashboard.snapshots.rates import Interval
+from dashboard.web.errors import web_error
 from queues import InvalidArgument
 from queues import validation as v
 from queues.models import Cursor, FailureState, QueueStats
-
-from .. import place as places
-from .. import tokens
-from ..access import token_or_viewer
-from ..connections import get_connection
-from ..formatting import iso
-from ..history import RANGES, Backlog, current_rates, queue_history
-from ..message_filter import FilterError, checked
-from ..models import QueueCondition
-from ..place import Place
-from ..rates import Interval
-from ..web_errors import web_error
-from .calls import audit_refusal
 
 COUNTS = ("msgs", "visible", "hidden", "inflight", "delayed", "exact", "totalsent",
           "totalrecv", "oldest_age")  # fmt: skip
@@ -92,7 +92,7 @@ class QueueRow(Counts, Attributes):
     send_rate: float | None = Field(description="messages/s over the last interval")
     receive_rate: float | None = Field(description="messages/s over the last interval")
     condition: ConditionOut | None = Field(
-        description="as of the last snapshot (dashboard/conditions.py); null: not judged yet"
+        description="as of the last snapshot (dashboard/triage/conditions.py); null: not judged yet"
     )
 
 
@@ -392,7 +392,7 @@ MESSAGES_MAX = 500
 @api_view
 def messages(request: HttpRequest, place: Place, qname: str) -> JsonResponse:
     """``/api/…/queues/<name>/messages/``: a keyset page of the messages a filter matches
-    (the queue page's filter, read by dashboard/message_filter.py: a bad field is a 400
+    (the queue page's filter, read by dashboard/acting/message_filter.py: a bad field is a 400
     naming it), within browse's time budget; ``next`` goes on where it stopped."""
     q = request.GET
     try:

@@ -12,12 +12,12 @@ from django.http import HttpRequest
 from ninja import Router, Schema
 from pydantic import Field
 
-from .. import place as places
-from ..actions import Action
-from . import native
-from . import operations as ops
-from .bodies import Known
-from .calls import BadInput, TokenAuth, placed, queue_in_url
+from dashboard.acting.actions import Action
+from dashboard.api import native
+from dashboard.api import operations as ops
+from dashboard.api.bodies import Known
+from dashboard.api.calls import BadInput, TokenAuth, placed, queue_in_url
+from dashboard.places import place as places
 
 router = Router(tags=["rest-rsmq"])
 

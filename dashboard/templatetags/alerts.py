@@ -7,7 +7,7 @@ from typing import Any
 
 from django import template
 
-from ..models import Alert, AlertEvent
+from dashboard.models import Alert, AlertEvent
 
 register = template.Library()
 

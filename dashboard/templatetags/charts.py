@@ -8,8 +8,9 @@ from typing import Any
 from django import template
 from django.utils.safestring import SafeString
 
-from dashboard import charts, timeline
-from dashboard.history import History, Trend, sparkline_bucket_ms
+from dashboard.display import charts
+from dashboard.snapshots.history import History, Trend, sparkline_bucket_ms
+from dashboard.triage import timeline
 
 register = template.Library()
 
@@ -26,7 +27,7 @@ def rate_chart(history: History, markers: list[charts.Marker] | None = None) -> 
 
 @register.simple_tag
 def chart_markers(conn: str, ns: str, qname: str, history: History) -> list[charts.Marker]:
-    """The queue's timeline over the charts' range (dashboard/timeline.py), as markers:
+    """The queue's timeline over the charts' range (dashboard/triage/timeline.py), as markers:
     ``{% chart_markers connection.name namespace qname history as markers %}``."""
     return [
         charts.Marker(e.at, e.kind, f"{e.text}{f' — {e.who}' if e.who else ''}")

@@ -12,7 +12,8 @@ from django import template
 from django.utils import timezone
 from django.utils.html import format_html
 
-from dashboard import formatting, thresholds
+from dashboard.display import formatting
+from dashboard.triage import thresholds
 from queues import validation as v
 from queues.models import MessageInfo, QueueStats
 
@@ -44,7 +45,7 @@ def state_label(state: str, use: str = "") -> str:
 
 @register.filter
 def split_reasons(reason: str) -> list[str]:
-    """A condition's reasons (dashboard/conditions.py joins them with "; "), one each."""
+    """A condition's reasons (dashboard/triage/conditions.py joins them with "; "), one each."""
     return [r for r in (reason or "").split("; ") if r]
 
 
@@ -181,7 +182,7 @@ def bulk_question(
 
 @register.simple_tag(takes_context=True)
 def undo_words(context: template.Context, undoable: object, hours: float) -> str:
-    """What a destructive action's confirmation says of its Undo (dashboard/undo.py), to
+    """What a destructive action's confirmation says of its Undo (dashboard/acting/undo.py), to
     the one who reads it: an Undo is an admin's (``can_admin`` in the page's context)."""
     if not undoable:
         return "this cannot be undone"
@@ -201,7 +202,7 @@ def in_set(value: object, members: object) -> bool:
 
 @register.filter
 def undo_of(message: object) -> tuple[str, str] | None:
-    """A flash message's Undo (dashboard/undo.py tags it "undo <queue> <token>"): (queue,
+    """A flash message's Undo (dashboard/acting/undo.py tags it "undo <queue> <token>"): (queue,
     token), or None."""
     parts = str(getattr(message, "extra_tags", "") or "").split()
     if len(parts) == 3 and parts[0] == "undo":

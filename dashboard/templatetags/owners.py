@@ -7,7 +7,7 @@ from typing import Any
 
 from django import template
 
-from ..owners import owner_of
+from dashboard.triage.owners import owner_of
 
 register = template.Library()
 

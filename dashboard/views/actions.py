@@ -1,5 +1,5 @@
 """The one way both pages run an action: the button's value names an ``Action`` in the
-action table (dashboard/actions.py: the role it needs, its name in the audit log) and a
+action table (dashboard/acting/actions.py: the role it needs, its name in the audit log) and a
 handler in the page's table of handlers (the same keys); the handler does
 the work through ``act`` (outcome to the operator, row to the audit log) and returns a
 ``Result``; ``respond`` turns the result into the page again, a redirect or a 422."""
@@ -15,17 +15,17 @@ from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 
+from dashboard.access.guard import authorize, place_for
+from dashboard.access.roles import Role
+from dashboard.acting import undo as undos
+from dashboard.acting.actions import Action, Actions
+from dashboard.audit import log as audit
+from dashboard.models import AuditEntry
+from dashboard.places.place import Place
+from dashboard.views.common import UNPROCESSABLE, go
+from dashboard.web.htmx import HtmxHttpRequest
 from queues import RsmqError
 from queues import validation as v
-
-from .. import audit
-from .. import undo as undos
-from ..access import Role
-from ..actions import Action, Actions
-from ..htmx import HtmxHttpRequest
-from ..models import AuditEntry
-from ..place import Place, place_for
-from .common import UNPROCESSABLE, go
 
 #: a ticked message whose id is no RSMQ id (another client's): its exact zset member, hex
 MEMBER = "member:"
@@ -100,7 +100,7 @@ class Posted:
 
     def require(self, role: Role) -> None:
         """Go on only if the user may act at ``role`` (else 403, audited as denied)."""
-        audit.require(self.request, self.place, role, self.action, self.qname)
+        authorize(self.request, self.place, role, self.action, self.qname)
 
     def refuse(self, text: str) -> Result:
         """Input the action can't run with: said to the operator, audited as invalid."""

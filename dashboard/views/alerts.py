@@ -13,13 +13,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from .. import audit
-from ..access import Role, require
-from ..forms import AlertRuleForm
-from ..htmx import HtmxHttpRequest
-from ..models import Alert, AlertEvent, AlertRule, AuditEntry, Notification
-from ..place import configured, resolve, resolve_or_first
-from .common import UNPROCESSABLE, context
+from dashboard.access.guard import authorize
+from dashboard.access.roles import Role, require
+from dashboard.audit import log as audit
+from dashboard.models import Alert, AlertEvent, AlertRule, AuditEntry, Notification
+from dashboard.places.place import configured, resolve, resolve_or_first
+from dashboard.views.common import UNPROCESSABLE, context
+from dashboard.views.forms import AlertRuleForm
+from dashboard.web.htmx import HtmxHttpRequest
 
 HISTORY_SHOWN = 100
 LIVE_SHOWN = 200
@@ -78,7 +79,7 @@ def _edit(request: HtmxHttpRequest, rule: AlertRule, action: str) -> HttpRespons
         require(request.user, Role.ADMIN)
         form = AlertRuleForm(instance=rule, places=configured())
         return render(request, "alerts_rule.html", context(None, form=form, rule=rule))
-    audit.require(request, where, Role.ADMIN, action, queue=rule.target)
+    authorize(request, where, Role.ADMIN, action, queue=rule.target)
     form = AlertRuleForm(request.POST, instance=rule, places=configured())
     if not form.is_valid():
         errors = "; ".join(f"{k}: {' '.join(map(str, v))}" for k, v in form.errors.items())
@@ -102,7 +103,7 @@ def _edit(request: HtmxHttpRequest, rule: AlertRule, action: str) -> HttpRespons
 def rule_delete(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     rule = get_object_or_404(AlertRule, pk=pk)
     where = resolve_or_first(rule.connection, rule.namespace)
-    audit.require(request, where, Role.ADMIN, "alert_rule_delete", queue=rule.target)
+    authorize(request, where, Role.ADMIN, "alert_rule_delete", queue=rule.target)
     if request.POST.get("confirm", "") != rule.name:
         audit.record(request, where, "alert_rule_delete", AuditEntry.Outcome.INVALID,
                      queue=rule.target, detail="confirm: not the rule's name")  # fmt: skip

@@ -13,13 +13,13 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
-from .. import audit_drain
-from ..access import Role, require
-from ..audit import AUDIT_BODY_BYTES
-from ..htmx import HtmxHttpRequest
-from ..models import AuditEntry
-from ..templatetags.console import pretty_body
-from .common import context
+from dashboard.access.roles import Role, require
+from dashboard.audit import drain as audit_drain
+from dashboard.audit.log import AUDIT_BODY_BYTES
+from dashboard.models import AuditEntry
+from dashboard.templatetags.console import pretty_body
+from dashboard.views.common import context
+from dashboard.web.htmx import HtmxHttpRequest
 
 FILTERS = ("username", "queue", "action", "outcome", "connection", "namespace")
 #: the time range's fields (UTC, as the datetime-local inputs send them), and what each
@@ -76,7 +76,7 @@ def audit_log(request: HtmxHttpRequest) -> HttpResponse:
     # The API's records still in Redis are moved in first; what can't be yet is counted.
     audit_drain.drain()
     pending = audit_drain.pending()
-    # each row's Undo, if its action kept one (dashboard/undo.py): in the same query
+    # each row's Undo, if its action kept one (dashboard/acting/undo.py): in the same query
     entries = AuditEntry.objects.select_related("undo")
     filters = {}
     for field in FILTERS:

@@ -13,8 +13,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_safe
 from django_htmx.http import HttpResponseClientRedirect
 
-from ..htmx import HtmxHttpRequest
-from ..place import Place
+from dashboard.places.place import Place
+from dashboard.web.htmx import HtmxHttpRequest
 
 UNPROCESSABLE = 422  # htmx is configured (base.html) to swap it: forms show their errors
 

@@ -15,18 +15,18 @@ from django.http import HttpResponse, QueryDict
 from django.shortcuts import render
 from django.views.decorators.http import require_POST, require_safe
 
+from dashboard.access.guard import place_for
+from dashboard.acting import undo as undos
+from dashboard.acting.actions import FAILING_ACTIONS
+from dashboard.places.place import Place
+from dashboard.views.actions import DONE, Handler, Handlers, Posted, Result, plural, posted, respond
+from dashboard.views.common import back, context, current, query_of, template
+from dashboard.views.forms import FailureGroupForm
+from dashboard.views.queue import names_and_sources
+from dashboard.web.htmx import HtmxHttpRequest
 from queues import validation as v
 from queues.errors import RsmqError
 from queues.models import FailureGroup
-
-from .. import undo as undos
-from ..actions import FAILING_ACTIONS
-from ..forms import FailureGroupForm
-from ..htmx import HtmxHttpRequest
-from ..place import Place, place_for
-from .actions import DONE, Handler, Handlers, Posted, Result, plural, posted, respond
-from .common import back, context, current, query_of, template
-from .queue import names_and_sources
 
 #: groups a section shows per page (a queue keeps histories of 5,000 messages at most,
 #: so there are at most that many groups; the read is bounded, the page too)
@@ -165,7 +165,7 @@ def _deleted(n: int, asked: int, g: FailureGroup) -> str:
     return text
 
 
-# The button's value → its handler (its role and audit name: dashboard/actions.py).
+# The button's value → its handler (its role and audit name: dashboard/acting/actions.py).
 FAILING_HANDLERS: Handlers = {
     # a dead group's retry moves its dead letters away (a redrive); a retry group's stays
     "retry_group": _on_group(

@@ -1,5 +1,5 @@
 """The incident page: one timeline of operator actions, alert transitions, anomaly flags
-and annotations (dashboard/timeline.py) for any time range across queues, filtered by
+and annotations (dashboard/triage/timeline.py) for any time range across queues, filtered by
 place, queue or pattern and kind, paginated; exported as CSV or JSON for a postmortem
 (streamed, at most ``timeline.EXPORT_MAX`` events)."""
 
@@ -18,14 +18,13 @@ from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
+from dashboard.access.roles import Role, require
+from dashboard.places.place import configured
+from dashboard.triage import timeline
+from dashboard.triage.timeline import KINDS, Filter
+from dashboard.views.common import context
+from dashboard.web.htmx import HtmxHttpRequest
 from queues import validation as v
-
-from .. import timeline
-from ..access import Role, require
-from ..htmx import HtmxHttpRequest
-from ..place import configured
-from ..timeline import KINDS, Filter
-from .common import context
 
 PER_PAGE = 50
 MAX_PAGE = 200  # a page reads its offset's events first: bounded

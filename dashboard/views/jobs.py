@@ -1,6 +1,6 @@
 """Act on every match: start a job (its count), its page (progress polled by htmx, the
 typed confirmation stating the count), and its controls (confirm, pause, resume,
-cancel). The work is dashboard/jobs.py's, in Celery."""
+cancel). The work is dashboard/acting/jobs.py's, in Celery."""
 
 from __future__ import annotations
 
@@ -10,16 +10,17 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
+from dashboard.access.guard import authorize, place_for
+from dashboard.access.roles import Role, refusal
+from dashboard.acting import jobs
+from dashboard.acting import undo as undos
+from dashboard.acting.message_filter import checked
+from dashboard.audit import log as audit
+from dashboard.models import AuditEntry, BulkJob
+from dashboard.places.place import Place, queue_stats
+from dashboard.views.common import UNPROCESSABLE, context, go
+from dashboard.web.htmx import HtmxHttpRequest
 from queues import pacing
-
-from .. import audit, jobs
-from .. import undo as undos
-from ..access import Role, refusal
-from ..htmx import HtmxHttpRequest
-from ..message_filter import checked
-from ..models import AuditEntry, BulkJob
-from ..place import Place, place_for, queue_stats
-from .common import UNPROCESSABLE, context, go
 
 BAD_REQUEST = 400
 VERBS = ("confirm", "pause", "resume", "cancel")
@@ -48,7 +49,7 @@ def job_start(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> HttpR
         ctx = context(place, qname=qname, stats=stats, error=str(e), field=e.field, job=None)
         return render(request, "job.html", ctx, status=BAD_REQUEST)
     dead = kind == "redrive" and bool(place.rsmq.dead_letter_sources(qname))
-    audit.require(request, place, jobs.role_for(kind, f, dead), name, qname)
+    authorize(request, place, jobs.role_for(kind, f, dead), name, qname)
     job = jobs.create(request, place, qname, request.POST)
     return go(request, _url(place, job))
 
@@ -103,7 +104,7 @@ def job_control(
         raise Http404(f"No job action {verb!r}.")
     place = place_for(request, conn, ns)
     job = _job(place, qname, pk)
-    audit.require(request, place, _role(place, job), jobs.AUDIT[job.kind], qname)
+    authorize(request, place, _role(place, job), jobs.AUDIT[job.kind], qname)
     try:
         if verb == "confirm":
             jobs.confirm(request, place, job, request.POST.get("confirm", ""))

@@ -15,22 +15,22 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_POST, require_safe
 
+from dashboard.access.guard import place_for
+from dashboard.acting import undo as undos
+from dashboard.acting.actions import MESSAGE_ACTIONS
+from dashboard.audit.log import resend_bodies
+from dashboard.places import place as places
+from dashboard.places.place import Place
+from dashboard.templatetags.console import pretty_body
+from dashboard.views.actions import DONE, Handlers, Posted, Result, member, posted, respond
+from dashboard.views.common import context, go, template
+from dashboard.views.forms import MoveForm, ResendForm, VisibilityForm
+from dashboard.views.queue import move_targets
+from dashboard.web.htmx import HtmxHttpRequest
 from queues import validation as v
 from queues.limits import MEMBER_MAX
 from queues.models import Failure, MessageInfo
 from queues.parse import FOREIGN_ID
-
-from .. import place as places
-from .. import undo as undos
-from ..actions import MESSAGE_ACTIONS
-from ..audit import resend_bodies
-from ..forms import MoveForm, ResendForm, VisibilityForm
-from ..htmx import HtmxHttpRequest
-from ..place import Place, place_for
-from ..templatetags.console import pretty_body
-from .actions import DONE, Handlers, Posted, Result, member, posted, respond
-from .common import context, go, template
-from .queue import move_targets
 
 
 @login_required
@@ -246,7 +246,7 @@ def _resend(post: Posted) -> Result:
     return _look(post)
 
 
-# The button's value → its handler (its role and audit name: dashboard/actions.py).
+# The button's value → its handler (its role and audit name: dashboard/acting/actions.py).
 MESSAGE_HANDLERS: Handlers = {
     "requeue": _requeue,
     "visibility": _visibility,

@@ -17,24 +17,33 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 from redis.exceptions import RedisError
 
+from dashboard.access.guard import place_for
+from dashboard.acting.actions import CREATE_QUEUE
+from dashboard.analytics.results import open_flag_count, open_flags
+from dashboard.display.formatting import Linked, duration
+from dashboard.models import QueueCondition
+from dashboard.places.connections import connections
+from dashboard.places.place import Place
+from dashboard.snapshots import latest
+from dashboard.snapshots.history import current_rates, trends
+from dashboard.triage import conditions, forecast, thresholds
+from dashboard.triage.owners import Owners
+from dashboard.views.actions import Posted
+from dashboard.views.common import (
+    UNPROCESSABLE,
+    back,
+    context,
+    current,
+    int_param,
+    query_of,
+    template,
+)
+from dashboard.views.forms import QueueCreateForm
+from dashboard.web.htmx import HtmxHttpRequest
 from queues import RedisSMQ, RsmqError
 from queues.models import Leftovers, QueueStats
 
-from .. import conditions, forecast, latest, thresholds
-from ..actions import CREATE_QUEUE
-from ..analytics import open_flag_count, open_flags
-from ..connections import connections
-from ..formatting import Linked, duration
-from ..forms import QueueCreateForm
-from ..history import current_rates, trends
-from ..htmx import HtmxHttpRequest
-from ..models import QueueCondition
-from ..owners import Owners
-from ..place import Place, place_for
-from .actions import Posted
-from .common import UNPROCESSABLE, back, context, current, int_param, query_of, template
-
-#: the default order: what needs the operator's eye first (dashboard/conditions.py: the score)
+#: the default order: what needs the eye first (the score: dashboard/triage/conditions.py)
 ATTENTION = "attention"
 SORTS: dict[str, Callable[[QueueStats], Any]] = {
     ATTENTION: lambda s: s.qname,  # the order itself is attention_order's
@@ -69,7 +78,7 @@ COLUMNS = [
     ("vt", "vt", "num col-mid", ""),
     ("delay", "Delay", "num col-mid", ""),
     ("maxsize", "Max size", "num col-mid", ""),
-    # from the snapshots (dashboard/forecast.py); hidden on a phone's width
+    # from the snapshots (dashboard/triage/forecast.py); hidden on a phone's width
     ("wait", "Wait p95", "num col-low", ""),
     ("drain", "Drains in", "num col-low", ""),
     ("send_rate", "Send rate", "num", RATE_TITLE.format("sent")),
@@ -182,7 +191,7 @@ def queue_rows(
     return stats_page, list(stats_page.object_list)
 
 
-#: the orders read from each queue's condition (dashboard/conditions.py, at each snapshot)
+#: the orders read from each queue's condition (dashboard/triage/conditions.py, at each snapshot)
 CONDITION_ORDER = (ATTENTION, "send_rate", "receive_rate")
 
 
@@ -215,7 +224,7 @@ JUDGED = ("state", "reason", "alerts", "score", "send_rate", "receive_rate")
 
 
 class Judged(NamedTuple):
-    """What the overview reads of a queue's condition (dashboard/conditions.py)."""
+    """What the overview reads of a queue's condition (dashboard/triage/conditions.py)."""
 
     state: str
     reason: str
@@ -230,7 +239,7 @@ INCIDENTS = {State.NO_CONSUMERS, State.CRASH_LOOPING, State.FALLING_BEHIND}
 
 class Triage:
     """What the overview needs to rank queues and to sum them up: each queue's condition
-    as of the last snapshot (dashboard/conditions.py: state, reasons, score, rates),
+    as of the last snapshot (dashboard/triage/conditions.py: state, reasons, score, rates),
     which queues are dead-letter queues (and of which); the totals."""
 
     def __init__(self, place: Place, now_ms: int) -> None:
@@ -276,7 +285,8 @@ class Triage:
             slo = thresholds.oldest_age_slo(self.place.conn.name, self.place.ns, s.qname)
             age = s.oldest_age
             if age is not None and slo > 0 and age > slo:
-                score = conditions.POINTS["over_slo"] * conditions.size_of(s.visible, None)
+                size = conditions.size_of(s.visible, None)
+                score = conditions.score(conditions.POINTS["over_slo"], 0, size)
                 return Why(reason=f"oldest {duration(age)} (SLO {duration(slo)})", score=score)
             return Why()
         return Why(c.state, LABELS.get(c.state, c.state), c.reason, c.alerts, c.score)

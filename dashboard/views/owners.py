@@ -12,13 +12,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from .. import audit
-from ..access import Role, require
-from ..forms import OwnershipForm
-from ..htmx import HtmxHttpRequest
-from ..models import AuditEntry, Ownership
-from ..place import configured, resolve, resolve_or_first
-from .common import UNPROCESSABLE, context
+from dashboard.access.guard import authorize
+from dashboard.access.roles import Role, require
+from dashboard.audit import log as audit
+from dashboard.models import AuditEntry, Ownership
+from dashboard.places.place import configured, resolve, resolve_or_first
+from dashboard.views.common import UNPROCESSABLE, context
+from dashboard.views.forms import OwnershipForm
+from dashboard.web.htmx import HtmxHttpRequest
 
 PER_PAGE = 50
 
@@ -58,7 +59,7 @@ def owner_edit(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 
 def _save(request: HtmxHttpRequest, row: Ownership, action: str) -> HttpResponse:
     where = resolve_or_first(row.connection, row.namespace) if row.pk else resolve()
-    audit.require(request, where, Role.ADMIN, action, queue=row.target)
+    authorize(request, where, Role.ADMIN, action, queue=row.target)
     form = OwnershipForm(request.POST, instance=row, places=configured())
     if not form.is_valid():
         errors = "; ".join(f"{k}: {' '.join(map(str, v))}" for k, v in form.errors.items())
@@ -80,7 +81,7 @@ def _save(request: HtmxHttpRequest, row: Ownership, action: str) -> HttpResponse
 def owner_delete(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     row = get_object_or_404(Ownership, pk=pk)
     where = resolve_or_first(row.connection, row.namespace)
-    audit.require(request, where, Role.ADMIN, "owner_delete", queue=row.target)
+    authorize(request, where, Role.ADMIN, "owner_delete", queue=row.target)
     if request.POST.get("confirm", "") != row.target:
         audit.record(request, where, "owner_delete", AuditEntry.Outcome.INVALID,
                      queue=row.target, detail="confirm: not the queue or pattern")  # fmt: skip

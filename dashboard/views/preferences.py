@@ -8,10 +8,10 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
-from ..forms import RefreshForm
-from ..htmx import HtmxHttpRequest
-from ..models import Preference
-from .common import back
+from dashboard.models import Preference
+from dashboard.views.common import back
+from dashboard.views.forms import RefreshForm
+from dashboard.web.htmx import HtmxHttpRequest
 
 
 @login_required

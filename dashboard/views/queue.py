@@ -18,25 +18,26 @@ from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_safe
 from redis.exceptions import RedisError
 
+from dashboard.access.guard import place_for
+from dashboard.access.roles import Role, can
+from dashboard.acting import saved_filters
+from dashboard.acting import undo as undos
+from dashboard.acting.message_filter import MessageFilter, from_params, problems
+from dashboard.analytics.results import queue_analytics
+from dashboard.models import QueueCondition
+from dashboard.places import place as places
+from dashboard.places.place import Place
+from dashboard.snapshots.history import RANGES, queue_history
+from dashboard.templatetags.console import state_label
+from dashboard.triage import forecast
+from dashboard.views.common import context, current, int_param, query_of, template
+from dashboard.views.context import refresh_seconds
+from dashboard.views.forms import SaveFilterForm, queue_page_forms
+from dashboard.web.htmx import HtmxHttpRequest
 from queues import QueueUnreadable, RsmqError
 from queues import validation as v
 from queues.models import Cursor, MessageInfo, QueueStats, WorkerInfo
 from queues.ops import DEFAULT_SAMPLE
-
-from .. import forecast, saved_filters
-from .. import place as places
-from .. import undo as undos
-from ..access import Role, can
-from ..analytics import queue_analytics
-from ..context_processors import refresh_seconds
-from ..forms import SaveFilterForm, queue_page_forms
-from ..history import RANGES, queue_history
-from ..htmx import HtmxHttpRequest
-from ..message_filter import MessageFilter, from_params, problems
-from ..models import QueueCondition
-from ..place import Place, place_for
-from ..templatetags.console import state_label
-from .common import context, current, int_param, query_of, template
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +171,7 @@ def browse(
 
     ``lookup_done``: the view already looked the id up and did not find it.
     """
-    f = from_params(params)  # the URL is the filter (dashboard/message_filter.py)
+    f = from_params(params)  # the URL is the filter (dashboard/acting/message_filter.py)
     state, min_rc, text = f.state, f.min_rc, f.contains
     size = settings.RSMQ_PAGE_SIZE
     lookup = params.get("id", "").strip()

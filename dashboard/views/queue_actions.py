@@ -9,14 +9,23 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.views.decorators.http import require_POST
 
-from queues import InvalidArgument, RedisSMQ
-from queues.models import LIST_STATES
-
-from .. import exports
-from .. import undo as undos
-from ..access import Role
-from ..actions import QUEUE_ACTIONS
-from ..forms import (
+from dashboard.access.roles import Role
+from dashboard.acting import exports
+from dashboard.acting import undo as undos
+from dashboard.acting.actions import QUEUE_ACTIONS
+from dashboard.views.actions import (
+    DONE,
+    Handler,
+    Handlers,
+    Posted,
+    Result,
+    member,
+    plural,
+    posted,
+    respond,
+)
+from dashboard.views.common import back, query_of
+from dashboard.views.forms import (
     ConfirmNameForm,
     ImportForm,
     MoveForm,
@@ -26,10 +35,10 @@ from ..forms import (
     SendForm,
     UndoForm,
 )
-from ..htmx import HtmxHttpRequest
-from .actions import DONE, Handler, Handlers, Posted, Result, member, plural, posted, respond
-from .common import back, query_of
-from .queue import render_queue
+from dashboard.views.queue import render_queue
+from dashboard.web.htmx import HtmxHttpRequest
+from queues import InvalidArgument, RedisSMQ
+from queues.models import LIST_STATES
 
 
 @login_required
@@ -292,7 +301,7 @@ def _import(post: Posted) -> Result:
 
 
 def _undo(post: Posted) -> Result:
-    """Put back what an action kept (dashboard/undo.py): the admin's, confirmed, audited
+    """Put back what an action kept (dashboard/acting/undo.py): the admin's, confirmed, audited
     with what it restored and skipped; a second one says it was done."""
     form = UndoForm(post.data)
     if not form.is_valid():
@@ -314,7 +323,7 @@ def _undo(post: Posted) -> Result:
     return Result(go=post.place.url("rsmq-queue", post.qname))
 
 
-# The button's value → its handler (its role and audit name: dashboard/actions.py).
+# The button's value → its handler (its role and audit name: dashboard/acting/actions.py).
 QUEUE_HANDLERS: Handlers = {
     "send": _send,
     "requeue": _on_selection("requeued", lambda r, q, ids: r.requeue(q, ids)),
@@ -335,6 +344,6 @@ QUEUE_HANDLERS: Handlers = {
     # An operator's on a dead-letter queue; elsewhere the admin's (checked in _redrive).
     "redrive": _redrive,
     "import": _import,
-    # Put back what one of the above kept (the admin's: dashboard/actions.py).
+    # Put back what one of the above kept (the admin's: dashboard/acting/actions.py).
     "undo": _undo,
 }

@@ -9,12 +9,12 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
-from .. import redis_health
-from ..access import Role, require
-from ..connections import connections
-from ..formatting import epoch_ms
-from ..htmx import HtmxHttpRequest
-from .common import context
+from dashboard.access.roles import Role, require
+from dashboard.display.formatting import epoch_ms
+from dashboard.places.connections import connections
+from dashboard.probes import redis_health
+from dashboard.views.common import context
+from dashboard.web.htmx import HtmxHttpRequest
 
 
 @login_required

@@ -1,6 +1,6 @@
 """Saved filters: the queue page's filter saved under a name, for one queue or every queue
 of the namespace, its owner's or (an admin's choice) shared with everyone. A saved filter
-is a link (its URL query, dashboard/message_filter.py). Anyone with a role saves and
+is a link (its URL query, dashboard/acting/message_filter.py). Anyone with a role saves and
 deletes their own; admins share and delete any. Each save and delete is audited."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ from django.http import HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
-from .. import audit
-from ..access import Role
-from ..forms import SaveFilterForm
-from ..htmx import HtmxHttpRequest
-from ..message_filter import FilterError, checked
-from ..models import AuditEntry, SavedFilter
-from ..place import place_for
-from .queue import render_queue
+from dashboard.access.guard import authorize, place_for
+from dashboard.access.roles import Role
+from dashboard.acting.message_filter import FilterError, checked
+from dashboard.audit import log as audit
+from dashboard.models import AuditEntry, SavedFilter
+from dashboard.views.forms import SaveFilterForm
+from dashboard.views.queue import render_queue
+from dashboard.web.htmx import HtmxHttpRequest
 
 #: saved filters a user keeps at most in one namespace (a list on the filter bar)
 PER_USER = 100
@@ -51,7 +51,7 @@ def save_filter(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> Htt
                             extra={"save_error": problem, "save_error_field": field})  # fmt: skip
     shared = form.cleaned_data["shared"]
     if shared:
-        audit.require(request, place, Role.ADMIN, "filter_share", qname)
+        authorize(request, place, Role.ADMIN, "filter_share", qname)
     scope_queue = qname if form.cleaned_data["scope"] == "queue" else ""
     mine = SavedFilter.objects.filter(owner_id=request.user.pk, connection=place.conn.name,
                                       namespace=place.ns)  # fmt: skip
@@ -81,7 +81,7 @@ def delete_filter(
     place = place_for(request, conn, ns, Role.VIEWER, "filter_delete", qname)
     row = get_object_or_404(SavedFilter, pk=pk, connection=place.conn.name, namespace=place.ns)
     if row.owner_id != request.user.pk:
-        audit.require(request, place, Role.ADMIN, "filter_delete", qname)
+        authorize(request, place, Role.ADMIN, "filter_delete", qname)
     params = _params(row)
     row.delete()
     audit.record(request, place, "filter_delete", AuditEntry.Outcome.OK, queue=qname,

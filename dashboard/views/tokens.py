@@ -11,11 +11,11 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
-from .. import tokens
-from ..access import Role, require
-from ..htmx import HtmxHttpRequest
-from ..models import ApiToken, AuditEntry
-from .common import context
+from dashboard.access import tokens
+from dashboard.access.roles import Role, require
+from dashboard.models import ApiToken, AuditEntry
+from dashboard.views.common import context
+from dashboard.web.htmx import HtmxHttpRequest
 
 MAX_PER_MINUTE = 1_000_000
 

@@ -1,5 +1,5 @@
 """The queue page's export: the messages of its current filter as a streamed JSON Lines
-download (dashboard/exports.py); the import is the page's ``import`` action
+download (dashboard/acting/exports.py); the import is the page's ``import`` action
 (views/queue_actions.py)."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, HttpResponseBase
 from django.views.decorators.http import require_safe
 
+from dashboard.access.guard import place_for
+from dashboard.acting import exports
+from dashboard.acting.actions import EXPORT
+from dashboard.acting.message_filter import FilterError, checked
+from dashboard.audit import log as audit
+from dashboard.models import AuditEntry
+from dashboard.web.htmx import HtmxHttpRequest
 from queues import validation as v
-
-from .. import audit, exports
-from ..actions import EXPORT
-from ..htmx import HtmxHttpRequest
-from ..message_filter import FilterError, checked
-from ..models import AuditEntry
-from ..place import place_for
 
 
 @login_required

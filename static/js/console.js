@@ -323,7 +323,7 @@ document.addEventListener("htmx:afterSettle", (event) => {
 });
 
 // -- Chart markers ----------------------------------------------------------------------------
-// A timeline event on a chart (dashboard/charts.py) shows its text on hover and on focus,
+// A timeline event on a chart (dashboard/display/charts.py) shows its text on hover and on focus,
 // in a tip over the chart (the marker's SVG <title> is the tooltip without JavaScript).
 const showMarker = (marker) => {
   const figure = marker.closest("figure.chart");
@@ -361,7 +361,7 @@ const hideMarker = (marker) => {
 );
 
 // -- Chart values on hover ----------------------------------------------------------------
-// Each chart's hit areas hold their values (dashboard/charts.py): the hovered one is also
+// Each chart's hit areas hold their values (dashboard/display/charts.py): the hovered one is also
 // written under the chart, where a phone's tap shows it too.
 document.addEventListener("mouseover", (event) => {
   const hit = event.target instanceof Element ? event.target.closest(".chart .hit") : null;

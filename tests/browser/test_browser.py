@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from browser_support import CHROMIUM, PASSWORD, role_group
 
-from dashboard import snapshots
 from dashboard.models import Preference
+from dashboard.triage.conditions import take_snapshot
 from queues import RedisSMQ
 from queues.server import free_port
 
@@ -587,10 +587,10 @@ def test_the_queue_page_charts_the_snapshots(
     settings.RSMQ_SNAPSHOT_INTERVAL = 10
     for _ in range(4):  # what the Celery task does every interval, while messages arrive
         rsmq.send_messages(queue, [f"job {i}" for i in range(5)])
-        snapshots.take()
+        take_snapshot()
         time.sleep(0.25)
     rsmq.receive_messages(queue, 3, vt=600)
-    snapshots.take()
+    take_snapshot()
     page = page_as(make_user("viewer"), color_scheme=scheme)
     page.goto(f"{console}/q/{queue}/")
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from browser_support import CHROMIUM
 
-from dashboard import redis_health
 from dashboard.models import Annotation, AuditEntry, Ownership
+from dashboard.probes import redis_health
 from queues import RedisSMQ
 
 if not CHROMIUM.exists():

@@ -3,7 +3,7 @@
 Nothing drawn here is made up: the queues of browser_support.seed_realistic get real traffic
 for a few minutes — producers sending in bursts, a worker receiving and deleting, some
 messages failing until the dead-letter policy moves them — while the real snapshot task
-(dashboard.snapshots.take, what Celery beat runs) records them every two seconds. The
+(dashboard.runs.take.take, what Celery beat runs) records them every two seconds. The
 charts, sparklines, rates and the "needs attention" order are what that traffic left.
 ``RSMQ_SCREENSHOT_SECONDS`` sets how long the traffic runs (default 240).
 """
@@ -20,9 +20,10 @@ import pytest
 from browser_support import ROOT, seed_realistic
 from playwright.sync_api import expect
 
-from dashboard import conditions, snapshots
 from dashboard.alerting import evaluate
 from dashboard.models import AlertRule
+from dashboard.triage import conditions
+from dashboard.triage.conditions import take_snapshot
 from queues import RedisSMQ
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -97,7 +98,7 @@ def test_readme_screenshots_from_real_traffic(
         try:
             end = time.monotonic() + SECONDS
             while time.monotonic() < end:
-                snapshots.take()  # what Celery beat runs every RSMQ_SNAPSHOT_INTERVAL
+                take_snapshot()  # what Celery beat runs every RSMQ_SNAPSHOT_INTERVAL
                 time.sleep(settings.RSMQ_SNAPSHOT_INTERVAL)
         finally:
             stop.set()
@@ -105,7 +106,7 @@ def test_readme_screenshots_from_real_traffic(
         # An admin's rule on the consumers' state, notifying nobody but the console.
         AlertRule.objects.create(name="nobody consumes", connection="local", namespace=ns,
                                  pattern="*", metric="state:no_consumers")  # fmt: skip
-        snapshots.take()
+        take_snapshot()
         evaluate.evaluate()
         conditions.refresh_alerts("local", ns)
         # The pages below take their time: not a "Snapshots stopped" banner meanwhile.
@@ -125,17 +126,17 @@ def test_readme_screenshots_from_real_traffic(
         page.screenshot(path=str(out / "message.png"), full_page=True)
         mobile = page_as(make_user("viewer", "ben"), viewport={"width": 390, "height": 844},
                          color_scheme="dark")  # fmt: skip
-        snapshots.take()
+        take_snapshot()
         mobile.goto(f"/c/local/{ns}/")
         mobile.screenshot(path=str(out / "overview-390-dark.png"), full_page=False)
         # The overview in the other theme at each width (issue 21: the order, states, reasons).
         dark = page_as(make_user("viewer", "cai"), viewport={"width": 1440, "height": 900},
                        color_scheme="dark")  # fmt: skip
-        snapshots.take()  # the last one minutes ago would say "Snapshots stopped"
+        take_snapshot()  # the last one minutes ago would say "Snapshots stopped"
         dark.goto(f"/c/local/{ns}/")
         dark.screenshot(path=str(out / "overview-1440-dark.png"), full_page=True)
         light = page_as(make_user("viewer", "dee"), viewport={"width": 390, "height": 844})
-        snapshots.take()
+        take_snapshot()
         light.goto(f"/c/local/{ns}/")
         light.screenshot(path=str(out / "overview-390-light.png"), full_page=False)
         for q in rsmq.list_queues():

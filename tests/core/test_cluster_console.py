@@ -13,9 +13,9 @@ from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 from support.redis_topologies import RedisClusterGroup
 
-from dashboard import snapshots
-from dashboard.connections import get_connection, stats_of_all
 from dashboard.models import Snapshot
+from dashboard.places.connections import get_connection, stats_of_all
+from dashboard.triage.conditions import take_snapshot
 from queues import RedisSMQ
 
 pytestmark = pytest.mark.django_db
@@ -90,17 +90,17 @@ def test_metrics_report_every_namespace_of_the_cluster(
 
 
 def test_a_snapshot_stores_a_row_per_queue_of_every_shard(lake, shards: list[RedisSMQ]) -> None:
-    run = snapshots.take()
+    run = take_snapshot()
     assert (run.rows, run.skipped) == (3, [])
     got = dict(Snapshot.objects.values_list("namespace", "msgs"))
     assert got == {c.ns: i + 1 for i, c in enumerate(shards)}
 
 
 def test_a_snapshot_reads_wait_times_on_every_shard(lake, shards: list[RedisSMQ]) -> None:
-    snapshots.take()
+    take_snapshot()
     for c in shards:
         c.receive_messages("jobs", 10, vt=600)
-    snapshots.take()
+    take_snapshot()
     got = dict(
         Snapshot.objects.filter(wait_samples__isnull=False).values_list("namespace", "wait_samples")
     )

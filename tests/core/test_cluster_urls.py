@@ -75,7 +75,7 @@ def test_a_namespaces_hash_tag_is_the_one_redis_cluster_hashes(ns: str, tag: str
 def test_the_console_wants_its_own_broker_url_beside_a_sentinel_or_cluster(
     settings, tmp_path
 ) -> None:
-    from dashboard.checks import problems
+    from dashboard.serving.checks import problems
 
     settings.DATA_DIR = tmp_path
     settings.RSMQ_CONNECTIONS = [{"name": "ha", "url": "redis+sentinel://s1/mymaster"}]

@@ -108,7 +108,7 @@ for m in pkgutil.walk_packages(dashboard.__path__, "dashboard."):
     importlib.import_module(m.name)
 from django.core.management import call_command
 call_command("check")
-from dashboard import pipeline_runs
+from dashboard.analytics import runs as pipeline_runs
 assert pipeline_runs.spark_problem() == pipeline_runs.NO_PYSPARK
 try:
     pipeline_runs.run_rollups()

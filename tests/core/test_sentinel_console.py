@@ -13,8 +13,8 @@ import pytest
 from django.test import Client
 from support.redis_topologies import SentinelGroup
 
-from dashboard import snapshots
 from dashboard.models import Snapshot
+from dashboard.triage.conditions import take_snapshot
 from queues import RedisSMQ
 
 pytestmark = pytest.mark.django_db
@@ -48,7 +48,7 @@ def test_pages_metrics_and_snapshots_read_the_master(
         assert (
             f'rsmq_queue_messages{{connection="ha",namespace="{sns}",queue="jobs"}} 2.0' in metrics
         )
-        assert snapshots.take().rows == 1
+        assert take_snapshot().rows == 1
         assert Snapshot.objects.get().msgs == 2
 
 

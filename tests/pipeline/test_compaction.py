@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from support.pipeline_rows import ms
 
-from dashboard import lake as lake_writer
+from dashboard.snapshots import lake as lake_writer
 from pipeline import lake
 from pipeline.state import State
 

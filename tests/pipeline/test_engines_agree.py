@@ -22,7 +22,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from dashboard import lake as lake_writer
+from dashboard.snapshots import lake as lake_writer
 from pipeline import jobs, lake, results
 from pipeline.anomalies import Rules
 

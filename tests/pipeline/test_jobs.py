@@ -1,5 +1,5 @@
 """The rollups job (pipeline/jobs.py) over a lake written by the console's own writer
-(dashboard/lake.py): exact rows, a rerun that changes nothing, late files, the day after
+(dashboard/snapshots/lake.py): exact rows, a rerun that changes nothing, late files, the day after
 a late snapshot, a run from scratch equal to the incremental ones, flags written."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pyarrow.dataset as ds
 import pytest
 from support.pipeline_rows import at, ms
 
-from dashboard import lake as lake_writer
+from dashboard.snapshots import lake as lake_writer
 from pipeline import jobs, results, rollup_driver
 from pipeline.anomalies import Rules
 from pipeline.lake import files as listed

@@ -1,5 +1,5 @@
 """The pipeline in the console, end to end: snapshots taken by the real snapshot run
-(dashboard/snapshots.take, as the Celery task does) → ``manage.py pipeline rollups`` →
+(dashboard/runs.take, as the Celery task does) → ``manage.py pipeline rollups`` →
 rows in the database and on the queue page and the overview; the census the same way;
 the command without Java; beat's task starting a run without waiting for it."""
 
@@ -15,8 +15,11 @@ import pytest
 from django.conf import settings as django_settings
 from django.core.management import CommandError, call_command
 
-from dashboard import locks, pipeline_runs, snapshots, tasks
+from dashboard import tasks
+from dashboard.analytics import runs as pipeline_runs
 from dashboard.models import AnomalyFlag, CensusResult, Rollup
+from dashboard.snapshots import locks
+from dashboard.triage.conditions import take_snapshot
 
 pytestmark = pytest.mark.django_db
 
@@ -40,11 +43,11 @@ def test_snapshots_rolled_up_show_on_the_queue_page_and_the_overview(
     rsmq = console.rsmq
     rsmq.create_queue("q1")
     rsmq.create_queue("q2")
-    snapshots.take()
+    take_snapshot()
     rsmq.send_messages("q1", ["job"] * 30)
     rsmq.receive_messages("q1", 10)
     time.sleep(0.05)  # the oldest visible message has an age
-    snapshots.take()
+    take_snapshot()
 
     result = pipeline("rollups")
     assert (result["new_files"], result["flags_loaded"]) == (2, 1)

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 import redis
 
-from dashboard import lake as lake_writer
+from dashboard.snapshots import lake as lake_writer
 from pipeline import jobs, results
 from pipeline.results import RC_BINS, SIZE_BINS
 from queues import RedisSMQ

@@ -1,4 +1,4 @@
-"""/healthz, /readyz and the banner when snapshots stopped (dashboard/health.py)."""
+"""/healthz, /readyz and the banner when snapshots stopped (dashboard/probes/health.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import time
 import pytest
 from django.test import Client
 
-from dashboard import health
 from dashboard.models import Snapshot
+from dashboard.probes import health
 from queues.server import free_port
 
 pytestmark = pytest.mark.django_db

@@ -42,7 +42,10 @@ def served(clone: Path) -> Iterator[Served]:
 
 def make_token(served: Served, name: str, role: str) -> str:
     """An API token, made as an admin would in a shell on the served console's data."""
-    mint = f"from dashboard.tokens import mint; print(mint({name!r}, {role!r}, 'test', 1000)[1])"
+    mint = (
+        "from dashboard.access.tokens import mint;"
+        f" print(mint({name!r}, {role!r}, 'test', 1000)[1])"
+    )
     done = subprocess.run(
         [str(served.clone / ".venv/bin/python"), "manage.py", "shell", "-c", mint],
         cwd=served.clone, env=run_env(), capture_output=True, text=True, timeout=120, check=True,

@@ -20,8 +20,8 @@ from django.http import HttpResponse
 from django.test import Client
 from redis.connection import AbstractConnection
 
-from dashboard import redis_health
 from dashboard.models import AuditEntry
+from dashboard.probes import redis_health
 from queues import RedisSMQ
 
 FLASH_RE = re.compile(r'<p class="flash ([a-z ]*)">(.*?)</p>', re.S)
@@ -103,7 +103,7 @@ def console(settings, redis_url: str, ns: str, rsmq: RedisSMQ) -> Console:
     ]
     settings.RSMQ_READ_ONLY = False
     settings.RSMQ_REFRESH_SECONDS = 5
-    # The banner's Redis health (dashboard/redis_health.py) read now and kept for the
+    # The banner's Redis health (dashboard/probes/redis_health.py) read now and kept for the
     # test: a reading that expires between two requests is no page's round trip, nor a
     # connection a test that watches sockets should see.
     settings.RSMQ_REDIS_HEALTH_CACHE = 3600

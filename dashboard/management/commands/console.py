@@ -36,8 +36,9 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import DatabaseError
 
-from dashboard import demo
-from dashboard.serving import default_threads, default_workers
+from dashboard.management import demo
+from dashboard.management.commands.demo import DEMO_PASSWORD, DEMO_USER, ensure_demo_login
+from dashboard.serving.defaults import default_threads, default_workers
 from queues import RedisSMQ
 from queues.server import (
     EMBEDDED_PORT,
@@ -47,8 +48,6 @@ from queues.server import (
     port_is_free,
 )
 from queues.urls import redacted
-
-from .demo import DEMO_PASSWORD, DEMO_USER, ensure_demo_login
 
 # A child restarted this many times within RESTART_WINDOW seconds is given up on.
 RESTART_LIMIT = 5
@@ -430,7 +429,7 @@ def web_argv(host: str, port: int, options: dict[str, Any]) -> list[str]:
     # holds no thread) and running Django in --threads threads (dashboard/asgi.py,
     # RSMQ_WEB_THREADS; bench/serve.py, bench/RESULTS.md). A worker that dies is started
     # again; one that dies at start (a refused setting) stops granian. uvloop: the API's
-    # plain calls are answered in the event loop (dashboard/lean.py ``in_loop``).
+    # plain calls are answered in the event loop (dashboard/serving/fast.py ``in_loop``).
     header_ms = min(60_000, max(1, round(settings.RSMQ_HEADER_TIMEOUT * 1000)))
     return [
         sys.executable, "-m", "granian", "--interface", "asgi", "dashboard.asgi:application",

@@ -6,8 +6,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
-from dashboard import demo
-from dashboard.connections import connections
+from dashboard.management import demo
+from dashboard.places.connections import connections
 from queues import RedisSMQ
 
 

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from dashboard import pipeline_runs
+from dashboard.analytics import runs as pipeline_runs
 
 
 class Command(BaseCommand):

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from dashboard.connections import connections
+from dashboard.places.connections import connections
 from queues import cli
 
 

@@ -54,7 +54,7 @@ def test_it_lists_an_action_done_in_the_console(
         "2",
         f"ids: {ids[0]}, {ids[1]}",
         "succeeded",
-        # its Undo (dashboard/undo.py): an admin's, while it lives
+        # its Undo (dashboard/acting/undo.py): an admin's, while it lives
         "Deleted 2 messages. An admin may undo it (expires in 24 h).",
     ]
 

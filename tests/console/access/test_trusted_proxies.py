@@ -16,8 +16,8 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client, RequestFactory
 
+from dashboard.access.throttle import client_ip
 from dashboard.models import AuditEntry
-from dashboard.throttle import client_ip
 
 ROOT = Path(__file__).resolve().parents[3]
 PROXY = "127.0.0.1"  # nginx or Caddy on the same host

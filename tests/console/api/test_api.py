@@ -133,7 +133,7 @@ def test_the_short_form_reads_the_first_connection(
 def test_it_answers_404_for_a_missing_queue(console, orders, viewer: Client) -> None:
     response = viewer.get(api(console, "gone/"))
     assert response.status_code == 404
-    # The same words as the page's 404 (one table: dashboard/web_errors.py).
+    # The same words as the page's 404 (one table: dashboard/web/errors.py).
     assert response.json() == {"error": "Queue gone does not exist (any more)."}
 
 
@@ -193,7 +193,7 @@ def test_it_gives_each_queues_consumer_state_from_its_last_snapshot(
 ) -> None:
     """The state the overview leads with, and why, for machines: nobody has received
     from `stuck` for longer than RSMQ_NO_CONSUMER_AFTER while its oldest waits."""
-    from dashboard import conditions
+    from dashboard.triage import conditions
 
     settings.RSMQ_NO_CONSUMER_AFTER = 0
     orders.create_queue("stuck")

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from dashboard import tokens
+from dashboard.access import tokens
 from dashboard.models import ApiToken, AuditEntry
 from queues import RedisSMQ
 from queues.server import free_port

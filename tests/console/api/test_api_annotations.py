@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from dashboard import timeline, tokens
+from dashboard.access import tokens
 from dashboard.models import Annotation, AuditEntry
+from dashboard.triage import timeline
 
 pytestmark = pytest.mark.django_db
 

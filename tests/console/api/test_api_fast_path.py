@@ -1,4 +1,4 @@
-"""The data plane's fast path (dashboard/lean.py ``fast``) answers exactly as the Django
+"""The data plane's fast path (dashboard/serving/fast.py ``fast``) answers exactly as the Django
 path does — statuses, bodies, Retry-After, audit rows — for the calls it takes (send one,
 receive, delete one; native and rest-rsmq routes), and leaves every other request to the
 Django path before anything has run."""
@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from django.core.handlers.wsgi import WSGIHandler
 
-from dashboard import lean, tokens
+from dashboard.access import tokens
 from dashboard.models import AuditEntry
+from dashboard.serving import fast as lean
 from queues import RedisSMQ
 
 # WSGIHandler closes the connection after each request, as served: a real transaction.

@@ -16,9 +16,12 @@ import pytest
 from django.core.handlers.wsgi import WSGIHandler
 from test_api_fast_path import SCRIPT, Wsgi, rows, shape
 
-from dashboard import audit_drain, lean, startup, tokens
-from dashboard.chunked import ChunkedBodies
+from dashboard.access import tokens
+from dashboard.audit import drain as audit_drain
 from dashboard.models import AuditEntry
+from dashboard.serving import fast as lean
+from dashboard.serving import startup
+from dashboard.serving.chunked import ChunkedBodies
 from queues import RedisSMQ
 
 pytestmark = pytest.mark.django_db(transaction=True)

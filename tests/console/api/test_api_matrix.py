@@ -16,7 +16,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from dashboard import tokens
+from dashboard.access import tokens
 from dashboard.models import AuditEntry
 from queues import RedisSMQ
 

@@ -1,5 +1,5 @@
 """/api/…/queues/<name>/messages/: the messages a filter matches, read with the queue
-page's filter (dashboard/message_filter.py); a bad field is a 400 naming it."""
+page's filter (dashboard/acting/message_filter.py); a bad field is a 400 naming it."""
 
 from __future__ import annotations
 

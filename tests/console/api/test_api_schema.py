@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 from ninja.operation import Operation
 
-from dashboard import tokens
+from dashboard.access import tokens
 from dashboard.api import api
 from queues import RedisSMQ
 

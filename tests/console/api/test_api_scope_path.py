@@ -1,4 +1,4 @@
-"""The plain calls answered straight from the ASGI scope (dashboard/lean.py ``in_scope``,
+"""The plain calls answered straight from the ASGI scope (dashboard/serving/fast.py ``in_scope``,
 dashboard/asgi.py ``Threads``: no WSGI environ unless a thread needs one) answer exactly
 as the environ path (``in_loop``) and the Django path do — the same statuses, headers and
 bodies, the same audit rows, a spent rate's 429 and a revoked token's 401 — and leave
@@ -18,9 +18,11 @@ from django.test import override_settings
 from test_api_fast_path import SCRIPT, rows, shape
 from test_api_in_loop import drained, play
 
-from dashboard import lean, startup, tokens
-from dashboard.chunked import ChunkedBodies
+from dashboard.access import tokens
 from dashboard.models import ApiToken, AuditEntry
+from dashboard.serving import fast as lean
+from dashboard.serving import startup
+from dashboard.serving.chunked import ChunkedBodies
 from queues import RedisSMQ
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -18,10 +18,10 @@ from django.core.handlers.wsgi import WSGIHandler
 from django.test import Client
 from django.utils import timezone
 
-from dashboard import audit_drain as audit
-from dashboard import tokens
-from dashboard.lean import dispatch
+from dashboard.access import tokens
+from dashboard.audit import drain as audit
 from dashboard.models import ApiToken, AuditEntry
+from dashboard.serving.fast import dispatch
 from queues import RedisSMQ
 
 pytestmark = pytest.mark.django_db

@@ -12,8 +12,8 @@ import redis
 from django.http import StreamingHttpResponse
 from django.test import Client
 
-from dashboard import tokens
-from dashboard.exports import IMPORT_MAX_BYTES
+from dashboard.access import tokens
+from dashboard.acting.exports import IMPORT_MAX_BYTES
 from dashboard.models import AuditEntry
 from queues import RedisSMQ
 

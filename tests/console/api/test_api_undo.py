@@ -7,7 +7,7 @@ import pytest
 import redis
 from django.test import Client
 
-from dashboard import tokens
+from dashboard.access import tokens
 from dashboard.models import AuditEntry, UndoEntry
 from queues import RedisSMQ
 

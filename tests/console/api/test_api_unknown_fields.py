@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from dashboard import tokens
+from dashboard.access import tokens
 from queues import RedisSMQ
 
 pytestmark = pytest.mark.django_db

@@ -3,7 +3,7 @@ requests in its order, each checked as its test checks it (the test's name besid
 against /api/rest-rsmq/ with an admin token — through Django's test client here, JSON and
 form-encoded; tests/serve/test_rest_rsmq_suite_served.py sends them from Node as Node sends them.
 
-And the WSGI layer (dashboard/chunked.py): a body without Content-Length is read when the
+And the WSGI layer (dashboard/serving/chunked.py): a body without Content-Length is read when the
 server ends it for us, within DATA_UPLOAD_MAX_MEMORY_SIZE (413 past it, nothing changed).
 A created queue takes every attribute it is given, or the call is refused naming it."""
 
@@ -19,8 +19,8 @@ import pytest
 from django.core.handlers.wsgi import WSGIHandler
 from django.test import Client
 
-from dashboard import tokens
-from dashboard.chunked import ChunkedBodies
+from dashboard.access import tokens
+from dashboard.serving.chunked import ChunkedBodies
 from queues import RedisSMQ
 
 BASE = "/api/rest-rsmq"

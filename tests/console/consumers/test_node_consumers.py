@@ -15,8 +15,8 @@ from django.test import Client
 from support.node_rsmq import install
 from workers.harness import wait_for
 
-from dashboard import snapshots
 from dashboard.models import QueueCondition
+from dashboard.triage.conditions import take_snapshot
 from queues import RedisSMQ
 
 pytestmark = pytest.mark.django_db
@@ -50,9 +50,9 @@ def test_a_node_consumer_is_healthy_then_missed_when_it_stops(
         assert node.stdout is not None and node.stdout.readline().strip() == b"ready"
         sender.start()
         wait_for(lambda: rsmq.get_queue_attributes("node-jobs").totalrecv >= 5, 15, "receives")
-        snapshots.take()
+        take_snapshot()
         time.sleep(INTERVAL)
-        snapshots.take()
+        take_snapshot()
         assert QueueCondition.objects.get(queue="node-jobs").state == "healthy"
         page = viewer.get(console.queue("node-jobs")).content.decode()
         assert 'data-consumer-state="healthy"' in page and "data-no-workers" in page
@@ -61,7 +61,7 @@ def test_a_node_consumer_is_healthy_then_missed_when_it_stops(
         node.wait(10)
         for _ in range(2):  # within two snapshot intervals
             time.sleep(INTERVAL)
-            snapshots.take()
+            take_snapshot()
         condition = QueueCondition.objects.get(queue="node-jobs")
         assert condition.state == "no_consumers", condition.reason
         assert condition.reason.startswith("no consumer for ")

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from dashboard import jobs
-from dashboard.access import Role
-from dashboard.message_filter import checked
+from dashboard.access.roles import Role
+from dashboard.acting import jobs
+from dashboard.acting.message_filter import checked
 from dashboard.models import AuditEntry, BulkJob
 from queues import RedisSMQ
 

@@ -10,7 +10,7 @@ import json
 import pytest
 from django.test import Client
 
-from dashboard.audit import AUDIT_BODY_BYTES
+from dashboard.audit.log import AUDIT_BODY_BYTES
 from dashboard.models import AuditEntry
 from queues import RedisSMQ
 

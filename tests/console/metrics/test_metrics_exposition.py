@@ -1,4 +1,4 @@
-"""/metrics at scale: the per-queue series written by dashboard/exposition.py are byte for
+"""/metrics at scale: the per-queue series written by dashboard/probes/exposition.py are byte for
 byte what prometheus_client writes; a big namespace is served from its last snapshot and
 says how old it is; a small one is read live."""
 
@@ -11,10 +11,11 @@ from metrics_scrape import scrape
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from dashboard import latest, snapshots
-from dashboard.exposition import Family, labels, render
-from dashboard.metrics import FAMILIES, QueueRow, place_labels
 from dashboard.models import Snapshot
+from dashboard.probes.exposition import Family, labels, render
+from dashboard.probes.metrics import FAMILIES, QueueRow, place_labels
+from dashboard.snapshots import latest
+from dashboard.triage.conditions import take_snapshot
 from queues import RedisSMQ
 from queues.models import QueueStats
 
@@ -88,7 +89,7 @@ def five(console, lake, rsmq: RedisSMQ) -> RedisSMQ:
 
 @pytest.mark.django_db
 def test_a_big_namespace_is_served_from_its_last_snapshot(console, token, big, five) -> None:
-    run = snapshots.take()
+    run = take_snapshot()
     assert run.rows == 5
     five.send_messages("q4", ["new"] * 10)  # after the snapshot: not in this scrape
 
@@ -106,7 +107,7 @@ def test_a_big_namespace_is_served_from_its_last_snapshot(console, token, big, f
 def test_a_big_namespace_whose_snapshots_stopped_is_read_live(
     console, token, big, five, settings
 ) -> None:
-    snapshots.take()
+    take_snapshot()
     five.send_messages("q4", ["new"] * 10)
     # Older than three intervals (at least a minute): snapshots aren't running.
     stale_ms = 1000 * 2 * max(60, 3 * settings.RSMQ_SNAPSHOT_INTERVAL)
@@ -119,7 +120,7 @@ def test_a_big_namespace_whose_snapshots_stopped_is_read_live(
 
 @pytest.mark.django_db
 def test_a_small_namespace_is_read_live(console, token, five) -> None:
-    snapshots.take()
+    take_snapshot()
     five.send_messages("q4", ["new"] * 10)
     samples = scrape(Client())
     place = ("default", console.ns)

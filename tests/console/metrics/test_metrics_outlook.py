@@ -61,7 +61,7 @@ def test_it_exposes_the_percentiles_and_forecasts(console, token, histories) -> 
 def test_a_namespace_over_the_limit_has_no_such_series(
     console, token, histories, monkeypatch
 ) -> None:
-    from dashboard import metrics
+    from dashboard.probes import metrics
 
     monkeypatch.setattr(metrics, "OUTLOOK_MAX", 2)  # the namespace holds 3 queues
     samples = scrape(Client())

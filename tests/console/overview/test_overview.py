@@ -334,16 +334,16 @@ def test_the_rate_columns_sort_by_each_queues_last_judged_rate(
 ) -> None:
     """Two real snapshots, the sends and receives between them: each queue's rates as the
     condition of the last snapshot has them (a queue never judged: unknown, first up)."""
-    from dashboard import snapshots
     from dashboard.models import QueueCondition
+    from dashboard.triage.conditions import take_snapshot
 
-    snapshots.take()
+    take_snapshot()
     rsmq.send_messages("a", ["x"] * 30)
     rsmq.send_messages("c", ["x"] * 10)
     rsmq.receive_messages("b", 5, vt=300)
     rsmq.receive_messages("a", 2, vt=300)
     time.sleep(0.05)
-    snapshots.take()
+    take_snapshot()
     rates = dict(QueueCondition.objects.values_list("queue", "send_rate"))
     assert rates["a"] > rates["c"] > rates["b"] == 0
     assert _names(viewer.get(console.overview(f"?sort={sort}"))) == names

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 from django.test import Client
 
-from dashboard import latest
 from dashboard.models import QueueCondition, Snapshot
+from dashboard.snapshots import latest
 from queues import RedisSMQ
 
 pytestmark = pytest.mark.django_db
@@ -138,7 +138,7 @@ def test_it_sorts_by_the_last_snapshot_run_alone(console, many, big, viewer: Cli
 
 
 def conditions_of(ns: str, names: list[str]) -> dict[str, float]:
-    """Each queue's judged condition (as dashboard/conditions.py stores it at a snapshot):
+    """Each queue's judged condition (as dashboard/triage/conditions.py stores it at a snapshot):
     every 37th queue scored by how bad and big it is, the rest 0; returns the scores."""
     scores = {q: (i + 1) * 3.5 if i % 37 == 0 else 0.0 for i, q in enumerate(names)}
     QueueCondition.objects.bulk_create(

@@ -1,5 +1,5 @@
 """The overview's time columns: each queue's latest wait p95 and its drain estimate
-(from its snapshots, dashboard/forecast.py), sortable, hidden on a phone's width."""
+(from its snapshots, dashboard/triage/forecast.py), sortable, hidden on a phone's width."""
 
 from __future__ import annotations
 
@@ -90,8 +90,9 @@ def test_a_big_namespace_sorts_by_the_outlooks_its_snapshot_stored(
     """Past LIVE_MAX queues the time columns sort by what the snapshot judged (each
     queue's wait p95 and drain key on its condition row), in the order a small namespace
     gets live, reading only the page's counters."""
-    from dashboard import conditions, forecast, latest
     from dashboard.models import QueueCondition
+    from dashboard.snapshots import latest
+    from dashboard.triage import conditions, forecast
 
     live = _names(viewer.get(console.overview(f"?sort={sort}")))
     stats = rsmq.queue_stats()

@@ -1,4 +1,4 @@
-"""The overview triages: what needs attention first (dashboard/conditions.py's score,
+"""The overview triages: what needs attention first (dashboard/triage/conditions.py's score,
 judged at each snapshot: how bad times how big), the reasons in words on the row, a
 totals strip, dead-letter queues linked both ways, exact numbers on hover and in full on
 cards, absolute times on hover."""
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from dashboard import snapshots
 from dashboard.models import AnomalyFlag
+from dashboard.triage.conditions import take_snapshot
 from queues import RedisSMQ
 
 pytestmark = pytest.mark.django_db
@@ -44,11 +44,11 @@ def mixed(console, settings, rsmq: RedisSMQ, lake: Path) -> None:
         start=round(time.time() * 1000) - 60_000, end=None, intervals=3,
         figures={"received": 90, "sent": 10, "receive_rate_max": 2.0},
     )  # fmt: skip
-    snapshots.take()
+    take_snapshot()
     time.sleep(0.1)  # slow-1's message is now older than its 0.05 s SLO
     rsmq.send_messages("growing", ["x"] * 55)
     rsmq.send_messages("jobs-dlq", ["dead"] * 3)
-    snapshots.take()
+    take_snapshot()
 
 
 def test_it_orders_what_needs_attention_first(console, mixed, viewer: Client) -> None:
@@ -70,7 +70,7 @@ def test_it_says_why_a_queue_needs_attention(console, mixed, viewer: Client) -> 
 
 def test_a_big_backlog_grows_by_its_rate_not_only_by_a_share(settings) -> None:
     """+12,000 on 195,000 in ten minutes is 6%, under RSMQ_BACKLOG_GROWTH, but 20/s."""
-    from dashboard import thresholds
+    from dashboard.triage import thresholds
 
     settings.RSMQ_BACKLOG_GROWTH, settings.RSMQ_BACKLOG_GROWTH_MIN = 0.1, 100
     settings.RSMQ_BACKLOG_GROWTH_RATE = 5
@@ -80,7 +80,7 @@ def test_a_big_backlog_grows_by_its_rate_not_only_by_a_share(settings) -> None:
 
 
 def test_an_slo_pattern_only_matches_its_names(console, mixed, settings) -> None:
-    from dashboard import thresholds
+    from dashboard.triage import thresholds
 
     settings.RSMQ_OLDEST_AGE_SLO = 300
     assert thresholds.oldest_age_slo("default", console.ns, "slow-1") == 0.05
@@ -161,10 +161,10 @@ def test_the_consoles_flag_stays_one_and_tells_its_figures_as_of_now(
 ) -> None:
     """A console flag opened at one snapshot is the same flag at the next while its
     condition holds (not a duplicate), with its figures brought up to date."""
-    from dashboard import snapshots
+    from dashboard.triage.conditions import take_snapshot
 
     rsmq.send_messages("growing", ["x"] * 20)
-    snapshots.take()
+    take_snapshot()
     [flag] = AnomalyFlag.objects.filter(queue="growing", source="console")
     assert flag.open and flag.kind == "backlog_growing"
     assert (flag.figures["backlog_from"], flag.figures["backlog_to"]) == (5, 80)
@@ -177,8 +177,8 @@ def test_a_firing_alert_marks_its_queue_raises_it_and_counts_in_the_header(
     """An alert that fires on "big" (nothing else wrong with it): after the evaluation, its
     score counts the alert (25 points x its size), it leads, its row says so, and every
     page's header counts it."""
-    from dashboard import conditions
     from dashboard.models import Alert, AlertRule
+    from dashboard.triage import conditions
 
     rule = AlertRule.objects.create(name="deep", connection="default", namespace=console.ns,
                                     queue="big", metric="visible", threshold=100)  # fmt: skip

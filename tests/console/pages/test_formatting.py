@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 from django.utils.html import conditional_escape
 
-from dashboard import charts, formatting
+from dashboard.display import charts, formatting
 from dashboard.templatetags.console import abs_time, state_label, when
 
 

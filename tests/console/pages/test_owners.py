@@ -19,7 +19,7 @@ from django.test import Client
 from dashboard.alerting import delivery
 from dashboard.alerting.evaluate import evaluate
 from dashboard.models import AlertRule, AuditEntry, Notification, Ownership
-from dashboard.owners import Owners
+from dashboard.triage.owners import Owners
 from queues import RedisSMQ
 from queues.server import free_port
 

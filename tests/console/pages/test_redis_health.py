@@ -14,9 +14,9 @@ from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 from support.console_fixtures import TOKEN
 
-from dashboard import redis_health
 from dashboard.alerting.evaluate import evaluate
 from dashboard.models import Alert, AlertRule, Notification
+from dashboard.probes import redis_health
 from queues.health import read_health, risks
 from queues.server import EmbeddedRedis
 

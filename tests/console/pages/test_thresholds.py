@@ -118,14 +118,14 @@ def test_it_marks_a_poison_candidate_at_the_lower_of_poison_rc_and_maxrc(
 def test_a_backlog_grows_by_a_share_and_a_floor_from_settings(
     settings, now: int, before: int | None, growing: bool
 ) -> None:
-    from dashboard import thresholds
+    from dashboard.triage import thresholds
 
     settings.RSMQ_BACKLOG_GROWTH, settings.RSMQ_BACKLOG_GROWTH_MIN = 0.1, 100
     assert thresholds.backlog_growing(now, before) is growing
 
 
 def test_it_takes_a_pattern_slo_after_an_exact_one(settings) -> None:
-    from dashboard import thresholds
+    from dashboard.triage import thresholds
 
     settings.RSMQ_OLDEST_AGE_SLO = 300
     settings.RSMQ_OLDEST_AGE_SLOS = {"emails-*": 60, "emails-eu": 30}

@@ -1,5 +1,5 @@
 """One timeline: operator actions (the audit log), alert transitions, anomaly flags and
-annotations, merged in time order (dashboard/timeline.py); drawn as markers on a queue's
+annotations, merged in time order (dashboard/triage/timeline.py); drawn as markers on a queue's
 charts; laid out on the incident page (filters, pagination, bad input) and exported as
 CSV and JSON."""
 
@@ -15,9 +15,9 @@ import time
 import pytest
 from django.test import Client
 
-from dashboard import timeline
 from dashboard.models import Alert, AlertEvent, AlertRule, Annotation, AnomalyFlag, AuditEntry
-from dashboard.timeline import Filter
+from dashboard.triage import timeline
+from dashboard.triage.timeline import Filter
 
 pytestmark = pytest.mark.django_db
 

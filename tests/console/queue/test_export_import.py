@@ -12,7 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.http import StreamingHttpResponse
 from django.test import Client
 
-from dashboard.exports import EXPORT_CHUNK, IMPORT_MAX_BYTES
+from dashboard.acting.exports import EXPORT_CHUNK, IMPORT_MAX_BYTES
 from dashboard.models import AuditEntry
 from queues import RedisSMQ
 

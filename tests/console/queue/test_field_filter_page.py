@@ -1,5 +1,5 @@
 """The queue page's message browser with a field filter and ages: read from the URL
-(dashboard/message_filter.py), scanned across requests, a bad one said under its field."""
+(dashboard/acting/message_filter.py), scanned across requests, a bad one said under its field."""
 
 from __future__ import annotations
 

@@ -14,8 +14,8 @@ import redis
 from django.test import Client
 from support.go_rsmq import GoRsmq
 
-from dashboard import snapshots
 from dashboard.models import AuditEntry, Snapshot
+from dashboard.triage.conditions import take_snapshot
 from queues import RedisSMQ
 from queues.server import EmbeddedRedis
 
@@ -73,7 +73,7 @@ def test_the_read_api_counts_it(console, go: GoRsmq, settings) -> None:
 
 
 def test_the_snapshot_counts_it_with_no_made_up_age(console, lake, go: GoRsmq) -> None:
-    snapshots.take()
+    take_snapshot()
     row = Snapshot.objects.get(queue="go")
     assert (row.msgs, row.inflight, row.visible) == (3, 1, 2)
     assert row.oldest_age is None and row.created > 1_600_000_000

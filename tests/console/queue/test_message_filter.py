@@ -1,4 +1,4 @@
-"""The one message filter (dashboard/message_filter.py): read from a URL, written back,
+"""The one message filter (dashboard/acting/message_filter.py): read from a URL, written back,
 refused naming the field."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.http import QueryDict
 
-from dashboard.message_filter import FilterError, MessageFilter, checked, from_params
+from dashboard.acting.message_filter import FilterError, MessageFilter, checked, from_params
 
 
 def test_a_filter_survives_its_own_url() -> None:

@@ -17,8 +17,8 @@ from rsmq import RedisSMQ as PyRSMQ
 from support.go_rsmq import GoRsmq
 from support.node_rsmq import NodeRsmq
 
-from dashboard import snapshots
 from dashboard.models import Snapshot
+from dashboard.triage.conditions import take_snapshot
 from queues.cli import main as cli_main
 from queues.server import EmbeddedRedis
 
@@ -119,7 +119,7 @@ def test_the_cli_reads_it(fed, redis_url: str, ns: str, capsys) -> None:
 @pytest.mark.parametrize("fed", PORTS, indirect=True)
 def test_the_snapshot_counts_it(console, lake, fed) -> None:
     port, _ = fed
-    snapshots.take()
+    take_snapshot()
     row = Snapshot.objects.get(queue="w")
     assert (row.msgs, row.inflight, row.visible) == (3, 1, 2)
     assert row.created > 1_600_000_000

@@ -1,4 +1,4 @@
-"""Undo (dashboard/undo.py): a destructive action's answer carries an Undo (the flash,
+"""Undo (dashboard/acting/undo.py): a destructive action's answer carries an Undo (the flash,
 htmx or plain, and its audit-log row while it lives); the Undo is the admin's, confirmed,
 audited with what it restored and skipped, done once; an expired one offers nothing; past
 RSMQ_UNDO_MAX_MB the confirmation says "this cannot be undone" and nothing is kept.
@@ -13,8 +13,8 @@ import redis
 from django.test import Client
 from django.utils import timezone
 
-from dashboard.checks import problems
 from dashboard.models import AuditEntry, UndoEntry
+from dashboard.serving.checks import problems
 from queues import RedisSMQ
 
 pytestmark = pytest.mark.django_db

@@ -17,9 +17,9 @@ from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
 from dashboard import tasks
-from dashboard.connections import Connection
 from dashboard.models import Snapshot
-from dashboard.web_errors import web_error
+from dashboard.places.connections import Connection
+from dashboard.web.errors import web_error
 from queues import RedisSMQ
 from queues.cli import main
 

@@ -11,8 +11,8 @@ from django.contrib.auth.models import AnonymousUser
 from django.test import Client
 from django.urls import get_resolver
 
-from dashboard.middleware import RedisUnavailableMiddleware
 from dashboard.models import AuditEntry
+from dashboard.web.middleware import RedisUnavailableMiddleware
 from queues.server import free_port
 
 pytestmark = pytest.mark.django_db
@@ -205,10 +205,10 @@ def test_it_ends_the_error_with_one_full_stop(console, down, viewer: Client) -> 
 
 
 def test_the_lean_api_stack_answers_a_view_s_redis_failure_with_503(console, down, rf) -> None:
-    """Token calls run without HtmxMiddleware (dashboard/lean.py): a Redis failure that
+    """Token calls run without HtmxMiddleware (dashboard/serving/fast.py): a Redis failure that
     reaches the middleware is still the 503 page, never an AttributeError's 500."""
     request = rf.get("/api/queues/")
-    request.user = AnonymousUser()  # as dashboard.lean.NoUser sets it
+    request.user = AnonymousUser()  # as dashboard.serving.fast.NoUser sets it
     assert not hasattr(request, "htmx")
     error = redis.ConnectionError("Error 111 connecting. Connection refused.")
     answer = RedisUnavailableMiddleware(lambda r: None).process_exception(request, error)

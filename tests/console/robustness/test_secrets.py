@@ -9,7 +9,7 @@ import logging
 import pytest
 from django.test import Client
 
-from dashboard.security import ConsoleExceptionReporterFilter
+from dashboard.web.security import ConsoleExceptionReporterFilter
 from queues.server import free_port
 
 pytestmark = pytest.mark.django_db

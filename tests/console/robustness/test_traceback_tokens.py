@@ -1,6 +1,6 @@
 """With DEBUG on, an error while a token is checked shows the traceback's variables on
 Django's technical 500 page (issue 23): the raw token is in none of them — not where it
-was checked (dashboard/tokens.py), not in a variable named otherwise that holds it,
+was checked (dashboard/access/tokens.py), not in a variable named otherwise that holds it,
 not in the request's headers."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 from django.test import Client
 
-from dashboard import tokens
-from dashboard.security import mask_secrets
+from dashboard.access import tokens
+from dashboard.web.security import mask_secrets
 
 pytestmark = pytest.mark.django_db
 

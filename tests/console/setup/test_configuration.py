@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.checks import problems
+from dashboard.serving.checks import problems
 
 ROOT = Path(__file__).resolve().parents[3]
 GOOD = {"name": "prod-eu_1", "url": "redis://:pw@h:6379/0", "namespaces": ["rsmq", "{shop}"]}

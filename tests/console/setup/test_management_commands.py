@@ -94,8 +94,8 @@ def test_run_serves_one_process_a_core_and_8_page_threads_by_default(
 ) -> None:
     """docs/running.md: one process a core (2 to 8), 8 Django threads in all (2 at least
     a process); ./run's --workers / --threads override them."""
-    from dashboard import serving
     from dashboard.management.commands.console import web_argv
+    from dashboard.serving import defaults as serving
 
     monkeypatch.setattr(serving.os, "cpu_count", lambda: cores)
     assert (serving.default_workers(), serving.default_threads(workers)) == (workers, threads)

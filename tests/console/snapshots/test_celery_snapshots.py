@@ -23,7 +23,7 @@ from django.db import OperationalError
 
 from dashboard.celery import app
 from dashboard.models import Snapshot
-from dashboard.rates import Counters, Interval, intervals, merge
+from dashboard.snapshots.rates import Counters, Interval, intervals, merge
 from queues import RedisSMQ
 
 pytestmark = pytest.mark.django_db(transaction=True)

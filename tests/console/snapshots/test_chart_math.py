@@ -1,10 +1,10 @@
-"""The pieces of the server-drawn charts (dashboard/charts.py) that are plain arithmetic."""
+"""The pieces of the server-drawn charts (dashboard/display/charts.py) that are plain arithmetic."""
 
 from __future__ import annotations
 
 import pytest
 
-from dashboard.charts import amount, nice_ceiling, split
+from dashboard.display.charts import amount, nice_ceiling, split
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from dashboard import charts
-from dashboard.history import Backlog, History
+from dashboard.display import charts
+from dashboard.snapshots.history import Backlog, History
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from dashboard.history import MAX_POINTS
+from dashboard.snapshots.history import MAX_POINTS
 from queues import RedisSMQ
 
 pytestmark = pytest.mark.django_db

@@ -1,12 +1,12 @@
-"""Drain and SLO-breach forecasts (dashboard/forecast.py) on constructed snapshot
+"""Drain and SLO-breach forecasts (dashboard/triage/forecast.py) on constructed snapshot
 histories: the least-squares trend of the last window, exact numbers."""
 
 from __future__ import annotations
 
 import pytest
 
-from dashboard import forecast
-from dashboard.forecast import Drain, breach_in, breach_text, drain, trend
+from dashboard.triage import forecast
+from dashboard.triage.forecast import Drain, breach_in, breach_text, drain, trend
 
 MIN = 60_000
 

@@ -115,8 +115,8 @@ def test_a_live_refresh_of_the_queue_page_leaves_the_pipeline_out(console, queue
 def test_a_pipeline_run_replaces_its_own_flags_only(console, tmp_path) -> None:
     """The console's flags (opened at each snapshot) stay when a rollups run loads its
     flags in place of the pipeline's earlier ones."""
+    from dashboard.analytics.runs import load_flags
     from dashboard.models import AnomalyFlag
-    from dashboard.pipeline_runs import load_flags
 
     where = {"connection": "default", "namespace": console.ns, "queue": "q", "end": None,
              "intervals": 1, "start": 1}  # fmt: skip

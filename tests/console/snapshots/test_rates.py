@@ -1,11 +1,11 @@
-"""Send / receive rates from counter deltas between snapshots (dashboard/rates.py): right
+"""Send / receive rates from counter deltas between snapshots (dashboard/snapshots/rates.py): right
 across counter resets (a queue deleted and recreated) and gaps (missed snapshots)."""
 
 from __future__ import annotations
 
 import pytest
 
-from dashboard.rates import Counters, Interval, buckets, intervals, merge, recent
+from dashboard.snapshots.rates import Counters, Interval, buckets, intervals, merge, recent
 
 
 def test_it_counts_the_growth_of_each_counter_between_snapshots() -> None:

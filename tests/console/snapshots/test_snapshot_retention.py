@@ -1,4 +1,4 @@
-"""Retention (dashboard/snapshots.prune): rows older than RSMQ_SNAPSHOT_RETENTION days are
+"""Retention (dashboard/runs.prune): rows older than RSMQ_SNAPSHOT_RETENTION days are
 deleted, and the lake's days that lie wholly before that are removed."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from dashboard import lake as lake_files
-from dashboard import snapshots
 from dashboard.models import Snapshot
+from dashboard.snapshots import lake as lake_files
+from dashboard.snapshots import runs
 from dashboard.tasks import prune_snapshots
 
 pytestmark = pytest.mark.django_db
@@ -43,14 +43,14 @@ def aged(settings, lake: Path, add_snapshot) -> list[dt.datetime]:
 
 
 def test_it_deletes_the_rows_older_than_the_retention(aged) -> None:
-    deleted, _ = snapshots.prune(NOW)
+    deleted, _ = runs.prune(NOW)
     assert deleted == 2
     assert sorted(Snapshot.objects.values_list("taken_at", flat=True)) == [_ms(t) for t in aged[2:]]
 
 
 def test_it_removes_the_lake_days_wholly_before_the_cutoff(aged, lake: Path) -> None:
     # The cutoff is 2026-11-14 12:00: that day still has rows to keep, the earlier go.
-    _, days = snapshots.prune(NOW)
+    _, days = runs.prune(NOW)
     assert days == [dt.date(2026, 11, 12)]
     assert lake_files.days(lake) == [dt.date(2026, 11, 14), dt.date(2026, 11, 15),
                                      dt.date(2026, 11, 21)]  # fmt: skip
@@ -59,21 +59,21 @@ def test_it_removes_the_lake_days_wholly_before_the_cutoff(aged, lake: Path) -> 
 
 def test_it_takes_the_retention_in_days_from_the_setting(settings, aged) -> None:
     settings.RSMQ_SNAPSHOT_RETENTION = 0.5
-    deleted, _ = snapshots.prune(NOW)
+    deleted, _ = runs.prune(NOW)
     assert deleted == 3
     assert list(Snapshot.objects.values_list("taken_at", flat=True)) == [_ms(aged[3])]
 
 
 def test_it_deletes_in_batches(aged, monkeypatch) -> None:
-    monkeypatch.setattr(snapshots, "PRUNE_BATCH", 1)
-    assert snapshots.prune(NOW)[0] == 2
+    monkeypatch.setattr(runs, "PRUNE_BATCH", 1)
+    assert runs.prune(NOW)[0] == 2
     assert Snapshot.objects.count() == 2
 
 
 def test_it_leaves_other_folders_in_the_lake_alone(aged, lake: Path) -> None:
     (lake / "_checkpoints").mkdir()
     (lake / "date=not-a-date").mkdir()
-    snapshots.prune(NOW)
+    runs.prune(NOW)
     assert (lake / "_checkpoints").is_dir()
     assert (lake / "date=not-a-date").is_dir()
 

@@ -1,4 +1,4 @@
-"""The snapshot run (dashboard/snapshots.take): every configured namespace read once,
+"""The snapshot run (dashboard/runs.take): every configured namespace read once,
 the rows stored in the database and the lake together; never two runs at a time; a
 Redis that fails skipped, with nothing of it written."""
 
@@ -12,8 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 import redis
 
-from dashboard import locks, snapshots
 from dashboard.models import Snapshot
+from dashboard.snapshots import locks, runs
+from dashboard.triage.conditions import take_snapshot
 from pipeline.lake import SCHEMA
 from queues import RedisSMQ
 from queues.server import free_port
@@ -37,7 +38,7 @@ def _row(queue: str) -> Snapshot:
 
 
 def test_it_stores_a_row_per_queue_with_its_counters(console, queues: RedisSMQ) -> None:
-    run = snapshots.take()
+    run = take_snapshot()
     assert (run.rows, run.skipped, run.locked) == (2, [], False)
     q1 = _row("q1")
     assert (q1.connection, q1.namespace) == ("default", console.ns)
@@ -52,13 +53,13 @@ def test_it_stores_a_row_per_queue_with_its_counters(console, queues: RedisSMQ) 
 
 def test_it_stamps_rows_with_the_redis_servers_time(queues, redis_now) -> None:
     before = redis_now()
-    snapshots.take()
+    take_snapshot()
     after = redis_now()
     assert before <= _row("q1").taken_at <= after
 
 
 def test_it_appends_the_same_rows_to_the_lake(console, queues, lake: Path) -> None:
-    run = snapshots.take()
+    run = take_snapshot()
     today = dt.datetime.now(dt.UTC).date().isoformat()
     assert [p.parent.name for p in run.files] == [f"date={today}"]
     assert pq.read_schema(run.files[0]).remove_metadata() == SCHEMA
@@ -76,7 +77,7 @@ def test_it_appends_the_same_rows_to_the_lake(console, queues, lake: Path) -> No
 
 def test_it_writes_one_lake_file_per_run(queues, lake: Path) -> None:
     for _ in range(3):
-        snapshots.take()
+        take_snapshot()
     assert len(list(lake.glob("date=*/*.parquet"))) == 3
     assert pq.read_table(lake).num_rows == 6 == Snapshot.objects.count()
 
@@ -90,7 +91,7 @@ def test_it_reads_every_configured_connection_and_namespace(
             {"name": "one", "url": redis_url, "namespaces": [ns]},
             {"name": "two", "url": redis_url, "namespaces": [ns + "b", ns]},
         ]
-        assert snapshots.take().rows == 5
+        assert take_snapshot().rows == 5
         other.delete_queue("b1")
     got = set(Snapshot.objects.values_list("connection", "namespace", "queue"))
     assert got == {
@@ -100,15 +101,15 @@ def test_it_reads_every_configured_connection_and_namespace(
 
 
 def test_a_deleted_queue_simply_stops_appearing(queues: RedisSMQ) -> None:
-    snapshots.take()
+    take_snapshot()
     queues.delete_queue("q2")
-    assert snapshots.take().rows == 1
+    assert take_snapshot().rows == 1
     assert list(Snapshot.objects.filter(queue="q2").values_list("msgs", flat=True)) == [0]
     assert Snapshot.objects.filter(queue="q1").count() == 2
 
 
 def test_it_writes_nothing_when_there_is_no_queue(console, lake: Path) -> None:
-    run = snapshots.take()
+    run = take_snapshot()
     assert (run.rows, run.files, run.skipped) == (0, [], [])
     assert not lake.exists()
 
@@ -124,8 +125,8 @@ def test_it_skips_a_redis_that_is_down_and_logs_it(
         {"name": "down", "url": down, "namespaces": [ns]},
         {"name": "up", "url": redis_url, "namespaces": [ns]},
     ]
-    with caplog.at_level(logging.WARNING, logger="dashboard.snapshots"):
-        run = snapshots.take()
+    with caplog.at_level(logging.WARNING, logger="dashboard.runs.take"):
+        run = take_snapshot()
     assert run.skipped == [f"down/{ns}"]
     assert run.rows == 2
     assert set(Snapshot.objects.values_list("connection", flat=True)) == {"up"}
@@ -141,7 +142,7 @@ def test_it_writes_nothing_at_all_when_the_only_redis_is_down(
 ) -> None:
     down = f"redis://127.0.0.1:{free_port()}/0"
     settings.RSMQ_CONNECTIONS = [{"name": "down", "url": down, "namespaces": [ns]}]
-    run = snapshots.take()
+    run = take_snapshot()
     assert (run.rows, run.skipped) == (0, [f"down/{ns}"])
     assert Snapshot.objects.count() == 0
     assert not lake.exists()
@@ -151,7 +152,7 @@ def test_it_stores_rows_in_both_places_or_neither(settings, queues, tmp_path: Pa
     settings.RSMQ_LAKE_DIR = tmp_path / "not-a-folder"
     settings.RSMQ_LAKE_DIR.write_text("a file where the lake should be")
     with pytest.raises(OSError):
-        snapshots.take()
+        take_snapshot()
     assert Snapshot.objects.count() == 0
 
 
@@ -161,22 +162,22 @@ def test_it_stores_rows_in_both_places_or_neither(settings, queues, tmp_path: Pa
 def test_it_does_nothing_while_another_run_holds_the_lock(queues, lake: Path, caplog) -> None:
     with (
         locks.only_one("snapshot", 60),
-        caplog.at_level(logging.WARNING, logger="dashboard.snapshots"),
+        caplog.at_level(logging.WARNING, logger="dashboard.runs.take"),
     ):
-        run = snapshots.take()
+        run = take_snapshot()
     assert run.locked
     assert (run.rows, run.files) == (0, [])
     assert Snapshot.objects.count() == 0
     assert not lake.exists()
     assert caplog.messages == ["snapshot skipped: another one is still running"]
-    assert snapshots.take().rows == 2  # released: the next run goes ahead
+    assert take_snapshot().rows == 2  # released: the next run goes ahead
 
 
 def test_it_releases_the_lock_when_a_run_fails(settings, queues, tmp_path: Path) -> None:
     settings.RSMQ_LAKE_DIR = tmp_path / "file"
     settings.RSMQ_LAKE_DIR.write_text("")
     with pytest.raises(OSError):
-        snapshots.take()
+        take_snapshot()
     assert not locks.going_on("snapshot")
 
 
@@ -184,48 +185,48 @@ def test_it_keeps_the_lock_in_the_brokers_redis(
     settings, queues, broker_url: str, monkeypatch
 ) -> None:
     # Looked at during a run (the task's own lock, in the broker's Redis).
-    real_take = snapshots._take
+    real_take = runs._take
     ttls: list[int] = []
 
-    def take_and_look() -> snapshots.Run:
+    def take_and_look() -> runs.Run:
         with redis.Redis.from_url(broker_url) as broker:
             ttls.append(broker.pttl(locks.key("snapshot")))
         return real_take()
 
-    monkeypatch.setattr(snapshots, "_take", take_and_look)
-    snapshots.take()
+    monkeypatch.setattr(runs, "_take", take_and_look)
+    take_snapshot()
     [ttl] = ttls
     # It frees itself if its holder dies: after a minute, or six snapshot intervals.
     assert 59_000 < ttl <= 60_000
     settings.RSMQ_SNAPSHOT_INTERVAL = 30
-    assert snapshots.lock_timeout() == 180
+    assert runs.lock_timeout() == 180
 
 
 def test_it_says_when_a_run_outlived_its_lock(
     settings, queues, broker_url: str, monkeypatch, logged
 ) -> None:
     # The lock expired during the run (and maybe another run took it): say so, no crash.
-    real_take = snapshots._take
+    real_take = runs._take
 
-    def slow_take() -> snapshots.Run:
+    def slow_take() -> runs.Run:
         with redis.Redis.from_url(broker_url) as broker:
             broker.delete(locks.key("snapshot"))
         return real_take()
 
-    monkeypatch.setattr(snapshots, "_take", slow_take)
+    monkeypatch.setattr(runs, "_take", slow_take)
     messages = logged("queues.locks")
-    assert snapshots.take().rows == 2
+    assert take_snapshot().rows == 2
     assert messages == ["snapshot took longer than its lock (60 s)"]
 
 
 def test_a_row_has_the_columns_of_the_table_and_of_the_lake() -> None:
     table = {f.name for f in Snapshot._meta.concrete_fields if not f.primary_key}
-    assert set(snapshots.COLUMNS) == table
-    assert snapshots.COLUMNS == tuple(SCHEMA.names)
+    assert set(runs.COLUMNS) == table
+    assert runs.COLUMNS == tuple(SCHEMA.names)
 
 
 def test_a_run_across_midnight_writes_a_file_per_day(console, lake: Path) -> None:
-    from dashboard.lake import append_table
+    from dashboard.runs.lake import append_table
 
     midnight = dt.datetime(2026, 11, 22, tzinfo=dt.UTC).timestamp() * 1000
     rows = [

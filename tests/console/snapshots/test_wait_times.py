@@ -16,8 +16,9 @@ import pytest
 import redis
 from workers.harness import Monitor, Records, WorkerProcess, wait_for
 
-from dashboard import snapshots
 from dashboard.models import Snapshot
+from dashboard.snapshots import runs
+from dashboard.triage.conditions import take_snapshot
 from queues import RedisSMQ
 from queues import scripts as S
 
@@ -64,14 +65,14 @@ def test_any_clients_receives_are_timed_from_the_raw_ids_and_fr(
     rsmq.create_queue("other")
     rsmq.send_messages("other", [f"m{i}" for i in range(30)])
     rsmq.receive_messages("other", 2, vt=600)  # before the first snapshot
-    snapshots.take()
+    take_snapshot()
     [first] = rows("other")
     # no snapshot before it: it times the interval before it (these two)
     assert first.wait_samples == 2
     for n in (3, 5, 7):  # received by some other client, never deleted
         time.sleep(0.05)
         rsmq.receive_messages("other", n, vt=600)
-    snapshots.take()
+    take_snapshot()
     second = rows("other")[-1]
     # independently: every first receive after the first snapshot, from the raw hash
     raw = r.hgetall(f"{ns}:other:Q")
@@ -93,7 +94,7 @@ def test_any_clients_receives_are_timed_from_the_raw_ids_and_fr(
     ]
     # nothing received since: the next snapshot has no times to tell, and reads none
     with Monitor(redis_url) as monitor:
-        snapshots.take()
+        take_snapshot()
     assert waits(rows("other")[-1]) == (None, None, None)
     assert monitor.calls(S.STATS.sha, f"{ns}:other") != []
     assert monitor.calls(S.WAIT_SCAN.sha, f"{ns}:other") == []
@@ -105,7 +106,7 @@ def test_a_real_workers_messages_are_timed_from_its_own_records(
 ) -> None:  # fmt: skip
     records = Records(rsmq)
     worker.wait_started()
-    snapshots.take()
+    take_snapshot()
     since = rows("jobs")[-1].taken_at
     hold = tmp_path / "release"
     for i in range(24):  # quick ones, deleted before the next snapshot
@@ -117,7 +118,7 @@ def test_a_real_workers_messages_are_timed_from_its_own_records(
     # the worker records its timings within 0.2 s of a delete
     key = f"{ns}:jobs:x:timings"
     wait_for(lambda: r.llen(key) >= 24, 5, "the worker's 24 timing records")
-    snapshots.take()
+    take_snapshot()
     second = rows("jobs")[-1]
 
     # Wait: from each message's id and fr, as the handlers got them (24 deleted, 4 held).
@@ -140,7 +141,7 @@ def test_a_real_workers_messages_are_timed_from_its_own_records(
     hold.touch()
     records.wait(28, event="end")
     wait_for(lambda: r.llen(key) >= 28, 5, "28 timing records")
-    snapshots.take()
+    take_snapshot()
     third = rows("jobs")[-1]
     assert (third.wait_samples, third.processing_samples) == (None, 4)
     newest = [float(e.split()[3]) / 1000 for e in r.lrange(key, 0, 3)]
@@ -153,12 +154,12 @@ def test_the_queue_page_and_metrics_show_them(
 ) -> None:
     records = Records(rsmq)
     worker.wait_started()
-    snapshots.take()
+    take_snapshot()
     for _ in range(10):
         rsmq.send_message("jobs", json.dumps({"sleep": 0.02}))
     records.wait(10)
     time.sleep(0.5)
-    snapshots.take()
+    take_snapshot()
     row = rows("jobs")[-1]
     page = viewer.get(console.queue("jobs")).content.decode()
     assert "data-wait>" in page and "10 messages</small>" in page
@@ -177,13 +178,13 @@ def test_the_queue_page_and_metrics_show_them(
 def test_a_run_reads_the_busiest_queues_wait_times_at_most(
     console, lake: Path, rsmq: RedisSMQ, monkeypatch
 ) -> None:
-    monkeypatch.setattr(snapshots, "WAIT_QUEUES_MAX", 2)
+    monkeypatch.setattr(runs, "WAIT_QUEUES_MAX", 2)
     for q in "abc":
         rsmq.create_queue(q)
         rsmq.send_messages(q, ["x"] * 5)
-    snapshots.take()
+    take_snapshot()
     for q, n in (("a", 1), ("b", 3), ("c", 2)):
         rsmq.receive_messages(q, n, vt=600)
-    snapshots.take()
+    take_snapshot()
     got = {q: rows(q)[-1].wait_samples for q in "abc"}
     assert got == {"a": None, "b": 3, "c": 2}

@@ -1,0 +1,72 @@
+"""The action table, once for both surfaces: each action's name (the console's button
+value), the role it needs and its name in the audit log. The pages (views/actions.py
+binds each to its handler) and the API (api/operations.py) both read it, so a role or an
+audit name changes in one place for both, and neither surface imports the other."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from dashboard.access.roles import Role
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    role: Role
+    audit_name: str
+
+
+Actions = Mapping[str, Action]
+
+# The queue page's buttons (views/queue_actions.py).
+QUEUE_ACTIONS: Actions = {
+    "send": Action(Role.OPERATOR, "send"),
+    "requeue": Action(Role.OPERATOR, "requeue"),
+    "delete": Action(Role.OPERATOR, "delete"),
+    "move": Action(Role.OPERATOR, "move"),
+    "requeue_all": Action(Role.ADMIN, "requeue_all"),
+    "delete_all": Action(Role.ADMIN, "delete_all"),
+    "edit": Action(Role.ADMIN, "edit_queue"),
+    "purge": Action(Role.ADMIN, "purge"),
+    "delete_queue": Action(Role.ADMIN, "delete_queue"),
+    # what other RSMQ ports leave behind (queues/ops/orphans.py)
+    "clean_orphans": Action(Role.ADMIN, "clean_orphans"),
+    "clean_leftover": Action(Role.ADMIN, "clean_leftover"),
+    "policy": Action(Role.ADMIN, "set_policy"),
+    # An operator's on a dead-letter queue; elsewhere the admin's (checked by its handler).
+    "redrive": Action(Role.OPERATOR, "redrive"),
+    # adds messages, as a send does (dashboard/acting/exports.py)
+    "import": Action(Role.OPERATOR, "import"),
+    # Put back what a destructive action kept (dashboard/acting/undo.py): the admin's.
+    "undo": Action(Role.ADMIN, "undo"),
+}
+
+# The message page's buttons (views/message.py).
+MESSAGE_ACTIONS: Actions = {
+    "requeue": Action(Role.OPERATOR, "requeue"),
+    "visibility": Action(Role.OPERATOR, "visibility"),
+    "delete": Action(Role.OPERATOR, "delete"),
+    "move": Action(Role.OPERATOR, "move"),
+    # edit and re-send: a new message, the original deleted in the same step if asked
+    "resend": Action(Role.OPERATOR, "resend"),
+}
+
+# The Failing view's buttons (views/failing.py): one failure group at a time.
+FAILING_ACTIONS: Actions = {
+    "retry_group": Action(Role.OPERATOR, "retry_group"),
+    "delete_group": Action(Role.ADMIN, "delete_group"),
+}
+
+# Two the console has no button for, at the roles theirs need: creating a queue
+# (overview.queue_create: admin) and receiving (it hides the message and counts a
+# receive, as an operator's requeue or visibility change does).
+CREATE_QUEUE = Action(Role.ADMIN, "create_queue")
+RECEIVE = Action(Role.OPERATOR, "receive")
+
+# API-only too: a token marks the timeline (api/annotate.py: POST /api/annotations/).
+ANNOTATE = Action(Role.OPERATOR, "annotation_create")
+
+# A download, no button: a viewer reads what it holds on the pages already; audited
+# (views/transfer.py, api/native.py).
+EXPORT = Action(Role.VIEWER, "export")

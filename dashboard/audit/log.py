@@ -1,0 +1,132 @@
+"""The audit log's writer: one row per mutating action, allowed, failed or denied."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from django.db import transaction
+from django.http import HttpRequest
+from django.utils import timezone
+
+from dashboard.models import AuditEntry
+from dashboard.places.connections import Connection
+
+
+class Place(Protocol):
+    """Where an action was tried: what a row keeps of a ``place.Place`` (which audits
+    denied access through ``require``, so this module does not import it)."""
+
+    @property
+    def conn(self) -> Connection: ...
+
+    @property
+    def ns(self) -> str: ...
+
+
+MAX_IDS, MAX_DETAIL = 1000, 2000  # a bulk action over a whole state names no more
+
+
+def record(
+    request: HttpRequest,
+    place: Place,
+    action: str,
+    outcome: str,
+    queue: str = "",
+    ids: Iterable[str] = (),
+    count: int | None = None,
+    params: dict[str, Any] | None = None,
+    detail: str = "",
+    actor: str = "",
+) -> AuditEntry:
+    """``actor``: who acted when no console user did (an API token, by its name)."""
+    user = request.user
+    return AuditEntry.objects.create(
+        user=user if user.is_authenticated and not actor else None,
+        username=_fit("username", actor or user.get_username()),
+        connection=_fit("connection", place.conn.name),
+        namespace=_fit("namespace", place.ns),
+        # Whatever was posted, never more than its column holds (Postgres would refuse).
+        queue=_fit("queue", queue),
+        action=_fit("action", action),
+        ids=list(ids)[:MAX_IDS],
+        count=count,
+        # JSON values only: a date or a Decimal from a form is written as its text.
+        params=json.loads(json.dumps(params or {}, default=str)),
+        outcome=outcome,
+        detail=detail[:MAX_DETAIL],
+    )
+
+
+FOLD_SECONDS = 60  # refusals of one kind by one actor within this long: one row, counted
+
+
+def record_refused(
+    request: HttpRequest,
+    place: Place,
+    action: str,
+    outcome: str,
+    queue: str = "",
+    detail: str = "",
+    actor: str = "",
+) -> None:
+    """A refused call that anyone can repeat at will (no token, an unknown one, or one
+    over its rate): the first in FOLD_SECONDS gets a row, the repeats of the same actor,
+    action and outcome count on it (``params["repeats"]``), so a flood of refused calls
+    adds at most one row a minute per kind."""
+    who = _fit("username", actor or request.user.get_username())
+    since = timezone.now() - dt.timedelta(seconds=FOLD_SECONDS)
+    with transaction.atomic():
+        last = (
+            AuditEntry.objects.select_for_update()
+            .filter(username=who, action=_fit("action", action), outcome=outcome, at__gte=since)
+            .filter(params__has_key="repeats")
+            .order_by("-at", "-id")
+            .first()
+        )
+        if last is not None:
+            last.params = {**last.params, "repeats": int(last.params["repeats"]) + 1}
+            last.save(update_fields=["params"])
+            return
+        record(request, place, action, outcome, queue, params={"repeats": 1}, detail=detail,
+               actor=who)  # fmt: skip
+
+
+def _fit(field: str, value: str) -> str:
+    max_length = getattr(AuditEntry._meta.get_field(field), "max_length", None)
+    return value[:max_length] if max_length else value
+
+
+def record_lockout(
+    sender: object, request: HttpRequest, username: str | None, ip_address: str, **kwargs: Any
+) -> None:
+    """django-axes refused a login (too many failures for this user name from this
+    address): one row per refused try, with no place (a login has none)."""
+    AuditEntry.objects.create(
+        username=_fit("username", username or ""),
+        action="login",
+        outcome=AuditEntry.Outcome.THROTTLED,
+        detail=f"Locked out after too many failed logins from {ip_address}.",
+    )
+
+
+#: how much of each body an edit-and-re-send's audit row keeps (the first bytes, cut at a
+#: character's start): a row stays small whatever the message's size
+AUDIT_BODY_BYTES = 65536
+
+
+def kept_body(body: str | None) -> dict[str, Any]:
+    """A body as an audit row keeps it: its first AUDIT_BODY_BYTES bytes, its whole size,
+    and whether it was cut (None: there was no body to keep, e.g. the original was gone)."""
+    if body is None:
+        return {"text": None, "bytes": 0, "cut": False}
+    raw = body.encode("utf-8", "surrogatepass")
+    text = raw[:AUDIT_BODY_BYTES].decode("utf-8", "ignore")
+    return {"text": text, "bytes": len(raw), "cut": len(raw) > AUDIT_BODY_BYTES}
+
+
+def resend_bodies(before: str | None, after: str) -> dict[str, Any]:
+    """What an edit and re-send's audit row keeps of the two bodies (``params["bodies"]``)."""
+    return {"before": kept_body(before), "after": kept_body(after)}

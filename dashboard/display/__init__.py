@@ -1,0 +1,1 @@
+"""How numbers, durations and charts look."""

@@ -1,0 +1,1 @@
+"""What machines ask of the console: /healthz, /readyz, /metrics, and each Redis's health."""
