@@ -388,15 +388,15 @@ CELERY_BEAT_SCHEDULE["audit-drain"] = {
     "options": {"expires": 5.0},
 }
 
-# -- Slow clients (issue 23; dashboard/asgi.py) ----------------------------------------------
+# -- Slow clients (dashboard/serving/app.py) ------------------------------------------------
 # Seconds a client may take to send its request's headers (granian closes the connection
 # after them), and then its body (answered 408, closed): a slow client holds no thread.
 RSMQ_HEADER_TIMEOUT = float(os.environ.get("RSMQ_HEADER_TIMEOUT", "10"))
 RSMQ_BODY_TIMEOUT = float(os.environ.get("RSMQ_BODY_TIMEOUT", "30"))
-# Threads per web server process that run Django (./run --threads; dashboard/asgi.py).
+# Threads per web server process that run Django (./run --threads; dashboard/serving/app.py).
 RSMQ_WEB_THREADS = int(os.environ.get("RSMQ_WEB_THREADS", "2"))
 
-# -- Trusted proxies (issue 23; dashboard/access/throttle.py client_ip) ---------------------------
+# -- Trusted proxies (dashboard/access/throttle.py client_ip) -------------------------------
 RSMQ_TRUSTED_PROXIES: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
 for _proxy in env_list("RSMQ_TRUSTED_PROXIES"):
     try:

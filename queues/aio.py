@@ -31,6 +31,7 @@ from redis.exceptions import ConnectionError, ResponseError, TimeoutError
 
 from . import topology
 from .driver import ENCODING, Cmd, Endpoint, Op, Outcome, T, packer, rounds
+from .errors import NotSent
 from .ops import Operations
 
 MAX_CONNECTIONS = 50
@@ -140,7 +141,7 @@ class Lane:
             return
         if self.dead:  # (ended while connecting)
             for _, _, fut in entries:
-                fut.set_result(ConnectionError("the connection to Redis was lost"))
+                fut.set_result(NotSent("the connection to Redis was lost: nothing was sent"))
             return
         loop = asyncio.get_running_loop()
         now = loop.time()
@@ -211,9 +212,10 @@ class Lane:
         for _, fut, _ in self.pending:
             if not fut.done():
                 fut.set_result(error)
+        unsent = NotSent(f"{error}: nothing was sent")
         for _, _, fut in self.outbox:
             if not fut.done():
-                fut.set_result(error)
+                fut.set_result(unsent)
         self.pending.clear()
         self.outbox = []
         current = asyncio.current_task()

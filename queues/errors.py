@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from redis.exceptions import ConnectionError
+
 
 class RsmqError(Exception):
     """Base of every error the RSMQ core raises on purpose."""
@@ -110,3 +112,9 @@ class UndoNotFound(RsmqError):
     def __init__(self, token: str) -> None:
         super().__init__(f"Nothing to undo for {token}: expired or never kept")
         self.token = token
+
+
+class NotSent(ConnectionError):
+    """A round trip of the asyncio client that never reached Redis: its connection could
+    not be made, or ended before the round trip was written. Nothing of it ran, so it
+    may be made again."""

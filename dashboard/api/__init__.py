@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest, QueryDict
+from django.http import Http404, HttpRequest, QueryDict
 from ninja import NinjaAPI
+from ninja.errors import HttpError, ValidationError
 from ninja.parser import Parser
 
 from dashboard.api import annotate, native, rest_rsmq
 from dashboard.api import jobs as jobs  # act on every match: its routes are on native's router
-from dashboard.api.calls import HANDLERS, BadInput, surrogate_refusal, unpaired
+from dashboard.api.bodies import surrogate_refusal, unpaired
+from dashboard.api.calls import BadInput, answer_error
 
 
 class JsonOrForm(Parser):
@@ -43,8 +45,10 @@ api = NinjaAPI(
     docs_url=None,  # Swagger UI would load its script from a CDN: the CSP forbids it
     parser=JsonOrForm(),
 )
-for exception, handler in HANDLERS:
-    api.add_exception_handler(exception, handler)
+# Every failure through the one table (calls.failure), ninja's own kinds too; what it does
+# not know is a 500.
+for _kind in (Exception, Http404, HttpError, ValidationError):
+    api.add_exception_handler(_kind, answer_error)
 api.add_router("/", native.router)
 api.add_router("/", rest_rsmq.router)
 api.add_router("/", annotate.router)

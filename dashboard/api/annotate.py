@@ -15,7 +15,8 @@ from ninja import Router, Schema, Status
 from pydantic import Field
 
 from dashboard.acting.actions import ANNOTATE
-from dashboard.api.calls import TokenAuth, actor, placed, run, token_of
+from dashboard.api.calls import caller, run
+from dashboard.api.routes import register
 from dashboard.models import Annotation
 from dashboard.places import place as places
 from queues import InvalidArgument
@@ -91,6 +92,8 @@ def _out(a: Annotation) -> dict[str, Any]:
     }  # fmt: skip
 
 
+@register(router, "POST", "/annotations/", ANNOTATE, "create_annotation",
+          response={201: AnnotationOut, **ERRORS})  # fmt: skip
 def create_annotation(
     request: HttpRequest, body: AnnotationIn, conn: str | None = None, ns: str | None = None
 ) -> Status[dict[str, Any]]:
@@ -103,21 +106,10 @@ def create_annotation(
         at, text, queue, pattern = _check(body, time.time())
         made = Annotation.objects.create(
             at=at, connection=place.conn.name, namespace=place.ns, queue=queue,
-            pattern=pattern, text=text, created_by=actor(token_of(request)),
+            pattern=pattern, text=text, created_by=caller(request).actor,
         )  # fmt: skip
         return made, None
 
     params = {"text": body.text[:MAX_TEXT], "pattern": body.pattern[:160]}
-    made = run(request, place, ANNOTATE, target[:160], work, params=params)
+    made = run(caller(request), place, target[:160], work, params=params)
     return Status(201, _out(made))
-
-
-first, at = placed(create_annotation)
-router.api_operation(
-    ["POST"], "/annotations/", auth=TokenAuth(ANNOTATE), operation_id="create_annotation",
-    response={201: AnnotationOut, **ERRORS},
-)(first)  # fmt: skip
-router.api_operation(
-    ["POST"], "/c/{conn}/{ns}/annotations/", auth=TokenAuth(ANNOTATE),
-    operation_id="create_annotation_at", response={201: AnnotationOut, **ERRORS},
-)(at)  # fmt: skip

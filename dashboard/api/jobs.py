@@ -8,18 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest
 from ninja import Schema, Status
 from pydantic import Field
 
-from dashboard.access import tokens
 from dashboard.access.roles import Role
 from dashboard.acting import jobs
 from dashboard.acting.actions import Action
 from dashboard.acting.message_filter import RC_MAX, checked
 from dashboard.api.bodies import Known
-from dashboard.api.calls import BadInput, actor, refusal, token_of
+from dashboard.api.calls import BadInput, Refused, caller, refusal
 from dashboard.api.native import ERRORS, both
 from dashboard.audit import log as audit
 from dashboard.models import AuditEntry, BulkJob
@@ -85,19 +83,20 @@ def _out(job: BulkJob) -> dict[str, Any]:
 
 
 def _allow(request: HttpRequest, place: Place, kind: str, needed: Role, qname: str) -> None:
-    reason = refusal(tokens.role_of(token_of(request)), needed)
+    """The token's role, for this job's kind (what JOB's check could not know): a refusal
+    is audited under the job's own name."""
+    who = caller(request)
+    reason = refusal(who.role, needed)
     if reason:
-        audit.record(
-            request, place, jobs.AUDIT.get(kind, JOB.audit_name), AuditEntry.Outcome.DENIED,
-            queue=qname, detail=reason, actor=actor(token_of(request)),
-        )  # fmt: skip
-        request.rsmq_audited = True  # type: ignore[attr-defined]
-        raise PermissionDenied(reason)
+        raise Refused(403, reason, Action(needed, jobs.AUDIT.get(kind, JOB.audit_name)))
 
 
-def _bad(e: jobs.JobError) -> BadInput:
+def _bad(e: jobs.JobError, audited: bool = False) -> BadInput:
+    """``audited``: its row is written (no refusal row)."""
     text = str(e)
-    return BadInput(text if text.startswith(e.field) else f"{e.field}: {text}")
+    bad = BadInput(text if text.startswith(e.field) else f"{e.field}: {text}")
+    bad.audited = audited  # type: ignore[attr-defined]
+    return bad
 
 
 @both("POST", "/queues/{qname}/jobs/", JOB, "job_start", response={201: JobOut, **ERRORS})
@@ -112,15 +111,14 @@ def job_start(
     try:
         kind, f, _ = jobs.read_request(data, qname)
     except jobs.JobError as e:
-        audit.record(
-            request, place, jobs.AUDIT.get(data["kind"], JOB.audit_name),
-            AuditEntry.Outcome.INVALID, qname, detail=str(e), actor=actor(token_of(request)),
+        audit.write(
+            place, jobs.AUDIT.get(data["kind"], JOB.audit_name), AuditEntry.Outcome.INVALID,
+            actor=caller(request).actor, queue=qname, detail=str(e),
         )  # fmt: skip
-        request.rsmq_audited = True  # type: ignore[attr-defined]
-        raise _bad(e) from None
+        raise _bad(e, audited=True) from None
     dead = kind == "redrive" and bool(place.rsmq.dead_letter_sources(qname))
     _allow(request, place, kind, jobs.role_for(kind, f, dead), qname)
-    job = jobs.create(request, place, qname, data, actor=actor(token_of(request)))
+    job = jobs.create(request, place, qname, data, actor=caller(request).actor)
     return Status(201, _out(job))
 
 
@@ -164,10 +162,9 @@ def job_control(
     try:
         if verb == "confirm":
             typed = body.confirm if body else ""
-            jobs.confirm(request, place, job, typed, actor=actor(token_of(request)))
+            jobs.confirm(request, place, job, typed, actor=caller(request).actor)
         else:
             jobs.control(job, verb)
     except jobs.JobError as e:
         raise _bad(e) from None
-    request.rsmq_audited = True  # type: ignore[attr-defined]
     return _out(job)

@@ -7,7 +7,6 @@ Every route is served twice: ``/api/…`` (the first connection's first namespac
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
@@ -22,33 +21,21 @@ from dashboard.acting.exports import IMPORT_MAX_BYTES
 from dashboard.api import calls, reads
 from dashboard.api import operations as ops
 from dashboard.api.bodies import Known
-from dashboard.api.calls import RANGES, BadInput, TokenAuth, placed
+from dashboard.api.calls import RANGES, BadInput, Caller, caller
+from dashboard.api.routes import Plain, register
 from dashboard.places import place as places
+from dashboard.places.place import Place
 from queues import validation as v
 from queues.models import Message
 
 router = Router(tags=["actions"])
 
 
-View = Callable[..., Any]
-
-
 def both(
     method: str | list[str], path: str, action: Action | None, name: str, **kwargs: Any
-) -> Callable[[View], View]:
-    """Register ``view`` at ``path`` and at ``/c/{conn}/{ns}`` + ``path``."""
-
-    def register(view: View) -> View:
-        auth = TokenAuth(action) if action else None
-        first, at = placed(view)
-        methods = [method] if isinstance(method, str) else method
-        router.api_operation(methods, path, auth=auth, operation_id=name, **kwargs)(first)
-        router.api_operation(
-            methods, "/c/{conn}/{ns}" + path, auth=auth, operation_id=f"{name}_at", **kwargs
-        )(at)
-        return view
-
-    return register
+) -> Any:
+    """A route of this router, at ``/api/…`` and ``/api/c/<conn>/<ns>/…``."""
+    return register(router, method, path, action, name, **kwargs)
 
 
 # -- schemas ---------------------------------------------------------------------------
@@ -208,7 +195,7 @@ def message_json(m: Message) -> dict[str, Any]:
     return {"id": m.id, "message": m.message, "rc": m.rc, "fr": m.fr, "sent": m.sent}
 
 
-# -- reading (the read API, as it was: the token, RSMQ_METRICS_TOKEN or a viewer) ------
+# -- reading (a token of any role, RSMQ_METRICS_TOKEN or a viewer's session) ------------
 
 
 @both(
@@ -219,7 +206,7 @@ def list_queues(
     request: HttpRequest, q: str = "", conn: str | None = None, ns: str | None = None
 ) -> HttpResponse:
     """Every queue (``q`` filters by name) with counts, attributes and current rates."""
-    return reads.queue_list(request, conn=conn, ns=ns)
+    return reads.queue_list(request, places.resolve(conn, ns))
 
 
 @both(
@@ -234,7 +221,7 @@ def describe_queue(
     ns: str | None = None,
 ) -> HttpResponse:
     """One queue: counts, attributes, and its snapshots over ``range`` (hour, day, week)."""
-    return reads.queue_detail(request, conn=conn, ns=ns, qname=qname)
+    return reads.queue_detail(request, places.resolve(conn, ns), qname)
 
 
 @both(
@@ -250,7 +237,7 @@ def queue_failures(
 ) -> HttpResponse:
     """Why its messages failed (what the worker recorded): the groups by error type over
     retrying and dead-lettered messages; with ``id``, that message's history."""
-    return reads.failing(request, conn=conn, ns=ns, qname=qname)
+    return reads.failing(request, places.resolve(conn, ns), qname)
 
 
 @both(
@@ -276,7 +263,7 @@ def queue_messages(
     at least), ``search`` (body contains), ``where`` (JSON fields: ``amount > 100 and
     status in (failed, retry)``), ``older`` / ``younger`` (sent more / less than N
     minutes ago); ``after``: the previous answer's ``next``."""
-    return reads.messages(request, conn=conn, ns=ns, qname=qname)
+    return reads.messages(request, places.resolve(conn, ns), qname)
 
 
 # -- queues ----------------------------------------------------------------------------
@@ -292,23 +279,18 @@ def create_queue(
 ) -> Status[dict[str, bool]]:
     """Create the queue (admin); no body: vt 30, delay 0, maxsize 65536. 409 if it exists."""
     b = body or CreateIn()
-    ops.create_queue(request, places.resolve(conn, ns), qname, b.vt, b.delay, b.maxsize)
+    ops.create_queue(caller(request), places.resolve(conn, ns), qname, b.vt, b.delay, b.maxsize)
     return Status(201, {"result": True})
 
 
-@both(
-    "DELETE",
-    "/queues/{qname}/",
-    ops.DELETE_QUEUE,
-    "delete_queue",
-    response={200: KeptOut, **ERRORS},
-)
+@both("DELETE", "/queues/{qname}/", ops.DELETE_QUEUE, "delete_queue",
+      response={200: KeptOut, **ERRORS})  # fmt: skip
 def delete_queue(
     request: HttpRequest, qname: str, conn: str | None = None, ns: str | None = None
 ) -> dict[str, Any]:
     """Delete the queue and every message in it (admin); ``count``: the messages gone;
     ``undo``: the token that brings it back whole."""
-    n, kept = ops.delete_queue(request, places.resolve(conn, ns), qname)
+    n, kept = ops.delete_queue(caller(request), places.resolve(conn, ns), qname)
     return {"count": n, **ops.undo_answer(kept)}
 
 
@@ -318,7 +300,7 @@ def purge_queue(
 ) -> dict[str, Any]:
     """Delete every message, keep the queue, its attributes and totals (admin); ``undo``:
     the token that puts them back."""
-    n, kept = ops.purge_queue(request, places.resolve(conn, ns), qname)
+    n, kept = ops.purge_queue(caller(request), places.resolve(conn, ns), qname)
     return {"count": n, **ops.undo_answer(kept)}
 
 
@@ -328,7 +310,7 @@ def undo(
 ) -> dict[str, Any]:
     """Put back what a destructive action kept for its Undo (its token: the console's
     answer and audit log show it), once; audited as ``undo`` (admin)."""
-    text, p = ops.undo(request, places.resolve(conn, ns), token)
+    text, p = ops.undo(caller(request), places.resolve(conn, ns), token)
     skipped = p.get("skipped") or {"present": 0, "gone": 0, "taken": 0}
     flags = ("already", "expired", "missing", "whole_queue", "recreated")
     return {
@@ -338,69 +320,89 @@ def undo(
     }  # fmt: skip
 
 
-# -- messages --------------------------------------------------------------------------
+# -- the data plane: plain calls, answered by the fast path too (api/routes.py) ---------
+
+
+def _send(who: Caller, place: Place, path: dict[str, str], body: SendIn, query: Any) -> Any:
+    if body.messages is not None and body.message is None:
+        if not body.messages:
+            raise BadInput(f"messages must be {RANGES['messages']}")
+        return ops.send_call(who, place, path["qname"], body.messages, body.delay)
+    if body.message is None or body.messages is not None:
+        raise BadInput("Give message (one message) or messages (a batch): one of the two")
+    return ops.send_call(who, place, path["qname"], [body.message], body.delay)
+
+
+SEND = Plain(
+    _send,
+    lambda body, ids: (201, {"ids": ids} if body.messages is not None else {"id": ids[0]}),
+    SendIn,
+)
 
 
 @both(
-    "POST", "/queues/{qname}/messages/", ops.SEND, "send",
+    "POST", "/queues/{qname}/messages/", ops.SEND, "send", plain=SEND,
     response={201: SentOut, **ERRORS}, exclude_none=True,
 )  # fmt: skip
 def send(
     request: HttpRequest, qname: str, body: SendIn, conn: str | None = None, ns: str | None = None
-) -> Status[dict[str, Any]]:
+) -> Status[Any]:
     """Send one message (``message``) or a batch (``messages``, all or none) (operator)."""
-    place = places.resolve(conn, ns)
-    if body.messages is not None and body.message is None:
-        if not body.messages:
-            raise BadInput(f"messages must be {RANGES['messages']}")
-        return Status(201, {"ids": ops.send(request, place, qname, body.messages, body.delay)})
-    if body.message is None or body.messages is not None:
-        raise BadInput("Give message (one message) or messages (a batch): one of the two")
-    return Status(201, {"id": ops.send(request, place, qname, [body.message], body.delay)[0]})
+    return SEND.run(request, conn, ns, {"qname": qname}, body)
 
 
-@both(
-    "POST",
-    "/queues/{qname}/receive/",
-    ops.RECEIVE,
-    "receive",
-    response={200: ReceivedOut, **ERRORS},
+RECEIVE = Plain(
+    lambda who, place, path, body, query: ops.receive_call(
+        who, place, path["qname"], (body or ReceiveIn()).n, (body or ReceiveIn()).vt
+    ),
+    lambda body, got: (200, {"messages": [message_json(m) for m in got]}),
+    ReceiveIn,
+    optional=True,
 )
+
+
+@both("POST", "/queues/{qname}/receive/", ops.RECEIVE, "receive", plain=RECEIVE,
+      response={200: ReceivedOut, **ERRORS})  # fmt: skip
 def receive(
     request: HttpRequest,
     qname: str,
     body: ReceiveIn | None = None,
     conn: str | None = None,
     ns: str | None = None,
-) -> dict[str, Any]:
+) -> Status[Any]:
     """Receive up to ``n`` visible messages, hidden for ``vt`` s (operator); no body: one,
     hidden for the queue's vt."""
-    b = body or ReceiveIn()
-    got = ops.receive(request, places.resolve(conn, ns), qname, b.n, b.vt)
-    return {"messages": [message_json(m) for m in got]}
+    return RECEIVE.run(request, conn, ns, {"qname": qname}, body)
 
 
-@both(
-    "DELETE",
-    "/queues/{qname}/messages/{msg_id}/",
-    ops.DELETE,
-    "delete_message",
-    response={200: DoneOut, **ERRORS},
+DELETE = Plain(
+    lambda who, place, path, body, query: ops.delete_call(
+        who, place, path["qname"], path["msg_id"]
+    ),
+    lambda body, done: (200, {"result": done}),
 )
+
+
+@both("DELETE", "/queues/{qname}/messages/{msg_id}/", ops.DELETE, "delete_message",
+      plain=DELETE, response={200: DoneOut, **ERRORS})  # fmt: skip
 def delete_message(
     request: HttpRequest, qname: str, msg_id: str, conn: str | None = None, ns: str | None = None
-) -> dict[str, bool]:
+) -> Status[Any]:
     """Delete one message (operator); ``result`` false: it was not there."""
-    return {"result": ops.delete(request, places.resolve(conn, ns), qname, msg_id)}
+    return DELETE.run(request, conn, ns, {"qname": qname, "msg_id": msg_id})
 
 
-@both(
-    "POST",
-    "/queues/{qname}/messages/{msg_id}/visibility/",
-    ops.VISIBILITY,
-    "change_visibility",
-    response={200: DoneOut, **ERRORS},
+VISIBILITY = Plain(
+    lambda who, place, path, body, query: ops.visibility_call(
+        who, place, path["qname"], path["msg_id"], body.vt
+    ),
+    lambda body, done: (200, {"result": done}),
+    VisibilityIn,
 )
+
+
+@both("POST", "/queues/{qname}/messages/{msg_id}/visibility/", ops.VISIBILITY,
+      "change_visibility", plain=VISIBILITY, response={200: DoneOut, **ERRORS})  # fmt: skip
 def change_visibility(
     request: HttpRequest,
     qname: str,
@@ -408,9 +410,12 @@ def change_visibility(
     body: VisibilityIn,
     conn: str | None = None,
     ns: str | None = None,
-) -> dict[str, bool]:
+) -> Status[Any]:
     """Make one message visible again in ``vt`` s (operator); false: it was not there."""
-    return {"result": ops.visibility(request, places.resolve(conn, ns), qname, msg_id, body.vt)}
+    return VISIBILITY.run(request, conn, ns, {"qname": qname, "msg_id": msg_id}, body)
+
+
+# -- acting on messages --------------------------------------------------------------
 
 
 @both(
@@ -420,7 +425,7 @@ def requeue(
     request: HttpRequest, qname: str, body: IdsIn, conn: str | None = None, ns: str | None = None
 ) -> dict[str, int]:
     """Make these messages visible now, their receive counts kept (operator)."""
-    return {"count": ops.requeue(request, places.resolve(conn, ns), qname, body.ids)}
+    return {"count": ops.requeue(caller(request), places.resolve(conn, ns), qname, body.ids)}
 
 
 @both("POST", "/queues/{qname}/move/", ops.MOVE, "move", response={200: KeptOut, **ERRORS})
@@ -430,7 +435,7 @@ def move(
     """Move these messages to queue ``to`` (operator); ``count``: how many went; ``undo``:
     the token that takes them back (an admin's)."""
     n, kept = ops.move(
-        request, places.resolve(conn, ns), qname, body.ids, body.to, body.keep_counts
+        caller(request), places.resolve(conn, ns), qname, body.ids, body.to, body.keep_counts
     )
     return {"count": n, **ops.undo_answer(kept)}
 
@@ -451,18 +456,18 @@ def resend_message(
     new message; with ``delete_original`` the original is deleted in the same atomic step
     (404, nothing sent, when it is gone meanwhile). The audit row keeps both bodies (the
     first 64 KB of each)."""
-    place = places.resolve(conn, ns)
     new = ops.resend(
-        request, place, qname, msg_id, body.message, body.to, body.delete_original, body.delay
-    )
+        caller(request), places.resolve(conn, ns), qname, msg_id, body.message, body.to,
+        body.delete_original, body.delay,
+    )  # fmt: skip
     return Status(201, {"id": new})
 
 
 FILTER_QUERY = (
-    "the queue page's filter, as its URL has it (dashboard/acting/message_filter.py): state (all,"
-    " visible, hidden, inflight, delayed), rc (received at least), search (body contains),"
-    " where (JSON fields: amount > 100 and status in (failed, retry)), older / younger"
-    " (sent more / less than N minutes ago)"
+    "the queue page's filter, as its URL has it (dashboard/acting/message_filter.py): state"
+    " (all, visible, hidden, inflight, delayed), rc (received at least), search (body"
+    " contains), where (JSON fields: amount > 100 and status in (failed, retry)), older /"
+    " younger (sent more / less than N minutes ago)"
 )
 
 
@@ -479,7 +484,7 @@ def export_messages(
 ) -> HttpResponseBase:
     """Export (viewer): the messages of a state or of a filter's matches as JSON Lines
     (one ExportLine each), streamed; the query is the queue page's filter."""
-    return ops.export(request, places.resolve(conn, ns), qname)
+    return ops.export(caller(request), places.resolve(conn, ns), qname, request.GET)
 
 
 @both(
@@ -508,7 +513,6 @@ def import_messages(
     try:
         data = request.body
     except RequestDataTooBig:
-        return calls.error(
-            413, str(exports.too_large(int(request.META["CONTENT_LENGTH"]))), request
-        )
-    return ops.import_lines(request, place, qname, data, keep_ids)
+        size = int(request.META["CONTENT_LENGTH"])
+        return calls.error(413, str(exports.too_large(size)), request)
+    return ops.import_lines(caller(request), place, qname, data, keep_ids)

@@ -1,31 +1,22 @@
-"""The API's actions, each once: the queues/ operation it calls, the console's table row
-it is (dashboard/acting/actions.py: the role it needs, its name in the audit
-log), and what its audit row keeps. native.py and rest_rsmq.py shape their answers."""
+"""The API's actions, each once: the queues/ operation it calls and what its audit row
+keeps (the role it needs and its name in the audit log are the route's Action, from
+dashboard/acting/actions.py). native.py and rest_rsmq.py shape their answers."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from django.http import Http404, HttpRequest, StreamingHttpResponse
+from django.http import Http404, QueryDict, StreamingHttpResponse
 
 from dashboard.acting import exports
 from dashboard.acting import undo as undos
-from dashboard.acting.actions import CREATE_QUEUE, MESSAGE_ACTIONS, QUEUE_ACTIONS, Action
+from dashboard.acting.actions import CREATE_QUEUE, MESSAGE_ACTIONS, QUEUE_ACTIONS
 from dashboard.acting.actions import EXPORT as EXPORT
 from dashboard.acting.actions import RECEIVE as RECEIVE
 from dashboard.acting.message_filter import FilterError, checked
-from dashboard.api.calls import (
-    COUNTED_BY_CALL,
-    actor,
-    head,
-    in_loop_failure,
-    queue_in_url,
-    rate,
-    run,
-    token_of,
-)
-from dashboard.audit import drain as audit_drain
+from dashboard.api.calls import Caller, queue_in_url, raising, run
+from dashboard.audit import drain
 from dashboard.audit.log import resend_bodies
 from dashboard.places.place import Place
 from queues import InvalidArgument
@@ -39,13 +30,11 @@ UNDO = QUEUE_ACTIONS["undo"]
 DELETE, VISIBILITY = MESSAGE_ACTIONS["delete"], MESSAGE_ACTIONS["visibility"]
 RESEND = MESSAGE_ACTIONS["resend"]
 IMPORT = QUEUE_ACTIONS["import"]
-# Audited by their own scripts, and counted against the token's rate by them too.
-COUNTED_BY_CALL.update((SEND, RECEIVE, DELETE, VISIBILITY))
+#: audited by their own scripts, and counted against the token's rate by them too
+COUNTED_BY_CALL = frozenset((SEND, RECEIVE, DELETE, VISIBILITY))
 
 
-def create_queue(
-    request: HttpRequest, place: Place, qname: str, vt: int, delay: int, maxsize: int
-) -> None:
+def create_queue(who: Caller, place: Place, qname: str, vt: int, delay: int, maxsize: int) -> None:
     """The name is what is created: a bad one is a 400 here, not a 404."""
     params = {"vt": vt, "delay": delay, "maxsize": maxsize}
 
@@ -53,7 +42,7 @@ def create_queue(
         place.rsmq.create_queue(qname, vt=vt, delay=delay, maxsize=maxsize)
         return None, None
 
-    run(request, place, CREATE, qname, work, params=params)
+    run(who, place, qname, work, params=params)
 
 
 def undo_answer(kept: undos.Keep) -> dict[str, Any]:
@@ -62,7 +51,7 @@ def undo_answer(kept: undos.Keep) -> dict[str, Any]:
     return {"undo": kept.token, "undo_why": kept.why}
 
 
-def delete_queue(request: HttpRequest, place: Place, qname: str) -> tuple[int, undos.Keep]:
+def delete_queue(who: Caller, place: Place, qname: str) -> tuple[int, undos.Keep]:
     """The messages it held, and its Undo (the whole queue kept, within the bound)."""
     queue_in_url(qname)
     kept = undos.keep(place, DELETE_QUEUE.audit_name, qname)
@@ -74,10 +63,10 @@ def delete_queue(request: HttpRequest, place: Place, qname: str) -> tuple[int, u
         n = stats[0].msgs if stats else 0
         return n, n
 
-    return run(request, place, DELETE_QUEUE, qname, work, kept=kept), kept
+    return run(who, place, qname, work, kept=kept), kept
 
 
-def purge_queue(request: HttpRequest, place: Place, qname: str) -> tuple[int, undos.Keep]:
+def purge_queue(who: Caller, place: Place, qname: str) -> tuple[int, undos.Keep]:
     """The messages it deleted, and its Undo."""
     queue_in_url(qname)
     kept = undos.keep(place, PURGE.audit_name, qname)
@@ -86,133 +75,91 @@ def purge_queue(request: HttpRequest, place: Place, qname: str) -> tuple[int, un
         n = place.rsmq.purge_queue(qname, keep=kept.token)
         return n, n
 
-    return run(request, place, PURGE, qname, work, kept=kept), kept
+    return run(who, place, qname, work, kept=kept), kept
 
 
 class DataCall:
-    """A data-plane call (send, receive or delete one) made ready: the one audited
-    operation it runs (queues/ops/console_api.py ``audited``: the token's count, the
-    operation and its audit record in one script) and how its reply becomes the answer.
-    Run whole in a thread (``__call__``: ``run``), or awaited in the server's event loop
-    (``awaited``: dashboard/serving/fast.py's fast path), where what needs the database is left
-    to a thread (calls.Deferred) — the same call either way."""
+    """A data-plane call (send, receive, delete one, change visibility) made ready: the one
+    operation it runs, audited by its own script (queues/console.py ``audited``: the
+    token's count, the operation and its audit record in one atomic script), and how its
+    reply becomes the answer. ``run`` in a thread (ninja's views), ``awaited`` in the
+    server's event loop (the fast path): the same call either way."""
 
-    __slots__ = ("request", "place", "action", "qname", "record", "name", "args", "shape",
-                 "ids", "params")  # fmt: skip
+    __slots__ = ("who", "place", "qname", "name", "args", "shape", "ids", "params", "head")
 
     def __init__(
-        self, request: HttpRequest, place: Place, action: Action, qname: str, record: str,
-        name: str, args: tuple[Any, ...], shape: Callable[[Any], tuple[Any, int]],
-        ids: list[str], params: dict[str, Any] | None = None,
+        self, who: Caller, place: Place, qname: str, name: str, args: tuple[Any, ...],
+        shape: Callable[[Any], tuple[Any, int]], ids: list[str],
+        params: dict[str, Any] | None = None,
     ) -> None:  # fmt: skip
-        self.request, self.place, self.action, self.qname = request, place, action, qname
-        self.record, self.name, self.args, self.shape = record, name, args, shape
-        self.ids, self.params = ids, params
+        self.who, self.place, self.qname, self.name = who, place, qname, name
+        self.args, self.shape, self.ids, self.params = args, shape, ids, params
+        self.head = drain.head(place, who.action.audit_name, who.actor, qname, ids, params)
 
-    def work(self) -> tuple[Any, int]:
-        reply = self.place.rsmq.audited(self.record, rate(self.request), self.name, *self.args)
-        return self.shape(reply)
+    def _work(self) -> tuple[Any, int]:
+        return self.shape(self.place.rsmq.audited(self.head, self.who.rate, self.name, *self.args))
 
-    def __call__(self) -> Any:
-        return run(self.request, self.place, self.action, self.qname, self.work, self.ids,
-                   self.params, audited=True)  # fmt: skip
+    def run(self) -> Any:
+        return run(self.who, self.place, self.qname, self._work, self.ids, self.params,
+                   audited=True)  # fmt: skip
 
     async def awaited(self) -> Any:
-        """``run``'s answer in the event loop: the round trip awaited on the process's
-        pipelined client (``Place.aio``), so the loop answers other calls meanwhile.
-        Anything but success raises calls.Deferred, as ``run`` does there."""
-        try:
-            reply = await self.place.aio.audited(
-                self.record, rate(self.request), self.name, *self.args
-            )
-            answer, _ = self.shape(reply)
-        except Exception as e:
-            raise in_loop_failure(
-                e, self.request, self.place, self.action, self.qname, self.ids, self.params
-            ) from e
-        audit_drain.maybe_drain(self.place)  # in a thread of its own if one is due
-        return answer
+        """``run``'s answer, its round trip awaited on the place's pipelined client
+        (``Place.aio``): the loop answers other calls meanwhile. Raises what the call
+        raised — ApiRefused (nothing ran), an error its script recorded (``audited``), or
+        one it never reached, which ``failed`` finishes."""
+        reply = await self.place.aio.audited(self.head, self.who.rate, self.name, *self.args)
+        drain.drain_soon(self.place)
+        return self.shape(reply)[0]
+
+    def failed(self, e: Exception) -> None:
+        """In a thread: a call that failed in the event loop before its script ran,
+        finished as ``run`` finishes it there (its row written); raises its answer."""
+        run(self.who, self.place, self.qname, raising(e), self.ids, self.params, audited=True)
 
 
 def send_call(
-    request: HttpRequest, place: Place, qname: str, messages: list[str], delay: int | None
+    who: Caller, place: Place, qname: str, messages: list[str], delay: int | None
 ) -> DataCall:
     """One message or an atomic batch (answer: their ids)."""
     queue_in_url(qname)
     params = {"delay": delay, "bytes": sum(len(m.encode()) for m in messages)}
-    record = head(request, place, SEND, qname, params=params)
     if len(messages) == 1:
-        args: tuple[Any, ...] = (qname, messages[0], delay)
-        return DataCall(request, place, SEND, qname, record, "send_message", args,
+        return DataCall(who, place, qname, "send_message", (qname, messages[0], delay),
                         lambda sent: ([sent], 1), [], params)  # fmt: skip
-    return DataCall(request, place, SEND, qname, record, "send_messages", (qname, messages, delay),
+    return DataCall(who, place, qname, "send_messages", (qname, messages, delay),
                     lambda ids: (ids, len(ids)), [], params)  # fmt: skip
 
 
-def send(
-    request: HttpRequest, place: Place, qname: str, messages: list[str], delay: int | None
-) -> list[str]:
-    """One message or an atomic batch: their ids."""
-    sent: list[str] = send_call(request, place, qname, messages, delay)()
-    return sent
-
-
-def receive_call(
-    request: HttpRequest, place: Place, qname: str, n: int, vt: int | None
-) -> DataCall:
+def receive_call(who: Caller, place: Place, qname: str, n: int, vt: int | None) -> DataCall:
     """Up to ``n`` messages (answer: a list of Message)."""
     queue_in_url(qname)
     got: list[str] = []
-    params = {"n": n, "vt": vt}
-    record = head(request, place, RECEIVE, qname, params=params)
 
     def shape(reply: Any) -> tuple[list[Message], int]:
         ms: list[Message] = ([reply] if reply else []) if n == 1 else reply
         got.extend(m.id for m in ms)
         return ms, len(ms)
 
-    args: tuple[Any, ...]
-    if n == 1:  # the original's receiveMessage (one message, its own script)
-        name, args = "receive_message", (qname, vt)
-    else:
-        name, args = "receive_messages", (qname, n, vt)
-    return DataCall(request, place, RECEIVE, qname, record, name, args, shape, got, params)
+    # n == 1: the original's receiveMessage (one message, its own script)
+    name, args = (
+        ("receive_message", (qname, vt)) if n == 1 else ("receive_messages", (qname, n, vt))
+    )
+    return DataCall(who, place, qname, name, args, shape, got, {"n": n, "vt": vt})
 
 
-def receive(
-    request: HttpRequest, place: Place, qname: str, n: int, vt: int | None
-) -> list[Message]:
-    got: list[Message] = receive_call(request, place, qname, n, vt)()
-    return got
-
-
-def delete_call(request: HttpRequest, place: Place, qname: str, msg_id: str) -> DataCall:
+def delete_call(who: Caller, place: Place, qname: str, msg_id: str) -> DataCall:
     """Answer: False when it was not there."""
     queue_in_url(qname)
-    record = head(request, place, DELETE, qname, ids=[msg_id])
-    return DataCall(request, place, DELETE, qname, record, "delete_message", (qname, msg_id),
+    return DataCall(who, place, qname, "delete_message", (qname, msg_id),
                     lambda ok: (ok, int(ok)), [msg_id])  # fmt: skip
 
 
-def delete(request: HttpRequest, place: Place, qname: str, msg_id: str) -> bool:
-    """False: it was not there."""
-    done: bool = delete_call(request, place, qname, msg_id)()
-    return done
-
-
-def visibility(request: HttpRequest, place: Place, qname: str, msg_id: str, vt: int) -> bool:
+def visibility_call(who: Caller, place: Place, qname: str, msg_id: str, vt: int) -> DataCall:
+    """Answer: False when it was not there."""
     queue_in_url(qname)
-
-    record = head(request, place, VISIBILITY, qname, ids=[msg_id], params={"vt": vt})
-
-    def work() -> tuple[bool, int]:
-        ok: bool = place.rsmq.audited(
-            record, rate(request), "change_message_visibility", qname, msg_id, vt
-        )
-        return ok, int(ok)
-
-    params = {"vt": vt}
-    return run(request, place, VISIBILITY, qname, work, ids=[msg_id], params=params, audited=True)
+    return DataCall(who, place, qname, "change_message_visibility", (qname, msg_id, vt),
+                    lambda ok: (ok, int(ok)), [msg_id], {"vt": vt})  # fmt: skip
 
 
 def _ids(ids: list[str]) -> list[str]:
@@ -223,18 +170,18 @@ def _ids(ids: list[str]) -> list[str]:
     return ids
 
 
-def requeue(request: HttpRequest, place: Place, qname: str, ids: list[str]) -> int:
+def requeue(who: Caller, place: Place, qname: str, ids: list[str]) -> int:
     queue_in_url(qname)
 
     def work() -> tuple[int, int]:
         n = place.rsmq.requeue(qname, _ids(ids))
         return n, n
 
-    return run(request, place, REQUEUE, qname, work, ids=ids)
+    return run(who, place, qname, work, ids=ids)
 
 
 def move(
-    request: HttpRequest,
+    who: Caller,
     place: Place,
     qname: str,
     ids: list[str],
@@ -254,11 +201,11 @@ def move(
         return n, n
 
     params = {"to": to, "keep_counts": keep_counts}
-    return run(request, place, MOVE, qname, work, ids=ids, params=params, kept=kept), kept
+    return run(who, place, qname, work, ids=ids, params=params, kept=kept), kept
 
 
 def resend(
-    request: HttpRequest,
+    who: Caller,
     place: Place,
     qname: str,
     msg_id: str,
@@ -282,10 +229,10 @@ def resend(
         params["new_id"] = new
         return new, 1
 
-    return run(request, place, RESEND, qname, work, ids=[msg_id], params=params)
+    return run(who, place, qname, work, ids=[msg_id], params=params)
 
 
-def export(request: HttpRequest, place: Place, qname: str) -> StreamingHttpResponse:
+def export(who: Caller, place: Place, qname: str, query: QueryDict) -> StreamingHttpResponse:
     """The streamed JSON Lines of the query's filter (message_filter.checked: a bad field
     is a 400 naming it); audited when it starts (its count is not known before its end)."""
     queue_in_url(qname)
@@ -293,18 +240,18 @@ def export(request: HttpRequest, place: Place, qname: str) -> StreamingHttpRespo
 
     def work() -> tuple[StreamingHttpResponse, None]:
         try:
-            flt = checked(request.GET)
+            flt = checked(query)
         except FilterError as e:
             raise InvalidArgument(e.field, str(e)) from None
         params.update(flt.query())
         place.rsmq.get_queue_attributes(qname)  # a missing queue: 404 before any line
         return exports.export_response(place.rsmq, qname, flt), None
 
-    return run(request, place, EXPORT, qname, work, params=params)
+    return run(who, place, qname, work, params=params)
 
 
 def import_lines(
-    request: HttpRequest, place: Place, qname: str, data: bytes, keep_ids: bool
+    who: Caller, place: Place, qname: str, data: bytes, keep_ids: bool
 ) -> dict[str, Any]:
     """Every line checked (a bad one: 400 naming it by number, nothing written), then
     written in atomic batches: the report."""
@@ -316,10 +263,10 @@ def import_lines(
         params["report"] = report
         return report, report["imported"]
 
-    return run(request, place, IMPORT, qname, work, params=params)
+    return run(who, place, qname, work, params=params)
 
 
-def undo(request: HttpRequest, place: Place, token: str) -> tuple[str, dict[str, Any]]:
+def undo(who: Caller, place: Place, token: str) -> tuple[str, dict[str, Any]]:
     """Put back what an action kept (dashboard/acting/undo.py), as the console's Undo does: its
     words, and what its audit row keeps (restored, skipped). A token no action here
     kept: a 404."""
@@ -329,8 +276,8 @@ def undo(request: HttpRequest, place: Place, token: str) -> tuple[str, dict[str,
     params: dict[str, Any] = {"token": e.token, "undid": e.action}
 
     def work() -> tuple[str, int]:
-        done = undos.undo(place, e, actor(token_of(request)))
+        done = undos.undo(place, e, who.actor)
         params.update(done.params)  # the audit row: what it restored and what it skipped
         return done.text, done.count
 
-    return run(request, place, UNDO, e.queue, work, params=params), params
+    return run(who, place, e.queue, work, params=params), params

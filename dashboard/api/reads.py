@@ -16,30 +16,19 @@ Auth: an API token (any role), RSMQ_METRICS_TOKEN as a bearer token, or a logged
 from __future__ import annotations
 
 import datetime as dt
-import json
-from collections.abc import Callable
-from functools import wraps
-from typing import Any, TypeVar
+from typing import Any
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.http.response import HttpResponseBase
-from django.views.decorators.debug import sensitive_variables
-from django.views.decorators.http import require_safe
+from django.http import HttpRequest, JsonResponse
 from ninja import Schema
 from pydantic import ConfigDict, Field
 
-from dashboard.access import tokens
-from dashboard.access.roles import token_or_viewer
 from dashboard.acting.message_filter import FilterError, checked
-from dashboard.api.calls import audit_refusal
 from dashboard.display.formatting import iso
 from dashboard.models import QueueCondition
 from dashboard.places import place as places
-from dashboard.places.connections import get_connection
 from dashboard.places.place import Place
 from dashboard.snapshots.history import RANGES, Backlog, current_rates, queue_history
 from dashboard.snapshots.rates import Interval
-from dashboard.web.errors import web_error
 from queues import InvalidArgument
 from queues import validation as v
 from queues.models import Cursor, FailureState, QueueStats
@@ -206,68 +195,6 @@ class MessagesOut(Out):
     read_at: str | None = Field(description=ISO)
 
 
-R = TypeVar("R", bound=HttpResponseBase)
-
-
-def readers(view: Callable[..., R]) -> Callable[..., R | JsonResponse]:
-    """An API token of any role (counted against its rate), else access.token_or_viewer;
-    a refusal (401, 403, 429) is audited (calls.audit_refusal: folded, one row a minute)."""
-    checked = token_or_viewer(view)
-
-    @wraps(view)
-    @sensitive_variables("given")  # starred in error reports, DEBUG too
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
-        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not given.strip().startswith(tokens.PREFIX):
-            answer = checked(request, *args, **kwargs)
-            if answer.status_code in (401, 403) and isinstance(answer, HttpResponse):
-                audit_refusal(request, answer.status_code, _text(answer))
-            return answer
-        try:
-            tokens.admit(given.strip())
-        except tokens.Unauthenticated as e:
-            refused = JsonResponse({"error": str(e)}, status=401)
-            refused["WWW-Authenticate"] = 'Bearer realm="rsmq-console"'
-            audit_refusal(request, 401, str(e))
-            return refused
-        except tokens.RateLimited as e:
-            refused = JsonResponse({"error": str(e)}, status=429)
-            refused["Retry-After"] = str(e.retry_after)
-            request.rsmq_actor = f"token:{e.name}"  # type: ignore[attr-defined]
-            audit_refusal(request, 429, str(e))
-            return refused
-        return view(request, *args, **kwargs)
-
-    return wrapped
-
-
-def _text(response: HttpResponse) -> str:
-    try:
-        return str(json.loads(response.content)["error"])
-    except (ValueError, KeyError, TypeError):
-        return ""
-
-
-def api_view(view: Callable[..., JsonResponse]) -> Callable[..., HttpResponse]:
-    """GET only, a token or a viewer, and every failure as JSON with its status."""
-
-    @require_safe
-    @readers
-    @wraps(view)
-    def wrapped(
-        request: HttpRequest, conn: str | None = None, ns: str | None = None, **kwargs: Any
-    ) -> HttpResponse:
-        try:
-            return view(request, places.resolve(conn, ns), **kwargs)
-        except Exception as e:
-            error = web_error(e, get_connection(conn))
-            if error is None:
-                raise
-            return JsonResponse({"error": error.text}, status=error.status)
-
-    return wrapped
-
-
 def _fields(s: QueueStats) -> tuple[dict[str, Any], dict[str, Any]]:
     """A queue's counts and attributes, from its one projection (times as ISO 8601)."""
     d = s.as_dict() | {"created": iso(s.created * 1000), "modified": iso(s.modified * 1000)}
@@ -285,7 +212,6 @@ def _where(place: Place, now: int) -> dict[str, Any]:
     return {"connection": place.conn.name, "namespace": place.ns, "now": iso(now)}
 
 
-@api_view
 def queue_list(request: HttpRequest, place: Place) -> JsonResponse:
     """Every queue (``?q=`` filters by name) with counts, attributes and current rates."""
     search = request.GET.get("q", "").strip().lower()
@@ -336,7 +262,6 @@ def _interval(i: Interval) -> dict[str, Any]:
     }  # fmt: skip
 
 
-@api_view
 def queue_detail(request: HttpRequest, place: Place, qname: str) -> JsonResponse:
     """One queue: counts, attributes, and its snapshots over ``?range=`` (default hour)."""
     range_ = request.GET.get("range", "hour")
@@ -363,7 +288,6 @@ def queue_detail(request: HttpRequest, place: Place, qname: str) -> JsonResponse
     )
 
 
-@api_view
 def failing(request: HttpRequest, place: Place, qname: str) -> JsonResponse:
     """``/api/…/queues/<name>/failures/``: the groups; ``?id=`` one message's history."""
     mid = request.GET.get("id")
@@ -389,7 +313,6 @@ def failing(request: HttpRequest, place: Place, qname: str) -> JsonResponse:
 MESSAGES_MAX = 500
 
 
-@api_view
 def messages(request: HttpRequest, place: Place, qname: str) -> JsonResponse:
     """``/api/…/queues/<name>/messages/``: a keyset page of the messages a filter matches
     (the queue page's filter, read by dashboard/acting/message_filter.py: a bad field is a 400

@@ -5,42 +5,27 @@ roles, audit log and errors. Each route runs the same operation as native.py's."
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 from django.http import HttpRequest
-from ninja import Router, Schema
+from ninja import Router, Schema, Status
 from pydantic import Field
 
 from dashboard.acting.actions import Action
 from dashboard.api import native
 from dashboard.api import operations as ops
 from dashboard.api.bodies import Known
-from dashboard.api.calls import BadInput, TokenAuth, placed, queue_in_url
+from dashboard.api.calls import BadInput, caller, queue_in_url
+from dashboard.api.routes import Plain, register
 from dashboard.places import place as places
 
 router = Router(tags=["rest-rsmq"])
 
-View = Callable[..., Any]
-PREFIXES = ("/rest-rsmq", "/c/{conn}/{ns}/rest-rsmq")
 
-
-def route(
-    method: str, path: str, action: Action | None, name: str, **kwargs: Any
-) -> Callable[[View], View]:
-    def register(view: View) -> View:
-        auth = TokenAuth(action)
-        for prefix, suffix, made in zip(PREFIXES, ("", "_at"), placed(view), strict=True):
-            router.api_operation(
-                [method],
-                prefix + path,
-                auth=auth,
-                operation_id=f"rest_rsmq_{name}{suffix}",
-                **kwargs,
-            )(made)
-        return view
-
-    return register
+def route(method: str, path: str, action: Action | None, name: str, **kwargs: Any) -> Any:
+    """A route of rest-rsmq's, at ``/api/rest-rsmq/…`` and ``/api/c/<conn>/<ns>/rest-rsmq/…``."""
+    return register(router, method, path, action, f"rest_rsmq_{name}",
+                    ("/rest-rsmq", "/c/{conn}/{ns}/rest-rsmq"), **kwargs)  # fmt: skip
 
 
 class Result(Schema):
@@ -133,7 +118,7 @@ def create_queue(
     """createQueue."""
     b = body or CreateIn()
     place = places.resolve(conn, ns)
-    ops.create_queue(request, place, same_queue(qname, b), b.vt, b.delay, b.maxsize)
+    ops.create_queue(caller(request), place, same_queue(qname, b), b.vt, b.delay, b.maxsize)
     return {"result": 1}
 
 
@@ -144,51 +129,74 @@ def delete_queue(
     request: HttpRequest, qname: str, conn: str | None = None, ns: str | None = None
 ) -> dict[str, int]:
     """deleteQueue."""
-    ops.delete_queue(request, places.resolve(conn, ns), qname)
+    ops.delete_queue(caller(request), places.resolve(conn, ns), qname)
     return {"result": 1}
 
 
-@route("POST", "/messages/{qname}", ops.SEND, "send_message", response={200: Sent, **ERRORS})
+SEND = Plain(
+    lambda who, place, path, body, query: ops.send_call(
+        who, place, same_queue(path["qname"], body), [body.message], body.delay
+    ),
+    lambda body, ids: (200, {"id": ids[0]}),
+    SendIn,
+)
+
+
+@route("POST", "/messages/{qname}", ops.SEND, "send_message", plain=SEND,
+       response={200: Sent, **ERRORS})  # fmt: skip
 def send_message(
     request: HttpRequest, qname: str, body: SendIn, conn: str | None = None, ns: str | None = None
-) -> dict[str, str]:
+) -> Status[Any]:
     """sendMessage."""
-    place = places.resolve(conn, ns)
-    return {"id": ops.send(request, place, same_queue(qname, body), [body.message], body.delay)[0]}
+    return SEND.run(request, conn, ns, {"qname": qname}, body)
 
 
-@route(
-    "GET",
-    "/messages/{qname}",
-    ops.RECEIVE,
-    "receive_message",
-    response={200: Received, **ERRORS},
-    exclude_unset=True,
+RECEIVE = Plain(
+    lambda who, place, path, body, query: ops.receive_call(
+        who, place, path["qname"], 1, query.get("vt")
+    ),
+    lambda body, got: (200, native.message_json(got[0]) if got else {}),
+    query={"vt": int | None},
 )
+
+
+@route("GET", "/messages/{qname}", ops.RECEIVE, "receive_message", plain=RECEIVE,
+       response={200: Received, **ERRORS}, exclude_unset=True)  # fmt: skip
 def receive_message(
     request: HttpRequest,
     qname: str,
     vt: int | None = None,
     conn: str | None = None,
     ns: str | None = None,
-) -> dict[str, Any]:
+) -> Status[Any]:
     """receiveMessage: the message, or ``{}`` when none is visible."""
-    got = ops.receive(request, places.resolve(conn, ns), qname, 1, vt)
-    return native.message_json(got[0]) if got else {}
+    return RECEIVE.run(request, conn, ns, {"qname": qname}, query={"vt": vt})
 
 
-@route(
-    "DELETE",
-    "/messages/{qname}/{msg_id}",
-    ops.DELETE,
-    "delete_message",
-    response={200: Result, **ERRORS},
+RESULT = Plain(
+    lambda who, place, path, body, query: ops.delete_call(
+        who, place, path["qname"], path["msg_id"]
+    ),
+    lambda body, done: (200, {"result": int(done)}),
 )
+
+
+@route("DELETE", "/messages/{qname}/{msg_id}", ops.DELETE, "delete_message", plain=RESULT,
+       response={200: Result, **ERRORS})  # fmt: skip
 def delete_message(
     request: HttpRequest, qname: str, msg_id: str, conn: str | None = None, ns: str | None = None
-) -> dict[str, int]:
+) -> Status[Any]:
     """deleteMessage."""
-    return {"result": int(ops.delete(request, places.resolve(conn, ns), qname, msg_id))}
+    return RESULT.run(request, conn, ns, {"qname": qname, "msg_id": msg_id})
+
+
+VISIBILITY = Plain(
+    lambda who, place, path, body, query: ops.visibility_call(
+        who, place, path["qname"], path["msg_id"], query["vt"]
+    ),
+    lambda body, done: (200, {"result": int(done)}),
+    query={"vt": int},
+)
 
 
 def change_message_visibility(
@@ -198,9 +206,9 @@ def change_message_visibility(
     vt: int,
     conn: str | None = None,
     ns: str | None = None,
-) -> dict[str, int]:
+) -> Status[Any]:
     """changeMessageVisibility (its README says /message/, its server /messages/: both)."""
-    return {"result": int(ops.visibility(request, places.resolve(conn, ns), qname, msg_id, vt))}
+    return VISIBILITY.run(request, conn, ns, {"qname": qname, "msg_id": msg_id}, query={"vt": vt})
 
 
 VISIBILITY_PATHS = {
@@ -208,6 +216,5 @@ VISIBILITY_PATHS = {
     "/messages/{qname}/{msg_id}": "change_message_visibility_plural",
 }
 for _path, _name in VISIBILITY_PATHS.items():
-    route("PUT", _path, ops.VISIBILITY, _name, response={200: Result, **ERRORS})(
-        change_message_visibility
-    )
+    route("PUT", _path, ops.VISIBILITY, _name, plain=VISIBILITY,
+          response={200: Result, **ERRORS})(change_message_visibility)  # fmt: skip

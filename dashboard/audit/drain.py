@@ -3,7 +3,6 @@ audit table here (audit.py writes the table's other rows)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import datetime as dt
 import itertools
@@ -220,22 +219,30 @@ def _insert(rows: list[dict[str, Any]]) -> None:
 
 
 def maybe_drain(place: Place) -> None:
-    """After an API call: drain its namespace if the last drain of this process was more
-    than RSMQ_AUDIT_DRAIN_EVERY s ago (one thread at a time; never fails the call)."""
-    if time.monotonic() - _drained_at < settings.RSMQ_AUDIT_DRAIN_EVERY:
-        return
-    if not _draining.acquire(blocking=False):
-        return
-    if asyncio._get_running_loop() is not None:
-        # In the server's event loop (dashboard/serving/fast.py's fast path): the database is
-        # for a thread.
+    """After an API call in a thread: drain its namespace if the last drain of this
+    process was more than RSMQ_AUDIT_DRAIN_EVERY s ago (one thread at a time; never fails
+    the call)."""
+    if _due():
+        _drain_and_release(place)
+
+
+def drain_soon(place: Place) -> None:
+    """After an API call in the server's event loop, where the database is not used:
+    ``maybe_drain`` in the drain's own thread."""
+    if _due():
         try:
             _drainer.submit(_drain_and_release, place)
         except BaseException:
             _draining.release()
             raise
-        return
-    _drain_and_release(place)
+
+
+def _due() -> bool:
+    """Whether a drain is due; then this process's drain lock is held (released by
+    ``_drain_and_release``)."""
+    if time.monotonic() - _drained_at < settings.RSMQ_AUDIT_DRAIN_EVERY:
+        return False
+    return _draining.acquire(blocking=False)
 
 
 _drainer = ThreadPoolExecutor(1, thread_name_prefix="audit-drain")

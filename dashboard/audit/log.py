@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.db import transaction
 from django.http import HttpRequest
 from django.utils import timezone
@@ -29,25 +30,27 @@ class Place(Protocol):
 MAX_IDS, MAX_DETAIL = 1000, 2000  # a bulk action over a whole state names no more
 
 
-def record(
-    request: HttpRequest,
-    place: Place,
+def write(
+    place: Place | None,
     action: str,
     outcome: str,
+    *,
+    actor: str = "",
+    user: AbstractBaseUser | AnonymousUser | None = None,
     queue: str = "",
     ids: Iterable[str] = (),
     count: int | None = None,
     params: dict[str, Any] | None = None,
     detail: str = "",
-    actor: str = "",
 ) -> AuditEntry:
-    """``actor``: who acted when no console user did (an API token, by its name)."""
-    user = request.user
+    """The one way a row is written: by ``actor`` (an API token, by its name) or ``user``
+    (a console user); ``place`` None: an action of no place (a login)."""
+    person = user if isinstance(user, User) and not actor else None
     return AuditEntry.objects.create(
-        user=user if user.is_authenticated and not actor else None,
-        username=_fit("username", actor or user.get_username()),
-        connection=_fit("connection", place.conn.name),
-        namespace=_fit("namespace", place.ns),
+        user=person,
+        username=_fit("username", actor or (user.get_username() if user is not None else "")),
+        connection=_fit("connection", place.conn.name if place else ""),
+        namespace=_fit("namespace", place.ns if place else ""),
         # Whatever was posted, never more than its column holds (Postgres would refuse).
         queue=_fit("queue", queue),
         action=_fit("action", action),
@@ -60,23 +63,35 @@ def record(
     )
 
 
-FOLD_SECONDS = 60  # refusals of one kind by one actor within this long: one row, counted
-
-
-def record_refused(
+def record(
     request: HttpRequest,
     place: Place,
     action: str,
     outcome: str,
     queue: str = "",
+    ids: Iterable[str] = (),
+    count: int | None = None,
+    params: dict[str, Any] | None = None,
     detail: str = "",
     actor: str = "",
+) -> AuditEntry:
+    """The request's user's action (``write``); ``actor``: who acted when no console user
+    did (an API token, by its name)."""
+    return write(place, action, outcome, actor=actor, user=request.user, queue=queue, ids=ids,
+                 count=count, params=params, detail=detail)  # fmt: skip
+
+
+FOLD_SECONDS = 60  # refusals of one kind by one actor within this long: one row, counted
+
+
+def write_folded(
+    place: Place, action: str, outcome: str, actor: str, queue: str = "", detail: str = ""
 ) -> None:
-    """A refused call that anyone can repeat at will (no token, an unknown one, or one
-    over its rate): the first in FOLD_SECONDS gets a row, the repeats of the same actor,
-    action and outcome count on it (``params["repeats"]``), so a flood of refused calls
-    adds at most one row a minute per kind."""
-    who = _fit("username", actor or request.user.get_username())
+    """A refusal that anyone can repeat at will (no token, an unknown one, or one over its
+    rate): the first in FOLD_SECONDS gets a row, the repeats of the same actor, action and
+    outcome count on it (``params["repeats"]``), so a flood of refused calls adds at most
+    one row a minute per kind."""
+    who = _fit("username", actor)
     since = timezone.now() - dt.timedelta(seconds=FOLD_SECONDS)
     with transaction.atomic():
         last = (
@@ -90,8 +105,8 @@ def record_refused(
             last.params = {**last.params, "repeats": int(last.params["repeats"]) + 1}
             last.save(update_fields=["params"])
             return
-        record(request, place, action, outcome, queue, params={"repeats": 1}, detail=detail,
-               actor=who)  # fmt: skip
+        write(place, action, outcome, actor=who, queue=queue, params={"repeats": 1},
+              detail=detail)  # fmt: skip
 
 
 def _fit(field: str, value: str) -> str:
@@ -104,12 +119,10 @@ def record_lockout(
 ) -> None:
     """django-axes refused a login (too many failures for this user name from this
     address): one row per refused try, with no place (a login has none)."""
-    AuditEntry.objects.create(
-        username=_fit("username", username or ""),
-        action="login",
-        outcome=AuditEntry.Outcome.THROTTLED,
+    write(
+        None, "login", AuditEntry.Outcome.THROTTLED, actor=username or "",
         detail=f"Locked out after too many failed logins from {ip_address}.",
-    )
+    )  # fmt: skip
 
 
 #: how much of each body an edit-and-re-send's audit row keeps (the first bytes, cut at a

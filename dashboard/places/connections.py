@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 import redis
 from django.conf import settings
@@ -24,20 +25,32 @@ class Connection:
 
 
 def connections() -> list[Connection]:
-    return [
-        Connection(
-            name=c["name"],
-            url=c["url"],
-            namespaces=tuple(c.get("namespaces") or ["rsmq"]),
-            environment=c.get("environment", ""),
+    """The configured connections (made once per RSMQ_CONNECTIONS: every request asks)."""
+    return list(_made(settings.RSMQ_CONNECTIONS))
+
+
+_MADE: tuple[object, tuple[Connection, ...]] | None = None
+
+
+def _made(configured: Sequence[dict[str, Any]]) -> tuple[Connection, ...]:
+    global _MADE
+    if _MADE is None or _MADE[0] is not configured:
+        made = tuple(
+            Connection(
+                name=str(c["name"]),
+                url=str(c["url"]),
+                namespaces=tuple(c.get("namespaces") or ["rsmq"]),
+                environment=str(c.get("environment", "")),
+            )
+            for c in configured
         )
-        for c in settings.RSMQ_CONNECTIONS
-    ]
+        _MADE = (configured, made)
+    return _MADE[1]
 
 
 def get_connection(name: str | None = None) -> Connection:
     """The named connection, or the first one configured."""
-    conns = connections()
+    conns = _made(settings.RSMQ_CONNECTIONS)
     for c in conns:
         if c.name == name:
             return c

@@ -38,10 +38,10 @@ class Place:
 
 def resolve(conn: str | None = None, ns: str | None = None) -> Place:
     """The named place; without a name, the first connection's first namespace."""
+    configured = connections()
     if conn is None:
-        first = connections()[0]
-        conn, ns = first.name, first.namespaces[0]
-    for c in connections():
+        conn, ns = configured[0].name, configured[0].namespaces[0]
+    for c in configured:
         if c.name == conn and ns in c.namespaces:
             return Place(c, ns, get_rsmq(c, ns))
     raise Http404(f"No connection {conn!r} with namespace {ns!r} is configured.")

@@ -63,7 +63,7 @@ from django.views.decorators.http import require_safe
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from dashboard.api.reads import readers  # an API token of any role, RSMQ_METRICS_TOKEN or a viewer
+from dashboard.api.calls import readers  # an API token of any role, RSMQ_METRICS_TOKEN or a viewer
 from dashboard.models import QueueCondition
 from dashboard.places.connections import Connection, connections, stats_of_all
 from dashboard.probes import redis_health

@@ -271,7 +271,7 @@ def _redrive(post: Posted) -> Result:
 
 def _import(post: Posted) -> Result:
     # A request larger than an import may be is refused by its declared length: the
-    # served process hands Django no more than its body limit (asgi.WholeBody), so such a
+    # served process hands Django no more than its body limit (serving/app.py), so such a
     # file would arrive cut short.
     declared = int(post.request.META.get("CONTENT_LENGTH") or 0)
     if declared > exports.IMPORT_MAX_BYTES + exports.FORM_BYTES:

@@ -33,7 +33,6 @@ class RedisUnavailableMiddleware:
     def process_exception(
         self, request: HtmxHttpRequest, exception: Exception
     ) -> HttpResponse | None:
-        # The lean API stack (dashboard/serving/fast.py) has no HtmxMiddleware: no request.htmx.
         htmx = bool(getattr(request, "htmx", False))
         # Without htmx, Django's own 404 / 403 pages answer Http404 / PermissionDenied.
         if not htmx and isinstance(exception, (Http404, PermissionDenied)):

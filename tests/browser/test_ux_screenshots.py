@@ -3,7 +3,7 @@
 Nothing drawn here is made up: the queues of browser_support.seed_realistic get real traffic
 for a few minutes — producers sending in bursts, a worker receiving and deleting, some
 messages failing until the dead-letter policy moves them — while the real snapshot task
-(dashboard.runs.take.take, what Celery beat runs) records them every two seconds. The
+(dashboard.snapshots.runs.take, what Celery beat runs) records them every two seconds. The
 charts, sparklines, rates and the "needs attention" order are what that traffic left.
 ``RSMQ_SCREENSHOT_SECONDS`` sets how long the traffic runs (default 240).
 """

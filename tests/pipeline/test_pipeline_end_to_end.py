@@ -1,5 +1,5 @@
 """The pipeline in the console, end to end: snapshots taken by the real snapshot run
-(dashboard/runs.take, as the Celery task does) → ``manage.py pipeline rollups`` →
+(dashboard/snapshots/runs.py take, as the Celery task does) → ``manage.py pipeline rollups`` →
 rows in the database and on the queue page and the overview; the census the same way;
 the command without Java; beat's task starting a run without waiting for it."""
 

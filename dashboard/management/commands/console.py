@@ -427,9 +427,9 @@ def web_argv(host: str, port: int, options: dict[str, Any]) -> list[str]:
                 else f"{host}:{port}"]  # fmt: skip
     # granian: --workers processes, each reading requests in its event loop (a slow client
     # holds no thread) and running Django in --threads threads (dashboard/asgi.py,
-    # RSMQ_WEB_THREADS; bench/serve.py, bench/RESULTS.md). A worker that dies is started
+    # RSMQ_WEB_THREADS). A worker that dies is started
     # again; one that dies at start (a refused setting) stops granian. uvloop: the API's
-    # plain calls are answered in the event loop (dashboard/serving/fast.py ``in_loop``).
+    # plain calls are answered in the event loop (dashboard/serving/fast.py).
     header_ms = min(60_000, max(1, round(settings.RSMQ_HEADER_TIMEOUT * 1000)))
     return [
         sys.executable, "-m", "granian", "--interface", "asgi", "dashboard.asgi:application",

@@ -3,13 +3,14 @@ requests in its order, each checked as its test checks it (the test's name besid
 against /api/rest-rsmq/ with an admin token — through Django's test client here, JSON and
 form-encoded; tests/serve/test_rest_rsmq_suite_served.py sends them from Node as Node sends them.
 
-And the WSGI layer (dashboard/serving/chunked.py): a body without Content-Length is read when the
-server ends it for us, within DATA_UPLOAD_MAX_MEMORY_SIZE (413 past it, nothing changed).
-A created queue takes every attribute it is given, or the call is refused naming it."""
+And as served (dashboard/serving/app.py): a body without Content-Length (chunked) is read
+whole before anything runs, within DATA_UPLOAD_MAX_MEMORY_SIZE (413 past it, nothing
+changed). A created queue takes every attribute it is given, or the call is refused
+naming it."""
 
 from __future__ import annotations
 
-import io
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
@@ -18,9 +19,10 @@ from urllib.parse import urlencode
 import pytest
 from django.core.handlers.wsgi import WSGIHandler
 from django.test import Client
+from support.asgi import console as served_console
 
 from dashboard.access import tokens
-from dashboard.serving.chunked import ChunkedBodies
+from dashboard.serving.app import Console
 from queues import RedisSMQ
 
 BASE = "/api/rest-rsmq"
@@ -58,30 +60,22 @@ def via_test_client(form: bool) -> Send:
     return send
 
 
-def via_wsgi(terminated: bool, form: bool) -> Send:
-    """As a WSGI server hands Node's chunked requests on: no CONTENT_LENGTH, the body in
-    wsgi.input, its end marked (wsgi.input_terminated) or Transfer-Encoding passed on."""
-    app = ChunkedBodies(WSGIHandler())
-    auth = f"Bearer {admin_token()}"
+def via_asgi(form: bool, chunked: bool = True) -> Send:
+    """As granian hands Node's requests over: the body in pieces, chunked (no
+    Content-Length)."""
+    served = served_console()
+    token = admin_token()
 
     def send(method: str, path: str, fields: dict[str, Any] | None = None) -> Answer:
         full, _, query = (BASE + path).partition("?")
-        environ: dict[str, Any] = {
-            "REQUEST_METHOD": method, "PATH_INFO": full, "QUERY_STRING": query,
-            "SERVER_NAME": "testserver", "SERVER_PORT": "80", "SERVER_PROTOCOL": "HTTP/1.1",
-            "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(b""), "wsgi.errors": io.StringIO(),
-            "HTTP_AUTHORIZATION": auth, "HTTP_HOST": "testserver",
-        }  # fmt: skip
+        headers: list[tuple[str, str]] = []
+        raw = b""
         if fields is not None:
-            raw = urlencode(fields) if form else json.dumps(fields)
-            environ["CONTENT_TYPE"] = FORM if form else "application/json"
-            environ["wsgi.input"] = io.BytesIO(raw.encode())
-            environ["HTTP_TRANSFER_ENCODING"] = "chunked"
-            if terminated:
-                environ["wsgi.input_terminated"] = True
-        got: list[str] = []
-        body = b"".join(app(environ, lambda status, headers, *exc: got.append(status)))
-        return Answer(int(got[0].split()[0]), body)
+            raw = (urlencode(fields) if form else json.dumps(fields)).encode()
+            headers.append(("content-type", FORM if form else "application/json"))
+        pieces = [raw[i : i + 7] for i in range(0, len(raw), 7)] if chunked and raw else None
+        a = served(method, full, raw, headers=headers, token=token, query=query, chunks=pieces)
+        return Answer(a.status, a.body)
 
     return send
 
@@ -144,23 +138,22 @@ def test_rest_rsmqs_suite_through_the_test_client(console, rsmq: RedisSMQ, form:
     assert rsmq.list_queues() == []
 
 
-# WSGIHandler closes the connection after each request, as served: a real transaction.
+# Django answers in the application's threads: a real transaction.
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("terminated", [True, False], ids=["input_terminated", "te_chunked"])
+@pytest.mark.parametrize("chunked", [True, False], ids=["chunked", "sized"])
 @pytest.mark.parametrize("form", [False, True], ids=["json", "form"])
-def test_rest_rsmqs_suite_with_bodies_of_no_length(
-    console, rsmq: RedisSMQ, terminated: bool, form: bool
-) -> None:
-    run_the_suite(via_wsgi(terminated, form))
+def test_rest_rsmqs_suite_as_served(console, rsmq: RedisSMQ, chunked: bool, form: bool) -> None:
+    run_the_suite(via_asgi(form, chunked))
     assert rsmq.list_queues() == []
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_chunked_body_past_the_limit_is_413_and_changes_nothing(
-    console, rsmq: RedisSMQ, settings
+@pytest.mark.parametrize("chunked", [True, False], ids=["chunked", "sized"])
+def test_a_body_past_the_limit_is_413_and_changes_nothing(
+    console, rsmq: RedisSMQ, settings, chunked: bool
 ) -> None:
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
-    send = via_wsgi(terminated=True, form=False)
+    send = via_asgi(form=False, chunked=chunked)
     a = send("POST", f"/queues/{Q1}", {"vt": 20, "pad": "x" * 1000})
     assert a.status == 413 and "1000 bytes" in a.json()["error"]
     assert rsmq.list_queues() == []
@@ -169,52 +162,28 @@ def test_a_chunked_body_past_the_limit_is_413_and_changes_nothing(
     assert rsmq.get_queue_attributes(Q1).vt == 20
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_sized_body_past_the_limit_is_the_same_413(console, rsmq: RedisSMQ, settings) -> None:
-    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
-    app = ChunkedBodies(WSGIHandler())
-    raw = json.dumps({"vt": 20, "pad": "x" * 1000}).encode()
-    stream = io.BytesIO(raw)
-    environ = {
-        "REQUEST_METHOD": "POST", "PATH_INFO": f"{BASE}/queues/{Q1}", "SERVER_NAME": "t",
-        "SERVER_PORT": "80", "wsgi.input": stream, "CONTENT_LENGTH": str(len(raw)),
-        "CONTENT_TYPE": "application/json", "HTTP_AUTHORIZATION": f"Bearer {admin_token()}",
-    }  # fmt: skip
-    got: list[str] = []
-    body = b"".join(app(environ, lambda status, headers, *exc: got.append(status)))
-    assert got == ["413 Request Entity Too Large"] and b"1000 bytes" in body
-    assert stream.tell() == 0 and rsmq.list_queues() == []
-
-
-def test_it_reads_no_more_than_the_limit_plus_one(settings) -> None:
-    """A body a client keeps sending is not read to its end: limit + 1 bytes tell."""
+@pytest.mark.parametrize("chunked", [True, False], ids=["chunked", "sized"])
+def test_it_reads_no_more_than_the_limit_plus_one(settings, chunked: bool) -> None:
+    """A body a client keeps sending is not read to its end: past the limit it is a 413
+    (a declared length past it, before a byte is read), and the connection closed."""
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10
+    app = Console(WSGIHandler(), 1, 5.0, settings.DATA_UPLOAD_MAX_MEMORY_SIZE, None)
+    read: list[int] = []
+    sent: list[dict[str, Any]] = []
 
-    class Endless(io.RawIOBase):
-        read_bytes = 0
+    async def receive() -> dict[str, Any]:
+        read.append(4)
+        return {"type": "http.request", "body": b"x" * 4, "more_body": True}
 
-        def read(self, size: int = -1) -> bytes:
-            assert size > 0, "read to the end of an endless body"
-            self.read_bytes += size
-            return b"x" * size
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
 
-    stream = Endless()
-    statuses: list[str] = []
-    environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/api/x", "wsgi.input": stream,
-               "wsgi.input_terminated": True}  # fmt: skip
-    ChunkedBodies(lambda e, s: [b"never"])(environ, lambda st, h, *x: statuses.append(st))
-    assert statuses == ["413 Request Entity Too Large"] and stream.read_bytes == 11
-
-
-def test_a_body_with_a_length_or_no_end_is_left_to_django() -> None:
-    seen: list[dict[str, Any]] = []
-    app = ChunkedBodies(lambda e, s: seen.append(dict(e)) or [b""])
-    sized = io.BytesIO(b'{"vt": 1}')
-    app({"CONTENT_LENGTH": "9", "wsgi.input": sized, "wsgi.input_terminated": True}, print)
-    unended = io.BytesIO(b"data a server may never end")
-    app({"wsgi.input": unended}, print)  # no length, no end marked: not read (could block)
-    assert seen[0]["wsgi.input"] is sized and seen[0]["CONTENT_LENGTH"] == "9"
-    assert seen[1]["wsgi.input"] is unended and "CONTENT_LENGTH" not in seen[1]
+    length = [(b"transfer-encoding", b"chunked")] if chunked else [(b"content-length", b"1000")]
+    scope = {"type": "http", "http_version": "1.1", "method": "POST", "path": "/api/x",
+             "headers": length, "query_string": b""}  # fmt: skip
+    asyncio.run(app(scope, receive, send))
+    assert sent[0]["status"] == 413 and (b"connection", b"close") in sent[0]["headers"]
+    assert sum(read) == (12 if chunked else 0)
 
 
 @pytest.mark.django_db

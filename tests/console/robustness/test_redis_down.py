@@ -204,11 +204,11 @@ def test_it_ends_the_error_with_one_full_stop(console, down, viewer: Client) -> 
     assert "Connection refused. Nothing was changed." in page
 
 
-def test_the_lean_api_stack_answers_a_view_s_redis_failure_with_503(console, down, rf) -> None:
-    """Token calls run without HtmxMiddleware (dashboard/serving/fast.py): a Redis failure that
-    reaches the middleware is still the 503 page, never an AttributeError's 500."""
+def test_a_request_htmx_has_not_seen_gets_the_503_for_redis_down(console, down, rf) -> None:
+    """A Redis failure that reaches the middleware from a request HtmxMiddleware has not
+    marked is still the 503 page, never an AttributeError's 500."""
     request = rf.get("/api/queues/")
-    request.user = AnonymousUser()  # as dashboard.serving.fast.NoUser sets it
+    request.user = AnonymousUser()
     assert not hasattr(request, "htmx")
     error = redis.ConnectionError("Error 111 connecting. Connection refused.")
     answer = RedisUnavailableMiddleware(lambda r: None).process_exception(request, error)

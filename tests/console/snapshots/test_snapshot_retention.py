@@ -1,4 +1,4 @@
-"""Retention (dashboard/runs.prune): rows older than RSMQ_SNAPSHOT_RETENTION days are
+"""Retention (dashboard/snapshots/runs.py prune): rows older than RSMQ_SNAPSHOT_RETENTION days are
 deleted, and the lake's days that lie wholly before that are removed."""
 
 from __future__ import annotations

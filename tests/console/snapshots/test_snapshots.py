@@ -1,4 +1,4 @@
-"""The snapshot run (dashboard/runs.take): every configured namespace read once,
+"""The snapshot run (dashboard/snapshots/runs.py take): every configured namespace read once,
 the rows stored in the database and the lake together; never two runs at a time; a
 Redis that fails skipped, with nothing of it written."""
 
@@ -125,7 +125,7 @@ def test_it_skips_a_redis_that_is_down_and_logs_it(
         {"name": "down", "url": down, "namespaces": [ns]},
         {"name": "up", "url": redis_url, "namespaces": [ns]},
     ]
-    with caplog.at_level(logging.WARNING, logger="dashboard.runs.take"):
+    with caplog.at_level(logging.WARNING, logger="dashboard.snapshots.runs"):
         run = take_snapshot()
     assert run.skipped == [f"down/{ns}"]
     assert run.rows == 2
@@ -162,7 +162,7 @@ def test_it_stores_rows_in_both_places_or_neither(settings, queues, tmp_path: Pa
 def test_it_does_nothing_while_another_run_holds_the_lock(queues, lake: Path, caplog) -> None:
     with (
         locks.only_one("snapshot", 60),
-        caplog.at_level(logging.WARNING, logger="dashboard.runs.take"),
+        caplog.at_level(logging.WARNING, logger="dashboard.snapshots.runs"),
     ):
         run = take_snapshot()
     assert run.locked
@@ -226,7 +226,7 @@ def test_a_row_has_the_columns_of_the_table_and_of_the_lake() -> None:
 
 
 def test_a_run_across_midnight_writes_a_file_per_day(console, lake: Path) -> None:
-    from dashboard.runs.lake import append_table
+    from dashboard.snapshots.lake import append_table
 
     midnight = dt.datetime(2026, 11, 22, tzinfo=dt.UTC).timestamp() * 1000
     rows = [

@@ -1,14 +1,14 @@
-"""What made the API fast, held to its promises: a data-plane call's audit record is
-written by the call's own script (in Redis, atomically) and drained into the audit table
-by record id (twice: once); the token's count and the tokens' generation are read in the
-same round trip, so a revoked token is refused at once, and within 1 s even when no
-process was told; /metrics and the read API take any API token; token calls take the
-lean request path (no session, no cookie)."""
+"""A data-plane call's audit record is written by the call's own script (in Redis,
+atomically) and drained into the audit table by its key (twice: once); the token's count
+and the tokens' generation are read in the same round trip, so a revoked token is refused
+at once, and within 1 s even when no process was told; /metrics and the read API take any
+API token; a token call makes no session and sets no cookie."""
 
 from __future__ import annotations
 
 import io
 import json
+import os
 import time
 from typing import Any
 
@@ -21,7 +21,6 @@ from django.utils import timezone
 from dashboard.access import tokens
 from dashboard.audit import drain as audit
 from dashboard.models import ApiToken, AuditEntry
-from dashboard.serving.fast import dispatch
 from queues import RedisSMQ
 
 pytestmark = pytest.mark.django_db
@@ -154,8 +153,8 @@ def test_metrics_refuses_an_unknown_or_revoked_api_token(q1) -> None:
 
 # WSGIHandler closes the connection after each request, as served: a real transaction.
 @pytest.mark.django_db(transaction=True)
-def test_a_token_call_takes_the_lean_path_no_session_no_cookie(q1) -> None:
-    application = dispatch(WSGIHandler())  # as dashboard/wsgi.py serves it
+def test_a_token_call_makes_no_session_and_sets_no_cookie(q1) -> None:
+    application = WSGIHandler()  # Django, as the served console's threads run it
     _, token, _ = client_of("operator")
     body = json.dumps({"message": "lean"}).encode()
     environ = {
@@ -170,7 +169,7 @@ def test_a_token_call_takes_the_lean_path_no_session_no_cookie(q1) -> None:
     status, headers = answers[0]
     assert status.startswith("201"), out
     names = {k.lower() for k, _ in headers}
-    assert "set-cookie" not in names and "content-security-policy" not in names
+    assert "set-cookie" not in names and "vary" not in names
     assert q1.get_queue_attributes("q1").msgs == 1
 
 
@@ -195,3 +194,22 @@ def test_a_tokens_first_call_sets_last_used(q1: RedisSMQ) -> None:
     row.refresh_from_db()
     assert row.last_used_at is not None
     assert (timezone.now() - row.last_used_at).total_seconds() < 60
+
+
+def test_a_records_key_is_new_in_each_call_and_in_a_forked_child() -> None:
+    """The drain keeps one row a key (``record``, unique): a web process forked from
+    another (granian's workers) must never make a key its parent makes."""
+    keys = {audit._key() for _ in range(1000)}
+    assert len(keys) == 1000
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its first keys, then out at once
+        os.write(write, " ".join(audit._key() for _ in range(3)).encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    child = set(os.read(read, 4096).decode().split())
+    os.close(read)
+    parent = {audit._key() for _ in range(3)}
+    assert len(child) == 3 and not child & (keys | parent)
+    assert {k[:32] for k in child} != {k[:32] for k in parent}  # its own prefix

@@ -1,0 +1,211 @@
+"""The ASGI application granian serves (dashboard/asgi.py: ./run, the image, compose).
+
+A slow client holds no thread. granian reads a request's headers in Rust, asynchronously,
+and closes a connection whose headers are not all in within
+``--http1-header-read-timeout`` (``RSMQ_HEADER_TIMEOUT``). The body is read here, in the
+event loop, within ``RSMQ_BODY_TIMEOUT`` seconds of the headers (else 408, the
+connection closed), at most DATA_UPLOAD_MAX_MEMORY_SIZE of it (else 413; a declared
+length past it is refused before a byte is read); a chunked body (``Transfer-Encoding:
+chunked``: Node's http module sends them) is made whole, with its length. Only then does
+anything run: the API's fast path (fast.py), or Django's WSGI handler in a fixed pool of
+``RSMQ_WEB_THREADS`` threads — the same threads every time, their Redis and database
+connections kept — whose answer is sent whole, or piece by piece when it is streamed (an
+export). Hundreds of clients trickling headers or bodies cost memory in the event loop,
+never the threads that answer everyone else."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import sys
+import threading
+from collections.abc import Awaitable, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from a2wsgi.wsgi import build_environ
+
+from dashboard.serving.fast import Answer, FastPath, Headers, Later
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+Wsgi = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+class Console:
+    """``django``: the WSGI handler; ``fast``: the API's fast path (None: Django answers
+    everything, as the parity tests compare)."""
+
+    def __init__(self, django: Wsgi, threads: int, seconds: float, max_bytes: int | None,
+                 fast: FastPath | None) -> None:  # fmt: skip
+        self.django, self.seconds, self.max_bytes, self.fast = django, seconds, max_bytes, fast
+        self.pool = ThreadPoolExecutor(threads, thread_name_prefix="django")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope["type"] != "http":
+            return
+        whole = await self.body(scope, receive, send)
+        if whole is None:
+            return
+        scope, body = whole
+        loop = asyncio.get_running_loop()
+        if self.fast is not None:
+            answer = await self.fast(scope, body)
+            if isinstance(answer, Later):
+                answer = await loop.run_in_executor(self.pool, answer.finish)
+            if answer is not None:
+                return await respond(send, *answer)
+        environ: dict[str, Any] = dict(build_environ(scope, io.BytesIO(body)))  # type: ignore[arg-type]
+        environ["wsgi.errors"] = sys.stderr
+        got = await loop.run_in_executor(
+            self.pool, self.call, environ, streamer(loop, send, receive)
+        )
+        if got is not None:  # else streamed, sent already
+            await respond(send, *got)
+
+    async def body(self, scope: Scope, receive: Receive, send: Send) -> tuple[Scope, bytes] | None:
+        """The request's whole body, and its scope with the body's length declared (a
+        chunked one's); None: refused (413, 408) or the client went away."""
+        declared: bytes | None = None
+        chunked = False
+        for k, v in scope["headers"]:
+            k = k.lower()
+            if k == b"content-length" and declared is None:
+                declared = v
+            elif k == b"transfer-encoding":
+                chunked = True
+        if declared is None and not chunked and scope.get("http_version") in ("1.0", "1.1"):
+            return scope, b""  # no body (RFC 9112 §6.3): nothing to wait for
+        length = int(declared) if declared is not None and declared.isdigit() else None
+        if chunked:
+            length = None
+        elif self.max_bytes is not None and length is not None and length > self.max_bytes:
+            await refuse(send, 413, too_large(self.max_bytes), scope)
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async with asyncio.timeout(self.seconds):
+                while True:
+                    message = await receive()
+                    if message["type"] != "http.request":
+                        return None  # the client went away
+                    chunks.append(message.get("body", b""))
+                    size += len(chunks[-1])
+                    if self.max_bytes is not None and size > self.max_bytes:
+                        await refuse(send, 413, too_large(self.max_bytes), scope)
+                        return None
+                    # Whole once its declared length is in: the server's empty last message
+                    # after it would cost a trip into its runtime and back.
+                    if not message.get("more_body") or (length is not None and size >= length):
+                        break
+        except TimeoutError:
+            text = f"The request's body did not arrive within {self.seconds:g} s."
+            await refuse(send, 408, text, scope)
+            return None
+        body = b"".join(chunks)
+        if chunked or declared is None:
+            headers = [(k, v) for k, v in scope["headers"]
+                       if k.lower() not in (b"content-length", b"transfer-encoding")]  # fmt: skip
+            scope = {**scope, "headers": [*headers, (b"content-length", str(size).encode())]}
+        return scope, body
+
+    def call(self, environ: dict[str, Any], stream: Stream) -> Answer | None:
+        """Django's whole answer, in a thread of the pool; None: streamed (an export's
+        StreamingHttpResponse), sent by ``stream`` already."""
+        started: list[tuple[int, Headers]] = []
+        chunks: list[bytes] = []
+
+        def start_response(
+            status: str, headers: list[tuple[str, str]], exc_info: Any = None
+        ) -> Callable[[bytes], None]:
+            heads = [(k.lower().encode("latin1"), v.encode("latin1")) for k, v in headers]
+            started[:] = [(int(status.split(" ", 1)[0]), heads)]
+            return chunks.append
+
+        result = self.django(environ, start_response)
+        try:
+            if getattr(result, "streaming", False):
+                stream(started[0][0], started[0][1], result)
+                return None
+            chunks.extend(result)
+        finally:
+            close = getattr(result, "close", None)
+            if close:
+                close()  # Django's request_finished: its database connections tidied
+        return started[0][0], started[0][1], b"".join(chunks)
+
+
+def too_large(limit: int | None) -> str:
+    return f"The request body is larger than {limit} bytes (DATA_UPLOAD_MAX_MEMORY_SIZE)."
+
+
+async def respond(send: Send, status: int, headers: Headers, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def refuse(send: Send, status: int, text: str, scope: Scope) -> None:
+    """Answer ``status`` with ``text`` (``{"error": text}`` for the API) and close the
+    connection (the rest of the body is never read)."""
+    if str(scope.get("path", "")).startswith("/api/"):
+        data, kind = json.dumps({"error": text}).encode(), b"application/json"
+    else:
+        data, kind = f"{text}\n".encode(), b"text/plain; charset=utf-8"
+    length = str(len(data)).encode()
+    heads = [(b"content-type", kind), (b"content-length", length), (b"connection", b"close")]
+    await respond(send, status, heads, data)
+
+
+Stream = Callable[[int, Headers, Iterable[bytes]], None]
+
+
+def streamer(loop: asyncio.AbstractEventLoop, send: Send, receive: Receive) -> Stream:
+    """How a thread sends a streamed response (``Console.call``): each piece handed to the
+    event loop as it is made, the thread waiting until the server has taken it — so the
+    process holds one piece at a time, never the whole body — and the thread is the
+    response's until its end. A client gone mid-way (``http.disconnect``, watched in the
+    loop meanwhile) ends it: the rest is never made (the iterable is closed)."""
+    gone = threading.Event()
+
+    async def watch() -> None:
+        try:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+        finally:
+            gone.set()
+
+    async def sent(message: Message) -> None:
+        await send(message)
+
+    def push(message: Message) -> bool:
+        if gone.is_set():
+            return False
+        try:
+            asyncio.run_coroutine_threadsafe(sent(message), loop).result()
+        except Exception:  # the server refuses further sends: the client went away
+            return False
+        return True
+
+    def stream(status: int, headers: Headers, pieces: Iterable[bytes]) -> None:
+        watcher = asyncio.run_coroutine_threadsafe(watch(), loop)
+        try:
+            if not push({"type": "http.response.start", "status": status, "headers": headers}):
+                return
+            for piece in pieces:
+                if piece and not push({"type": "http.response.body", "body": piece,
+                                       "more_body": True}):  # fmt: skip
+                    return
+            push({"type": "http.response.body", "body": b""})
+        finally:
+            watcher.cancel()
+
+    return stream
