@@ -30,7 +30,7 @@ from redis._parsers.hiredis import NOT_ENOUGH_DATA
 from redis.exceptions import ConnectionError, ResponseError, TimeoutError
 
 from . import topology
-from .driver import ENCODING, Cmd, Endpoint, Op, Outcome, T, packer, rounds
+from .driver import ENCODING, Cmd, Endpoint, Op, Outcome, T, packer, resp2, rounds
 from .ops import Operations
 
 MAX_CONNECTIONS = 50
@@ -272,7 +272,7 @@ class AsyncRedisSMQ(Operations[aioredis.Redis]):
         # The lanes' connections read with no timeout of their own: the lane keeps it.
         self._lane_timeout: float | None = kwargs.get("socket_timeout")
         connect = kwargs.get("socket_connect_timeout") or self._lane_timeout
-        lane_kwargs = {**kwargs, "socket_timeout": None, "socket_connect_timeout": connect}
+        lane_kwargs = {**resp2(kwargs), "socket_timeout": None, "socket_connect_timeout": connect}
         self._new_connection: Callable[[], Any] = lambda: make(**lane_kwargs)
         # Commands are encoded as the sync client encodes them (driver.packer):
         # redis.asyncio's pure-Python packer cost a third of a call's time.
