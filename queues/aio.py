@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError, RedisError, ResponseError, TimeoutError
@@ -298,7 +298,7 @@ class AsyncRedisSMQ(Operations[aioredis.Redis]):
         await self.redis.connection_pool.disconnect()
         await topology.aclose(self.redis.connection_pool)
 
-    async def __aenter__(self) -> AsyncRedisSMQ:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -11,7 +11,7 @@ import os
 import threading
 import weakref
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 import redis
 from redis.exceptions import ConnectionError, ResponseError
@@ -63,7 +63,7 @@ class RedisSMQ(Operations[redis.Redis]):
         self.redis.close()
         topology.close(self.redis.connection_pool)
 
-    def __enter__(self) -> RedisSMQ:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
