@@ -51,6 +51,7 @@ from bench.results import publish
 from bench.serve import wait_up
 from dashboard.serving.defaults import default_threads, default_workers
 from queues import RedisSMQ
+from queues.console import ConsoleRSMQ
 from queues.server import EmbeddedRedis, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -243,7 +244,7 @@ def main() -> None:
         [*manage, "shell", "-c", mint], cwd=ROOT, env=env, check=True, capture_output=True,
         text=True,
     ).stdout.strip().splitlines()[-1]  # fmt: skip
-    admin = RedisSMQ(url=redis.url, ns="rsmq")
+    admin = ConsoleRSMQ(url=redis.url, ns="rsmq")
     for i in range(max(CLIENTS)):
         admin.create_queue(f"bench-api-{i}")
     subprocess.run(["taskset", "-acp", "0", str(redis.process.pid)], check=True,  # type: ignore[union-attr]

@@ -22,15 +22,14 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
-import hiredis
 import redis.asyncio as aioredis
-from redis._parsers.hiredis import NOT_ENOUGH_DATA
-from redis.exceptions import ConnectionError, ResponseError, TimeoutError
+from redis.exceptions import ConnectionError, RedisError, ResponseError, TimeoutError
 
 from . import topology
-from .driver import ENCODING, Cmd, Endpoint, Op, Outcome, T, packer, rounds
+from ._redis_internals import NOT_ENOUGH_DATA, check_lanes, take_transport
+from .driver import ENCODING, Cmd, Endpoint, Op, Outcome, T, packer, resp2, rounds
 from .errors import NotSent
 from .ops import Operations
 
@@ -55,9 +54,10 @@ class Lane:
     takes the connection's transport over — redis-py's stream reader and its per-read
     timeout (a task and a timeout context every time) cost more than the rest of a
     call — and reads with the same hiredis reader redis-py made for it (its error
-    replies, its decoding). The socket timeout (``timeout``) is the lane's: a round
-    trip unanswered that long after it was written ends the lane (a timer, armed while
-    round trips are in flight).
+    replies, its decoding): internals of redis-py, taken in queues/_redis_internals.py
+    (``take_transport``), once per connection. The socket timeout (``timeout``) is the
+    lane's: a round trip unanswered that long after it was written ends the lane (a
+    timer, armed while round trips are in flight).
     """
 
     def __init__(self, conn: Any, lanes: list[Lane], timeout: float | None = None) -> None:
@@ -74,7 +74,7 @@ class Lane:
         self.dead = False
         self.watch: asyncio.TimerHandle | None = None
         self.checker: asyncio.Task[None] | None = None
-        self.tasks = (asyncio.create_task(self._connect()),)
+        self.tasks = (asyncio.create_task(self._start()),)
 
     @property
     def load(self) -> int:
@@ -108,21 +108,27 @@ class Lane:
         entries, self.outbox = self.outbox, []
         self.write(entries)
 
-    async def _connect(self) -> None:
+    async def _start(self) -> None:
         try:
             await self.conn.connect()
-            writer, stream = self.conn._writer, self.conn._reader
-            reader = getattr(self.conn._parser, "_reader", None)
-            if not isinstance(reader, hiredis.Reader):
-                raise ConnectionError("the async client reads with hiredis: not installed")
+            writer, reader, left = take_transport(self.conn)
             transport = writer.transport
             transport.set_protocol(_Replies(self, transport.get_protocol()))
-            left = bytes(stream._buffer)  # (nothing, after the handshake's replies)
             self.writer, self.reader = writer, reader
-            if left:
+            if left:  # (nothing, after the handshake's replies)
                 self.received(left)
-        except Exception as e:
+        except (RedisError, OSError) as e:  # Redis unreachable, refusing, too slow
             self.end(e)
+            return
+        except Exception as e:
+            # Not Redis: a redis-py without what the lane takes over (MissingInternal),
+            # or a bug. Each caller gets it as it is (not as a connection error, which
+            # would be retried), and the loop's exception handler logs it once.
+            self.end(e)
+            await self.conn.disconnect()
+            asyncio.get_running_loop().call_exception_handler(
+                {"message": "the RSMQ client could not use its connection", "exception": e}
+            )
             return
         entries, self.outbox = self.outbox, []
         self.write(entries)
@@ -212,7 +218,10 @@ class Lane:
         for _, fut, _ in self.pending:
             if not fut.done():
                 fut.set_result(error)
-        unsent = NotSent(f"{error}: nothing was sent")
+        # Never written, so nothing of it ran: made again safely. (Not Redis — a missing
+        # internal, a bug — stays itself.)
+        connection = isinstance(error, (RedisError, OSError))
+        unsent = NotSent(f"{error}: nothing was sent") if connection else error
         for _, _, fut in self.outbox:
             if not fut.done():
                 fut.set_result(unsent)
@@ -274,8 +283,9 @@ class AsyncRedisSMQ(Operations[aioredis.Redis]):
         # The lanes' connections read with no timeout of their own: the lane keeps it.
         self._lane_timeout: float | None = kwargs.get("socket_timeout")
         connect = kwargs.get("socket_connect_timeout") or self._lane_timeout
-        lane_kwargs = {**kwargs, "socket_timeout": None, "socket_connect_timeout": connect}
+        lane_kwargs = {**resp2(kwargs), "socket_timeout": None, "socket_connect_timeout": connect}
         self._new_connection: Callable[[], Any] = lambda: make(**lane_kwargs)
+        check_lanes(self._new_connection)
         # Commands are encoded as the sync client encodes them (driver.packer):
         # redis.asyncio's pure-Python packer cost a third of a call's time.
         self._pack = packer({k: v for k, v in kwargs.items() if k in ENCODING})
@@ -293,7 +303,7 @@ class AsyncRedisSMQ(Operations[aioredis.Redis]):
         await self.redis.connection_pool.disconnect()
         await topology.aclose(self.redis.connection_pool)
 
-    async def __aenter__(self) -> AsyncRedisSMQ:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

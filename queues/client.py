@@ -11,13 +11,13 @@ import os
 import threading
 import weakref
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 import redis
 from redis.exceptions import ConnectionError, ResponseError
 
 from . import topology
-from .driver import ENCODING, Cmd, Endpoint, Op, Outcome, T, packer, rounds
+from .driver import ENCODING, Cmd, Endpoint, Op, Outcome, T, packer, resp2, rounds
 from .errors import RsmqError
 from .ops import Operations
 
@@ -51,6 +51,7 @@ class RedisSMQ(Operations[redis.Redis]):
                 key = topology.slot_key(target, self.ns)
                 client = topology.sync_client(target, key, socket_timeout=endpoint.socket_timeout)
         kwargs = client.connection_pool.connection_kwargs
+        resp2(kwargs)  # (refused here, at construction)
         self._pack = packer({k: v for k, v in kwargs.items() if k in ENCODING})
         return client
 
@@ -62,7 +63,7 @@ class RedisSMQ(Operations[redis.Redis]):
         self.redis.close()
         topology.close(self.redis.connection_pool)
 
-    def __enter__(self) -> RedisSMQ:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -82,14 +83,15 @@ class RedisSMQ(Operations[redis.Redis]):
         The pool's checkout (a socket poll) and the retry wrapper of
         ``Redis.execute_command`` cost more than the Lua script itself, so every
         command of this client goes over one connection per thread instead. It is made
-        like the pool's own but outside it: the pool counts each connection it makes
-        against ``max_connections`` until it is given back, and a thread's never is.
+        like the pool's own, in RESP2 (`driver.resp2`), but outside it: the pool counts
+        each connection it makes against ``max_connections`` until it is given back, and
+        a thread's never is.
         """
         line = self._line
         conn: Line | None = getattr(line, "conn", None)
         if conn is None or line.pid != os.getpid():
             pool = self.redis.connection_pool
-            conn = line.conn = pool.connection_class(**pool.connection_kwargs)
+            conn = line.conn = pool.connection_class(**resp2(pool.connection_kwargs))
             line.pid = os.getpid()
             with self._lines_lock:
                 self._lines.add(conn)

@@ -230,6 +230,20 @@ def packer(encoding: dict[str, Any]) -> Callable[[list[Cmd]], list[bytes]]:
     return _pack
 
 
+def resp2(options: dict[str, Any]) -> dict[str, Any]:
+    """The options of the connections a client reads replies off itself (the sync
+    client's connection per thread, the async client's lanes): RESP2 whatever redis-py's
+    default (RESP3 from redis-py 8 on), so that every supported redis-py gives the
+    operations the same replies, and no RESP3 push message comes between them. A
+    client asked for RESP3 (``?protocol=3``, a ``client`` made with it) is refused."""
+    protocol = options.get("protocol")
+    if protocol is not None and str(protocol) != "2":
+        raise InvalidArgument(
+            "protocol", f"protocol {protocol}: the RSMQ client speaks RESP2 (protocol 2) only"
+        )
+    return {**options, "protocol": 2}
+
+
 def _pack(commands: list[Cmd]) -> list[bytes]:
     try:
         packed = [hiredis.pack_command(c) for c in commands]

@@ -69,7 +69,7 @@ def _sent(mid: str) -> float | None:
 
 
 def _pairs(flat: list[Any]) -> list[tuple[Any, Any]]:
-    """A stream entry's fields, as Redis sends them (name, value, name, value, …)."""
+    """Fields as Redis sends them (name, value, name, value, …): a stream entry's, HGETALL's."""
     return list(zip(flat[::2], flat[1::2], strict=True))
 
 

@@ -22,17 +22,17 @@ import redis.asyncio.cluster as aiocluster
 import redis.asyncio.sentinel as aiosentinel
 from redis.backoff import ExponentialBackoff
 from redis.cluster import RedisCluster
-from redis.crc import key_slot
 from redis.exceptions import (
-    ClusterDownError,
     ConnectionError,
-    MovedError,
     ReadOnlyError,
     RedisClusterException,
+    ResponseError,
 )
 from redis.retry import Retry
 from redis.sentinel import Sentinel, SentinelManagedConnection
 
+from . import _redis_internals as internals
+from ._redis_internals import AsyncRelocating, Relocating
 from .errors import InvalidArgument
 from .urls import Target, cluster_namespace_problem, redacted
 
@@ -68,6 +68,7 @@ def _reconnects() -> Retry:
 def sync_client(t: Target, key: str, **options: Any) -> redis.Redis:
     """A client of the Sentinel group's master, or of the Cluster node holding ``key``
     (a plain Redis: `queues.driver.Endpoint.make`)."""
+    internals.check_relocating()
     auth: dict[str, Any] = {"username": t.username, "password": t.password}
     if t.kind == "sentinel":
         sentinels = _Sentinel(
@@ -79,7 +80,7 @@ def sync_client(t: Target, key: str, **options: Any) -> redis.Redis:
         )
         master: redis.Redis = sentinels.master_for(
             t.service, redis_class=redis.Redis, connection_class=MasterConnection, db=t.db,
-            retry=_reconnects(), **auth, **options,
+            retry=_reconnects(), sentinel=sentinels, **auth, **options,
         )  # fmt: skip
         return master
     owner = SlotOwner(t, key, {**auth, **options})
@@ -89,6 +90,7 @@ def sync_client(t: Target, key: str, **options: Any) -> redis.Redis:
 
 def async_pool(t: Target, key: str, **options: Any) -> aioredis.ConnectionPool:
     """`sync_client`'s pool for redis.asyncio."""
+    internals.check_relocating()
     auth: dict[str, Any] = {"username": t.username, "password": t.password}
     if t.kind == "sentinel":
         sentinels = _AsyncSentinel(
@@ -100,7 +102,7 @@ def async_pool(t: Target, key: str, **options: Any) -> aioredis.ConnectionPool:
         )
         pool: aioredis.ConnectionPool = _AsyncSentinelPool(
             t.service, sentinels, connection_class=AsyncMasterConnection, db=t.db,
-            retry=_reconnects(), **auth,
+            retry=_reconnects(), sentinel=sentinels, **auth,
             **{k: v for k, v in options.items() if k not in ("max_connections", "timeout")},
         )  # fmt: skip
         return pool
@@ -110,62 +112,60 @@ def async_pool(t: Target, key: str, **options: Any) -> aioredis.ConnectionPool:
     )
 
 
-class MasterConnection(SentinelManagedConnection):
-    """A connection to the group's master, asked of the sentinels at every (re)connect.
+class MasterConnection(Relocating, SentinelManagedConnection):
+    """A connection to the group's master, asked of the sentinels every time it opens a
+    socket.
 
     redis-py's own asks them only in ``connect()``; a command sent on a closed
     connection reconnects without it (to localhost:6379). Retried with backoff while
     the sentinels still name a master that is gone (a failover under way); and left
-    for the new master once the sentinels name another (see MASTER_CHECK)."""
+    for the new master once the sentinels name another (see MASTER_CHECK).
+
+    ``sentinel``: the sentinels' client, kept in the pool's options for `close`."""
 
     checked = 0.0
 
+    def __init__(self, *, sentinel: object = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)  # type: ignore[no-untyped-call]
+
     def connect(self) -> None:
-        self.connect_check_health()
+        # redis-py's own connect, not SentinelManagedConnection's, which would ask the
+        # sentinels once more before `locate` does
+        redis.Connection.connect(self)  # type: ignore[no-untyped-call]
 
-    def connect_check_health(
-        self, check_health: bool = True, retry_socket_connect: bool = True
-    ) -> None:
-        if self._sock:
-            return
-        self.retry.call_with_retry(lambda: self._to_master(check_health), lambda e: None)
-
-    def _to_master(self, check_health: bool) -> None:
-        self.host, self.port = self.connection_pool.get_master_address()
-        super().connect_check_health(check_health, retry_socket_connect=False)
+    def locate(self) -> tuple[str, int]:
         self.checked = time.monotonic()
+        host, port = self.connection_pool.get_master_address()
+        return host, int(port)
+
+    def unreachable(self, error: OSError) -> None:
+        raise _unreachable_master(self, error) from error
 
     def send_packed_command(self, command: Any, check_health: bool = True) -> None:
-        if self._sock and time.monotonic() - self.checked > MASTER_CHECK:
+        if time.monotonic() - self.checked > MASTER_CHECK and internals.is_open(self):
             self.checked = time.monotonic()
             if _demoted(self, self.connection_pool.get_master_address):
-                self.disconnect()
+                self.disconnect()  # type: ignore[no-untyped-call]
         super().send_packed_command(command, check_health)  # type: ignore[no-untyped-call]
 
 
-class AsyncMasterConnection(aiosentinel.SentinelManagedConnection):
+class AsyncMasterConnection(AsyncRelocating, aiosentinel.SentinelManagedConnection):
     checked = 0.0
 
+    def __init__(self, *, sentinel: object = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)  # type: ignore[no-untyped-call]
+
     async def connect(self) -> None:
-        await self.connect_check_health()
+        # (as MasterConnection.connect)
+        await aioredis.Connection.connect(self)  # type: ignore[no-untyped-call]
 
-    async def connect_check_health(
-        self, check_health: bool = True, retry_socket_connect: bool = True
-    ) -> None:
-        if self.is_connected:
-            return
-
-        async def to_master() -> None:
-            self.host, self.port = await self.connection_pool.get_master_address()
-            await super(AsyncMasterConnection, self).connect_check_health(
-                check_health, retry_socket_connect=False
-            )
-
-        async def again(error: Exception) -> None:
-            pass
-
-        await self.retry.call_with_retry(to_master, again)
+    async def locate(self) -> tuple[str, int]:
         self.checked = time.monotonic()
+        host, port = await self.connection_pool.get_master_address()
+        return host, int(port)
+
+    def unreachable(self, error: OSError) -> None:
+        raise _unreachable_master(self, error) from error
 
     async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
         if self.check_due() and not await self.still_master():
@@ -190,6 +190,12 @@ class AsyncMasterConnection(aiosentinel.SentinelManagedConnection):
         return where is None or tuple(where) == (self.host, self.port)
 
 
+def _unreachable_master(conn: Any, error: OSError) -> ConnectionError:
+    # redis-py's ConnectionError, which the connection's retry (RECONNECTS) retries,
+    # asking the sentinels again; an OSError is retried by some redis-py versions only
+    return ConnectionError(f"Error connecting to the master at {conn.host}:{conn.port}: {error}")
+
+
 def _demoted(conn: Any, master_address: Any) -> bool:
     """Do the sentinels name another master than the one ``conn`` is connected to?"""
     try:
@@ -203,28 +209,37 @@ def _unreachable(t: Target, e: Exception) -> ConnectionError:
     return ConnectionError(f"Redis Cluster at {redacted(t.url)}: {e}")
 
 
+def _startup_nodes(t: Target, known: Any) -> list[tuple[str, int]]:
+    """Where to ask for the Cluster's slots: the nodes a previous view of it knew (``known``:
+    its RedisCluster, or None), then the URL's."""
+    nodes = [] if known is None else [(n.host, int(n.port)) for n in known.get_nodes()]
+    return nodes + [h for h in t.hosts if h not in nodes]
+
+
 class SlotOwner:
-    """Which Cluster node holds a slot, as redis-py's RedisCluster sees it; asked again
-    (CLUSTER SLOTS) after a connection to the node it named failed or was MOVED."""
+    """Which Cluster node holds a namespace's slot, as redis-py's RedisCluster sees it;
+    asked again (a new view: CLUSTER SLOTS) after a connection to the node it named
+    failed or was MOVED."""
 
     def __init__(self, t: Target, key: str, options: dict[str, Any]) -> None:
         self.target = t
-        self.slot = key_slot(key.encode())
+        self.key = key
         self.options = {k: v for k, v in options.items() if k != "max_connections"}
-        self.cluster: RedisCluster | None = None
+        self.cluster: Any = None  # its RedisCluster (untyped)
         self.stale = False
         self.lock = threading.Lock()
 
     def address(self) -> tuple[str, int]:
         with self.lock:
             try:
-                if self.cluster is None:
-                    nodes = [_ClusterNode(h, p) for h, p in self.target.hosts]
+                if self.cluster is None or self.stale:
+                    old = self.cluster
+                    nodes = [_ClusterNode(h, p) for h, p in _startup_nodes(self.target, old)]
                     self.cluster = RedisCluster(startup_nodes=nodes, **self.options)
-                elif self.stale:
-                    self.cluster.nodes_manager.initialize()
-                self.stale = False
-                node = self.cluster.nodes_manager.get_node_from_slot(self.slot)
+                    self.stale = False
+                    if old is not None:
+                        old.close()
+                node = self.cluster.get_node_from_key(self.key)
             except (RedisClusterException, redis.RedisError) as e:
                 raise _unreachable(self.target, e) from e
             return node.host, int(node.port)
@@ -236,29 +251,25 @@ class SlotOwner:
                 self.cluster = None
 
 
-class SlotConnection(redis.Connection):
+class SlotConnection(Relocating):
     """A connection to the node that holds the namespace's slot, wherever that is now."""
 
     def __init__(self, *, owner: SlotOwner, **kwargs: Any) -> None:
         self.owner = owner
         super().__init__(**kwargs)  # type: ignore[no-untyped-call]
 
-    def connect_check_health(
-        self, check_health: bool = True, retry_socket_connect: bool = True
-    ) -> None:
-        if self._sock:
-            return
-        self.host, self.port = self.owner.address()
-        try:
-            super().connect_check_health(check_health, retry_socket_connect)
-        except ConnectionError:
-            self.owner.stale = True
-            raise
+    def locate(self) -> tuple[str, int]:
+        return self.owner.address()
+
+    def unreachable(self, error: OSError) -> None:
+        self.owner.stale = True
 
     def read_response(self, *args: Any, **kwargs: Any) -> Any:
         try:
             return super().read_response(*args, **kwargs)
-        except (MovedError, ClusterDownError) as e:
+        except ResponseError as e:
+            if not internals.slot_moved(e):
+                raise
             # The slot moved (a failover, a resharding): nothing ran. As a closed
             # connection, the command is sent again on a new one, to the slot's node.
             self.owner.stale = True
@@ -271,24 +282,24 @@ class AsyncSlotOwner:
 
     def __init__(self, t: Target, key: str, options: dict[str, Any]) -> None:
         self.target = t
-        self.slot = key_slot(key.encode())
+        self.key = key
         self.options = {k: v for k, v in options.items() if k not in ("max_connections", "timeout")}
-        self.cluster: aiocluster.RedisCluster | None = None
+        self.cluster: Any = None  # its redis.asyncio RedisCluster (untyped)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.stale = False
 
     async def address(self) -> tuple[str, int]:
         try:
             loop = asyncio.get_running_loop()
-            if self.cluster is None or self.loop is not loop:
-                nodes = [aiocluster.ClusterNode(h, p) for h, p in self.target.hosts]
+            if self.cluster is None or self.loop is not loop or self.stale:
+                old = self.cluster if self.loop is loop else None
+                nodes = [aiocluster.ClusterNode(h, p) for h, p in _startup_nodes(self.target, old)]
                 self.cluster = aiocluster.RedisCluster(startup_nodes=nodes, **self.options)
-                self.loop = loop
+                self.loop, self.stale = loop, False
                 await self.cluster.initialize()
-            elif self.stale:
-                await self.cluster.nodes_manager.initialize()
-            self.stale = False
-            node = self.cluster.nodes_manager.get_node_from_slot(self.slot)
+                if old is not None:
+                    await old.aclose()
+            node = self.cluster.get_node_from_key(self.key)
         except (RedisClusterException, redis.RedisError) as e:
             raise _unreachable(self.target, e) from e
         return node.host, int(node.port)
@@ -299,39 +310,35 @@ class AsyncSlotOwner:
         self.cluster = None
 
 
-class AsyncSlotConnection(aioredis.Connection):
+class AsyncSlotConnection(AsyncRelocating):
     def __init__(self, *, owner: AsyncSlotOwner, **kwargs: Any) -> None:
         self.owner = owner
         super().__init__(**kwargs)
 
-    async def connect_check_health(
-        self, check_health: bool = True, retry_socket_connect: bool = True
-    ) -> None:
-        if self.is_connected:
-            return
-        self.host, self.port = await self.owner.address()
-        try:
-            await super().connect_check_health(check_health, retry_socket_connect)
-        except ConnectionError:
-            self.owner.stale = True
-            raise
+    async def locate(self) -> tuple[str, int]:
+        return await self.owner.address()
+
+    def unreachable(self, error: OSError) -> None:
+        self.owner.stale = True
 
     async def read_response(self, *args: Any, **kwargs: Any) -> Any:
         try:
             return await super().read_response(*args, **kwargs)
-        except (MovedError, ClusterDownError) as e:
+        except ResponseError as e:
+            if not internals.slot_moved(e):
+                raise
             self.owner.stale = True
             await self.disconnect()
             raise ConnectionError(f"the namespace's slot moved: {e}") from e
 
 
-def wrong_node(conn: Any, reply: Exception) -> ConnectionError | None:
+def wrong_node(conn: Any, reply: ResponseError) -> ConnectionError | None:
     """What an error reply read off ``conn`` without its own ``read_response`` (the
     async client's lanes read replies themselves) means for the connection: the slot
     moved (Cluster: MOVED, CLUSTERDOWN) or the node is no longer the master (Sentinel:
     READONLY) — nothing ran; a ConnectionError, so the command is sent again on a new
     connection, to the right node — or None: the reply is the caller's."""
-    if isinstance(conn, AsyncSlotConnection) and isinstance(reply, (MovedError, ClusterDownError)):
+    if isinstance(conn, AsyncSlotConnection) and internals.slot_moved(reply):
         conn.owner.stale = True
         return ConnectionError(f"the namespace's slot moved: {reply}")
     if isinstance(conn, AsyncMasterConnection) and isinstance(reply, ReadOnlyError):
@@ -345,15 +352,15 @@ def close(pool: Any) -> None:
     owner = pool.connection_kwargs.get("owner")
     if owner is not None:
         owner.close()
-    sentinels = getattr(pool, "sentinel_manager", None)
-    if sentinels is not None:
-        sentinels.close()
+    sentinel = pool.connection_kwargs.get("sentinel")
+    if sentinel is not None:
+        internals.close_sentinel(sentinel)
 
 
 async def aclose(pool: Any) -> None:
     owner = pool.connection_kwargs.get("owner")
     if owner is not None:
         await owner.close()
-    sentinels = getattr(pool, "sentinel_manager", None)
-    if sentinels is not None:
-        await sentinels.aclose()
+    sentinel = pool.connection_kwargs.get("sentinel")
+    if sentinel is not None:
+        await internals.aclose_sentinel(sentinel)

@@ -28,7 +28,8 @@ from redis.exceptions import RedisError
 from dashboard.access.roles import GROUPS, Role
 from dashboard.models import ApiToken
 from dashboard.places.connections import get_connection, get_rsmq
-from queues import RedisSMQ, RsmqError
+from queues import RsmqError
+from queues.console import ConsoleRSMQ
 from queues.errors import ApiRefused
 from queues.ops import ApiRate
 from queues.urls import CLUSTER
@@ -103,7 +104,7 @@ class _Seen:
 _seen = _Seen()
 
 
-def counter() -> RedisSMQ:
+def counter() -> ConsoleRSMQ:
     """Where every process counts the tokens' calls: the first connection's Redis."""
     return get_rsmq(get_connection(None))
 

@@ -11,8 +11,8 @@ from typing import Any
 import redis
 from django.conf import settings
 
-from queues import RedisSMQ, RsmqError
-from queues.aio import AsyncRedisSMQ
+from queues import RsmqError
+from queues.console import AsyncConsoleRSMQ, ConsoleRSMQ
 from queues.models import QueueStats
 
 
@@ -58,12 +58,12 @@ def get_connection(name: str | None = None) -> Connection:
 
 
 @lru_cache(maxsize=64)
-def _client(url: str, ns: str, timeout: float) -> RedisSMQ:
+def _client(url: str, ns: str, timeout: float) -> ConsoleRSMQ:
     # One client (and so one connection pool) per Redis and namespace for the process.
-    return RedisSMQ(url=url, ns=ns, socket_timeout=timeout)
+    return ConsoleRSMQ(url=url, ns=ns, socket_timeout=timeout)
 
 
-def get_async_rsmq(conn: Connection, ns: str | None = None) -> AsyncRedisSMQ:
+def get_async_rsmq(conn: Connection, ns: str | None = None) -> AsyncConsoleRSMQ:
     """The process's pipelined client of ``conn`` and ``ns``, for the server's event loop
     (dashboard/serving/fast.py's fast path): the round trips of the calls a turn of the loop
     starts share one write (queues/aio.py)."""
@@ -72,11 +72,11 @@ def get_async_rsmq(conn: Connection, ns: str | None = None) -> AsyncRedisSMQ:
 
 
 @lru_cache(maxsize=64)
-def _async_client(url: str, ns: str, timeout: float) -> AsyncRedisSMQ:
-    return AsyncRedisSMQ(url=url, ns=ns, socket_timeout=timeout)
+def _async_client(url: str, ns: str, timeout: float) -> AsyncConsoleRSMQ:
+    return AsyncConsoleRSMQ(url=url, ns=ns, socket_timeout=timeout)
 
 
-def get_rsmq(conn: Connection, ns: str | None = None) -> RedisSMQ:
+def get_rsmq(conn: Connection, ns: str | None = None) -> ConsoleRSMQ:
     namespace = ns if ns in conn.namespaces else conn.namespaces[0]
     return _client(conn.url, namespace, settings.RSMQ_SOCKET_TIMEOUT)
 

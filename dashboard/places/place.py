@@ -13,9 +13,9 @@ from django.http import Http404
 from django.urls import reverse
 
 from dashboard.places.connections import Connection, connections, get_async_rsmq, get_rsmq
-from queues import QueueNotFound, RedisSMQ, RsmqError
+from queues import QueueNotFound, RsmqError
 from queues import validation as v
-from queues.aio import AsyncRedisSMQ
+from queues.console import AsyncConsoleRSMQ, ConsoleRSMQ
 from queues.models import MessageInfo, QueueStats
 
 
@@ -25,13 +25,13 @@ class Place:
 
     conn: Connection
     ns: str
-    rsmq: RedisSMQ
+    rsmq: ConsoleRSMQ
 
     def url(self, name: str, *args: str) -> str:
         return reverse(name, args=(self.conn.name, self.ns, *args))
 
     @property
-    def aio(self) -> AsyncRedisSMQ:
+    def aio(self) -> AsyncConsoleRSMQ:
         """The same place's pipelined client, for the server's event loop."""
         return get_async_rsmq(self.conn, self.ns)
 

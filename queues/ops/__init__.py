@@ -15,11 +15,13 @@ carry that work to Redis: `RedisSMQ` runs it on a thread's own redis-py connecti
 * `messages.py` — send, receive, pop, visibility, delete, requeue, purge, move;
 * `read.py` — reading without changing: `browse` (the one read path), census ranges;
 * `failures.py` — failure histories and their groups;
-* `console_api.py` — the console API's audited calls, audit stream and token counters.
 * `workers.py` — the live-worker registry (outside the RSMQ layout).
 * `orphans.py` — what other ports leave behind: orphaned message fields, leftover hashes.
 * `timings.py` — the worker's wait and processing records, and wait readings.
 * `undo.py` — undo stashes: what a destructive action removed, kept and put back.
+
+`console_api.py` — the console API's audited calls, audit stream and token counters — is
+not part of it: only the console's clients have them (`queues.console`).
 
 Bounds live in `queues/limits.py`, reply parsing in `queues/parse.py`.
 """
@@ -37,7 +39,7 @@ from ..limits import (
 )
 from ..parse import NOT_A_QUEUE
 from .base import R
-from .console_api import AUDITED_MODES, ApiRate, ConsoleApi
+from .console_api import AUDITED_MODES, ApiRate
 from .dead_letters import DeadLetters
 from .failures import Failures
 from .messages import Messages
@@ -63,7 +65,6 @@ __all__ = [
 
 class Operations(
     DeadLetters[R],
-    ConsoleApi[R],
     Messages[R],
     Failures[R],
     Read[R],

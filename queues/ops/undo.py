@@ -41,7 +41,7 @@ from ..limits import (
     UNDO_SKIPPED_IDS,
 )
 from ..models import Restored, UndoInfo
-from ..parse import _str
+from ..parse import _pairs, _str
 from .base import Base, R
 
 #: the name of the action a stash is opened for (its audit name: "purge", "move", ...)
@@ -132,7 +132,7 @@ class Undo(Base[R]):
         raw = yield Command(("HGETALL", record))
         if not raw:
             return None
-        h = {_str(k): _str(val) for k, val in dict(raw).items()}
+        h = {_str(k): _str(val) for k, val in _pairs(raw)}  # (RESP2: driver.resp2)
         done = h.get("done")
         return UndoInfo(
             token=token,

@@ -1,25 +1,56 @@
-"""The console API's operations in the core: an audited call writes its record in its own
-script (with the operation, or with the error it met: never one without the other, and
-never a body); a rated one counts the token's call in that script too and is refused,
-with nothing changed or recorded, past its limit or when the tokens changed."""
+"""The console API's operations in the core, on the console's own clients (queues.console):
+an audited call writes its record in its own script (with the operation, or with the
+error it met: never one without the other, and never a body); a rated one counts the
+token's call in that script too and is refused, with nothing changed or recorded, past
+its limit or when the tokens changed. The public clients have none of them."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
 
 import pytest
 
+import queues
 from queues import AsyncRedisSMQ, RedisSMQ
+from queues.console import AsyncConsoleRSMQ, ConsoleRSMQ
 from queues.errors import ApiRefused, QueueNotFound
 from queues.ops import ApiRate
 
+CONSOLE_ONLY = (
+    "audited", "audit_records", "audit_ack", "audit_pending",
+    "api_rate", "api_generation", "api_generation_bump",
+)  # fmt: skip
 
-def records(rsmq: RedisSMQ) -> list[dict[str, str]]:
+
+@pytest.fixture
+def rsmq(redis_url: str, ns: str) -> Iterator[ConsoleRSMQ]:
+    """The console's client (and so the ``queue`` fixture's) on the test's namespace."""
+    client = ConsoleRSMQ(url=redis_url, ns=ns)
+    yield client
+    client.close()
+
+
+@pytest.mark.parametrize("client", [RedisSMQ, AsyncRedisSMQ])
+def test_the_public_clients_have_none_of_the_consoles_operations(client: type) -> None:
+    assert [name for name in CONSOLE_ONLY if hasattr(client, name)] == []
+
+
+@pytest.mark.parametrize("client", [ConsoleRSMQ, AsyncConsoleRSMQ])
+def test_the_consoles_clients_have_them_all(client: type) -> None:
+    assert [name for name in CONSOLE_ONLY if not hasattr(client, name)] == []
+
+
+def test_the_consoles_clients_are_not_exported_by_the_library() -> None:
+    assert {"ConsoleRSMQ", "AsyncConsoleRSMQ"} & {*queues.__all__, *vars(queues)} == set()
+
+
+def records(rsmq: ConsoleRSMQ) -> list[dict[str, str]]:
     return [fields for _, fields in rsmq.audit_records()]
 
 
-def test_each_audited_operation_records_what_came_of_it(rsmq: RedisSMQ, queue: str) -> None:
+def test_each_audited_operation_records_what_came_of_it(rsmq: ConsoleRSMQ, queue: str) -> None:
     mid = rsmq.audited('{"who":1}', None, "send_message", queue, "secret body")
     ids = rsmq.audited("{}", None, "send_messages", queue, ["a", "b"])
     got = rsmq.audited("{}", None, "receive_messages", queue, 10, 30)
@@ -36,14 +67,14 @@ def test_each_audited_operation_records_what_came_of_it(rsmq: RedisSMQ, queue: s
     assert "secret body" not in json.dumps(records(rsmq))
 
 
-def test_an_error_the_script_met_is_recorded_and_marked(rsmq: RedisSMQ) -> None:
+def test_an_error_the_script_met_is_recorded_and_marked(rsmq: ConsoleRSMQ) -> None:
     with pytest.raises(QueueNotFound) as e:
         rsmq.audited("{}", None, "send_message", "nope", "x")
     assert getattr(e.value, "audited", False) is True
     assert records(rsmq) == [{"h": "{}", "o": "error", "r": "queueNotFound"}]
 
 
-def test_the_ack_removes_records_and_the_empty_stream(rsmq: RedisSMQ, queue: str) -> None:
+def test_the_ack_removes_records_and_the_empty_stream(rsmq: ConsoleRSMQ, queue: str) -> None:
     for _ in range(3):
         rsmq.audited("{}", None, "send_message", queue, "x")
     first = [rid for rid, _ in rsmq.audit_records(2)]
@@ -53,7 +84,7 @@ def test_the_ack_removes_records_and_the_empty_stream(rsmq: RedisSMQ, queue: str
     assert rsmq.audit_pending() == 0 and not rsmq.redis.exists(rsmq.audit_key)
 
 
-def test_a_rated_call_is_counted_and_refused_past_its_limit(rsmq: RedisSMQ, queue: str) -> None:
+def test_a_rated_call_is_counted_and_refused_past_its_limit(rsmq: ConsoleRSMQ, queue: str) -> None:
     gen = rsmq.api_generation()
     rate = ApiRate("t-limit", 2, 60, gen)
     rsmq.audited("{}", rate, "send_message", queue, "a")
@@ -64,7 +95,9 @@ def test_a_rated_call_is_counted_and_refused_past_its_limit(rsmq: RedisSMQ, queu
     assert rsmq.get_queue_attributes(queue).msgs == 1 and len(records(rsmq)) == 1
 
 
-def test_a_rated_call_with_a_stale_generation_changes_nothing(rsmq: RedisSMQ, queue: str) -> None:
+def test_a_rated_call_with_a_stale_generation_changes_nothing(
+    rsmq: ConsoleRSMQ, queue: str
+) -> None:
     old = rsmq.api_generation()
     new = rsmq.api_generation_bump()
     with pytest.raises(ApiRefused) as e:
@@ -77,7 +110,7 @@ def test_a_rated_call_with_a_stale_generation_changes_nothing(rsmq: RedisSMQ, qu
 
 def test_the_async_client_runs_audited_calls_too(redis_url: str, ns: str, queue: str) -> None:
     async def main() -> str:
-        a = AsyncRedisSMQ(url=redis_url, ns=ns)
+        a = AsyncConsoleRSMQ(url=redis_url, ns=ns)
         try:
             mid: str = await a.audited("{}", None, "send_message", queue, "x")
             return mid
@@ -85,4 +118,5 @@ def test_the_async_client_runs_audited_calls_too(redis_url: str, ns: str, queue:
             await a.close()
 
     mid = asyncio.run(main())
-    assert records(RedisSMQ(url=redis_url, ns=ns)) == [{"h": "{}", "o": "ok", "r": mid}]
+    with ConsoleRSMQ(url=redis_url, ns=ns) as rsmq:
+        assert records(rsmq) == [{"h": "{}", "o": "ok", "r": mid}]

@@ -18,6 +18,11 @@ from queues.server import EmbeddedRedis, free_port, port_is_free, redis_server_b
 SERVICE = "mymaster"
 
 
+def _fields(flat: list[str]) -> dict[str, str]:
+    """A Sentinel reply's fields (name, value, name, value, …)."""
+    return dict(zip(flat[::2], flat[1::2], strict=True))
+
+
 def wait_for(what: str, check: object, timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
     last: object = None
@@ -161,13 +166,16 @@ class SentinelGroup:
             s = EmbeddedRedis(d, config=conf, extra_args=["--sentinel"])
             self.sentinels.append(s.start())
         # Every sentinel knows the replica and the other sentinels before a test begins.
+        # (Raw commands, RESP2: redis-py 6.4's sentinel_master() fails on its own reply,
+        # and the client's tests run on every redis-py it supports.)
         for s in self.sentinels:
-            c = redis.Redis(port=s.port, decode_responses=True)
+            c = redis.Redis(port=s.port, decode_responses=True, protocol=2)
             wait_for(
                 f"sentinel {s.port} seeing the group",
                 lambda c=c: (
-                    c.sentinel_master(SERVICE)["num-other-sentinels"] == 2
-                    and len(c.sentinel_slaves(SERVICE)) == 1
+                    _fields(c.execute_command("SENTINEL", "MASTER", SERVICE))["num-other-sentinels"]
+                    == "2"
+                    and len(c.execute_command("SENTINEL", "REPLICAS", SERVICE)) == 1
                 ),
             )
             c.close()

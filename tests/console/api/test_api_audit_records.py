@@ -22,6 +22,7 @@ from dashboard.access import tokens
 from dashboard.audit import drain as audit
 from dashboard.models import ApiToken, AuditEntry
 from queues import RedisSMQ
+from queues.console import ConsoleRSMQ
 
 pytestmark = pytest.mark.django_db
 
@@ -36,12 +37,12 @@ def post(client: Client, path: str, body: Any) -> Any:
 
 
 @pytest.fixture
-def q1(console, rsmq: RedisSMQ) -> RedisSMQ:
+def q1(console, rsmq: RedisSMQ) -> ConsoleRSMQ:
     rsmq.create_queue("q1")
-    return rsmq
+    return ConsoleRSMQ(client=rsmq.redis, ns=rsmq.ns)
 
 
-def test_a_calls_record_is_in_redis_with_it_until_drained(settings, q1: RedisSMQ) -> None:
+def test_a_calls_record_is_in_redis_with_it_until_drained(settings, q1: ConsoleRSMQ) -> None:
     settings.RSMQ_AUDIT_DRAIN_EVERY = 3600  # no drain by the web process in this test
     audit.drain()  # (and none left from before)
     _, _, api = client_of("operator")
@@ -68,18 +69,18 @@ def test_a_calls_record_is_in_redis_with_it_until_drained(settings, q1: RedisSMQ
 
 
 def test_a_drain_that_dies_before_removing_duplicates_nothing(
-    settings, q1: RedisSMQ, monkeypatch
+    settings, q1: ConsoleRSMQ, monkeypatch
 ) -> None:
     settings.RSMQ_AUDIT_DRAIN_EVERY = 3600
     _, _, api = client_of("operator")
     for i in range(3):
         assert post(api, "/api/queues/q1/messages/", {"message": str(i)}).status_code == 201
 
-    def dies(self: RedisSMQ, ids: list[str]) -> int:
+    def dies(self: ConsoleRSMQ, ids: list[str]) -> int:
         raise redis.ConnectionError("the drain died here")
 
     with monkeypatch.context() as m:
-        m.setattr(RedisSMQ, "audit_ack", dies)
+        m.setattr(ConsoleRSMQ, "audit_ack", dies)
         audit.drain()
     assert AuditEntry.objects.count() == 3 and q1.audit_pending() == 3
     assert audit.drain() == 3  # read again, inserted again: ignored by record id
@@ -173,7 +174,7 @@ def test_a_token_call_makes_no_session_and_sets_no_cookie(q1) -> None:
     assert q1.get_queue_attributes("q1").msgs == 1
 
 
-def test_beats_task_drains_the_records(settings, q1: RedisSMQ) -> None:
+def test_beats_task_drains_the_records(settings, q1: ConsoleRSMQ) -> None:
     from dashboard import tasks
 
     settings.RSMQ_AUDIT_DRAIN_EVERY = 3600
@@ -187,7 +188,7 @@ def test_beats_task_drains_the_records(settings, q1: RedisSMQ) -> None:
     assert AuditEntry.objects.get().action == "send"
 
 
-def test_a_tokens_first_call_sets_last_used(q1: RedisSMQ) -> None:
+def test_a_tokens_first_call_sets_last_used(q1: ConsoleRSMQ) -> None:
     row, _, api = client_of("operator")
     assert row.last_used_at is None
     assert post(api, "/api/queues/q1/messages/", {"message": "x"}).status_code == 201
