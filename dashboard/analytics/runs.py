@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 JOBS = ("rollups", "census")
 LOCK_TIMEOUT = 6 * 3600.0  # a run longer than this is taken for dead
-MANAGE = Path(__file__).resolve().parent.parent / "manage.py"
+MANAGE = Path(__file__).resolve().parents[2] / "manage.py"
 
 
 class PipelineError(Exception):
