@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import IntEnum
 from functools import wraps
 from typing import TypeVar, cast
@@ -25,6 +26,15 @@ class Role(IntEnum):
     # create / edit / delete queue, policy, purge, bulk over "all in this state", redrive
     # any other queue (docs/console.md: the table of who may do what)
     ADMIN = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """An action, for who may take it and how the audit log names it (the tables of
+    them: dashboard/acting/actions.py)."""
+
+    role: Role
+    audit_name: str
 
 
 PERMISSIONS = {

@@ -6,16 +6,8 @@ audit name changes in one place for both, and neither surface imports the other.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
-from dashboard.access.roles import Role
-
-
-@dataclass(frozen=True, slots=True)
-class Action:
-    role: Role
-    audit_name: str
-
+from dashboard.access.roles import Action, Role
 
 Actions = Mapping[str, Action]
 

@@ -14,8 +14,9 @@ from django.http import HttpRequest
 from ninja import Router, Schema, Status
 from pydantic import Field
 
+from dashboard.access.callers import caller
 from dashboard.acting.actions import ANNOTATE
-from dashboard.api.calls import caller, run
+from dashboard.api.calls import run
 from dashboard.api.routes import register
 from dashboard.models import Annotation
 from dashboard.places import place as places

@@ -12,12 +12,12 @@ from django.http import Http404, HttpRequest
 from ninja import Schema, Status
 from pydantic import Field
 
-from dashboard.access.roles import Role
+from dashboard.access.callers import Refused, caller, refusal
+from dashboard.access.roles import Action, Role
 from dashboard.acting import jobs
-from dashboard.acting.actions import Action
 from dashboard.acting.message_filter import RC_MAX, checked
 from dashboard.api.bodies import Known
-from dashboard.api.calls import BadInput, Refused, caller, refusal
+from dashboard.api.calls import BadInput
 from dashboard.api.native import ERRORS, both
 from dashboard.audit import log as audit
 from dashboard.models import AuditEntry, BulkJob

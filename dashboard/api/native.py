@@ -15,13 +15,14 @@ from django.http.response import HttpResponseBase
 from ninja import Router, Schema, Status
 from pydantic import Field
 
+from dashboard.access.callers import Caller, caller
+from dashboard.access.roles import Action
 from dashboard.acting import exports
-from dashboard.acting.actions import Action
 from dashboard.acting.exports import IMPORT_MAX_BYTES
 from dashboard.api import calls, reads
 from dashboard.api import operations as ops
 from dashboard.api.bodies import Known
-from dashboard.api.calls import RANGES, BadInput, Caller, caller
+from dashboard.api.calls import RANGES, BadInput
 from dashboard.api.routes import Plain, register
 from dashboard.places import place as places
 from dashboard.places.place import Place

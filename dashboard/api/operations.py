@@ -9,13 +9,14 @@ from typing import Any
 
 from django.http import Http404, QueryDict, StreamingHttpResponse
 
+from dashboard.access.callers import Caller
 from dashboard.acting import exports
 from dashboard.acting import undo as undos
 from dashboard.acting.actions import CREATE_QUEUE, MESSAGE_ACTIONS, QUEUE_ACTIONS
 from dashboard.acting.actions import EXPORT as EXPORT
 from dashboard.acting.actions import RECEIVE as RECEIVE
 from dashboard.acting.message_filter import FilterError, checked
-from dashboard.api.calls import Caller, queue_in_url, raising, run
+from dashboard.api.calls import queue_in_url, raising, run
 from dashboard.audit import drain
 from dashboard.audit.log import resend_bodies
 from dashboard.places.place import Place

@@ -11,11 +11,12 @@ from django.http import HttpRequest
 from ninja import Router, Schema, Status
 from pydantic import Field
 
-from dashboard.acting.actions import Action
+from dashboard.access.callers import caller
+from dashboard.access.roles import Action
 from dashboard.api import native
 from dashboard.api import operations as ops
 from dashboard.api.bodies import Known
-from dashboard.api.calls import BadInput, caller, queue_in_url
+from dashboard.api.calls import BadInput, queue_in_url
 from dashboard.api.routes import Plain, register
 from dashboard.places import place as places
 

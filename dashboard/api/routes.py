@@ -21,8 +21,8 @@ from ninja import Router, Status
 from ninja.renderers import JSONRenderer
 from pydantic import BaseModel
 
-from dashboard.acting.actions import Action
-from dashboard.api.calls import Caller, ReaderAuth, TokenAuth, caller
+from dashboard.access.callers import Caller, ReaderAuth, TokenAuth, caller
+from dashboard.access.roles import Action
 from dashboard.api.operations import COUNTED_BY_CALL, DataCall
 from dashboard.places import place as places
 from dashboard.places.place import Place

@@ -29,9 +29,10 @@ from django.utils.module_loading import import_string
 from pydantic import TypeAdapter, ValidationError
 
 from dashboard.access import tokens
+from dashboard.access.callers import Caller, refusal
 from dashboard.api import routes
 from dashboard.api.bodies import unpaired
-from dashboard.api.calls import Caller, Failure, failure, refusal
+from dashboard.api.calls import Failure, failure
 from dashboard.api.operations import DataCall
 from dashboard.api.routes import Route
 from dashboard.places import place as places

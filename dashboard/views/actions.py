@@ -16,9 +16,9 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 
 from dashboard.access.guard import authorize, place_for
-from dashboard.access.roles import Role
+from dashboard.access.roles import Action, Role
 from dashboard.acting import undo as undos
-from dashboard.acting.actions import Action, Actions
+from dashboard.acting.actions import Actions
 from dashboard.audit import log as audit
 from dashboard.models import AuditEntry
 from dashboard.places.place import Place
