@@ -33,7 +33,7 @@ class AuditEntry(models.Model):
     params = models.JSONField(default=dict, blank=True)
     outcome = models.CharField(max_length=10, choices=Outcome.choices, db_index=True)
     detail = models.TextField(blank=True)
-    # An API call's record drained from its namespace's audit stream (audit_drain.drain):
+    # An API call's record drained from its namespace's audit stream (dashboard/audit/drain.py):
     # "<connection>/<namespace>/<stream id>", so a drain run twice writes it once.
     record = models.CharField(max_length=400, null=True, blank=True, unique=True)
 

@@ -1,6 +1,6 @@
 """API tokens: made once and shown once, kept as their SHA-256, checked and counted on
 every call: a fixed one-minute window per token, counted in the first connection's Redis
-(queues/ops.py ``api_rate``: one round trip, one count for every web process).
+(queues/ops/console_api.py ``api_rate``: one round trip, one count for every web process).
 
 A process keeps the rows it read for CACHE_TTL (1 s), so a call costs no database
 query; the same round trip that counts the call reads the tokens' generation, which
@@ -202,7 +202,7 @@ def cached(token: str) -> tuple[ApiToken, str] | None:
 
 def identify(token: str) -> tuple[ApiToken, str]:
     """The live token ``token`` is and the tokens' generation it was read at, not counted:
-    the call's own script counts it (rate_of, queues/ops.py ``audited``)."""
+    the call's own script counts it (rate_of, queues/ops/console_api.py ``audited``)."""
     wanted = digest(token)
     seen = _seen.rows.get(wanted)
     if seen is not None and time.monotonic() - seen[0] <= CACHE_TTL:

@@ -1,6 +1,6 @@
 """Export and import from the console and the API, over the core's JSON Lines
 (``queues/transfer.py``, the CLI's ``rsmq message export|import``): the pages
-(views/transfer.py) and the API (api/transfer.py) both use this module.
+(views/transfer.py) and the API (api/operations.py) both use this module.
 
 An export is streamed: the lines of a state or of a filter's matches
 (``message_filter``: ``browse_kwargs()`` handed to browse whole), read in browse's bounded

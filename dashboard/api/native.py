@@ -1,5 +1,5 @@
-"""The API's actions, on the console's own terms: each is a row of the console's tables
-(views/queue_actions.py, views/message.py), so it needs the same role and is audited
+"""The API's actions, on the console's own terms: each is a row of the console's action table
+(dashboard/acting/actions.py), so it needs the same role and is audited
 under the same name; it calls the same queues/ operation with the same validation.
 
 Every route is served twice: ``/api/…`` (the first connection's first namespace) and

@@ -1,5 +1,5 @@
 """The API's data-plane audit records: written to Redis with each call, moved into the
-audit table here (audit.py writes the table's other rows)."""
+audit table here (log.py writes the table's other rows)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 # -- The API's data-plane records: written to Redis with the operation, drained here ----
 #
 # A send, receive, delete or visibility change over the API runs one script that also
-# appends the call's record to its namespace's audit stream (queues/ops.py `audited`):
+# appends the call's record to its namespace's audit stream (queues/ops/console_api.py `audited`):
 # the operation and its record are one atomic step. drain() moves the records into this
 # table in batches — each row keyed by its stream id (``record``, unique), inserted before
 # the records are removed from Redis — so a drain that dies half-way loses nothing and a
@@ -138,7 +138,7 @@ _LENGTHS: dict[str, int | None] = {}
 
 
 def _lengths() -> dict[str, int | None]:
-    """The text columns' max_length, as audit._fit cuts a value to (None: any length)."""
+    """The text columns' max_length, as log._fit cuts a value to (None: any length)."""
     if not _LENGTHS:
         for name in ("username", "connection", "namespace", "queue", "action"):
             _LENGTHS[name] = getattr(AuditEntry._meta.get_field(name), "max_length", None) or None

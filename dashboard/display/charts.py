@@ -14,8 +14,7 @@ the caption says so ("axis 180k–210k"), so that a change shows.
 
 Markers (deploys, operator actions, alerts, flags: issue 21's timeline) are drawn in
 each chart's ``<g class="markers">``, always present, from ``chart(markers=...)``: a
-vertical line per marker inside the plot, its text in a ``<title>``. Nothing passes
-markers yet.
+vertical line per marker inside the plot, its text in a ``<title>``.
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ from queues.models import Leftovers, QueueStats
 #: the default order: what needs the eye first (the score: dashboard/triage/conditions.py)
 ATTENTION = "attention"
 SORTS: dict[str, Callable[[QueueStats], Any]] = {
-    ATTENTION: lambda s: s.qname,  # the order itself is attention_order's
+    ATTENTION: lambda s: s.qname,  # the order itself is Triage.key's
     "name": lambda s: s.qname,
     "msgs": lambda s: s.msgs,
     "visible": lambda s: s.visible,

@@ -38,7 +38,7 @@ class TokenForm(forms.Form):
 
 
 def _audit(request: HtmxHttpRequest, action: str, name: str, params: dict[str, Any]) -> None:
-    # A token belongs to no connection or namespace: no place (audit.record needs one).
+    # A token belongs to no connection or namespace: no place (log.record needs one).
     AuditEntry.objects.create(
         user=request.user if request.user.is_authenticated else None,
         username=request.user.get_username(), action=action, params=params,

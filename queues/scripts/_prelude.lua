@@ -184,7 +184,7 @@ end
 local CARRIED_FAILURES_MAX = 10000
 
 -- Moves a message's failure history (fields {id} and {id}:t of a queue's failure key,
--- see record_failure in ops.py) along with the message; the destination key lives at
+-- see record_failure in queues/ops/failures.py) along with the message; the destination key lives at
 -- least as long as the source's had left.
 local function carry_failures(src_f, dst_f, id)
   if not src_f or not is_hash(src_f) then
