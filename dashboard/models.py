@@ -665,7 +665,7 @@ class BulkJob(models.Model):
         STOPPED = "stopped"  # the canary came back
         FAILED = "failed"
 
-    kind = models.CharField(max_length=20)  # delete, requeue, visibility, move, redrive, export
+    kind = models.CharField(max_length=20)  # a key of dashboard/acting/jobs.py's KINDS
     connection = models.CharField(max_length=100)
     namespace = models.CharField(max_length=200)
     queue = models.CharField(max_length=160)

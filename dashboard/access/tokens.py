@@ -137,8 +137,8 @@ def admit(token: str) -> ApiToken:
     try:
         admitted, _, generation = counter().api_rate(wanted, row.per_minute, WINDOW)
     except (RedisError, RsmqError, OSError):
-        # The counting Redis is down: count in the token's row, as before the counters
-        # moved to Redis (slower, still one count for every process), and read it anew.
+        # The counting Redis is down: count in the token's row (slower, still one count
+        # for every process), and read it anew.
         return _admit_in_database(wanted, now)
     if not fresh and _seen.get(wanted, generation) is None:
         # A token changed since this process read it: read it again.

@@ -40,7 +40,6 @@ KINDS = {
     "visibility": "Change the visibility of",
     "move": "Move",
     "redrive": "Redrive",
-    # "export": h22-resend's export of a filter's matches plugs in here (its own task).
 }
 #: the audit log's name of each kind
 AUDIT = {k: f"{k}_matches" for k in KINDS}
@@ -57,7 +56,7 @@ class JobError(ValueError):
 
 
 def role_for(kind: str, f: MessageFilter, dead_letters: bool) -> Role:
-    """As today: acting on what a filter narrows down (received ≥ N, a text in the body)
+    """As on the queue page: acting on what a filter narrows down (received ≥ N, a text in the body)
     is a message action, the operator's; every message of a state is a whole-queue one,
     the admin's (delete all, requeue all). A redrive from a dead-letter queue is the
     operator's; from any other queue, the admin's."""

@@ -1,4 +1,4 @@
-"""The HTTP API, under /api/: reading (reads.py, as it always was), the console's actions
+"""The HTTP API, under /api/: reading (reads.py), the console's actions
 for machines (native.py), rest-rsmq's routes (rest_rsmq.py), and its OpenAPI document at
 /api/schema/ — django-ninja makes that document from the typed handlers.
 
