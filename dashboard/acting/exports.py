@@ -92,8 +92,8 @@ class Busy(Exception):
 
 def slots() -> int:
     """How many exports one web process streams at once: all of its threads but one
-    (a streamed export holds its thread to the end: ~20 s for 1,000,000 messages), at
-    least one."""
+    (a streamed export holds its thread to its end, seconds for a big queue:
+    bench/RESULTS.md, "Export of 1,000,000 messages"), at least one."""
     return max(1, int(settings.RSMQ_WEB_THREADS) - 1)
 
 

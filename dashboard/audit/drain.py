@@ -114,7 +114,8 @@ def _row(place: Place, rid: str, fields: dict[str, str]) -> dict[str, Any]:
         at = dt.datetime.now(dt.UTC)
     params = h.get("p") if isinstance(h.get("p"), dict) else {}
     # The row's columns by name (attname), not an AuditEntry: a model instance a record
-    # cost the drain a third of its time (_insert).
+    # is a large share of the drain's time (_insert; bench/RESULTS.md, "Figures behind
+    # the code").
     fit = _lengths()
     return {
         "at": at,
@@ -200,8 +201,8 @@ def _preparer(field: Any, db: Any) -> Callable[[Any], Any]:
 def _insert(rows: list[dict[str, Any]]) -> None:
     """``bulk_create(rows, ignore_conflicts=True)`` in one executemany: the same SQL
     (a row whose ``record`` is in already is skipped) without the ORM's per-row compiling,
-    which cost a web process ~90 µs a record (a third of an API call). A column a row
-    does not name gets its default."""
+    a large share of an API call's time in a web process (bench/RESULTS.md, "Figures
+    behind the code"). A column a row does not name gets its default."""
     db = connections_db[AuditEntry.objects.db]
     ignore = OnConflict.IGNORE
     table = db.ops.quote_name(AuditEntry._meta.db_table)
