@@ -18,7 +18,7 @@ from dashboard.acting.actions import RECEIVE as RECEIVE
 from dashboard.acting.message_filter import FilterError, checked
 from dashboard.api.calls import queue_in_url, raising, run
 from dashboard.audit import drain
-from dashboard.audit.log import resend_bodies
+from dashboard.audit.log import ResendParams, resend_bodies
 from dashboard.places.place import Place
 from queues import InvalidArgument
 from queues import validation as v
@@ -218,7 +218,7 @@ def resend(
     """Edit and re-send, as the message page does: the new message's id."""
     queue_in_url(qname)
     target = to or qname
-    params: dict[str, Any] = {"to": target, "delete_original": delete_original, "delay": delay}
+    params: ResendParams = {"to": target, "delete_original": delete_original, "delay": delay}
 
     def work() -> tuple[str, int]:
         v.message_id(msg_id)
