@@ -267,14 +267,14 @@ def import_lines(
     return run(who, place, qname, work, params=params)
 
 
-def undo(who: Caller, place: Place, token: str) -> tuple[str, dict[str, Any]]:
+def undo(who: Caller, place: Place, token: str) -> tuple[str, undos.UndoParams]:
     """Put back what an action kept (dashboard/acting/undo.py), as the console's Undo does: its
     words, and what its audit row keeps (restored, skipped). A token no action here
     kept: a 404."""
     e = undos.entry(place, token) if undos.TOKEN_RE.fullmatch(token) else None
     if e is None:
         raise Http404(f"No undo {token[:40]!r} here: no action kept one under this token.")
-    params: dict[str, Any] = {"token": e.token, "undid": e.action}
+    params: undos.UndoParams = {"token": e.token, "undid": e.action}
 
     def work() -> tuple[str, int]:
         done = undos.undo(place, e, who.actor)

@@ -309,7 +309,7 @@ def _undo(post: Posted) -> Result:
     e = undos.entry(post.place, form.cleaned_data["token"])
     if e is None or e.queue != post.qname:
         return post.refuse(f"token: no Undo of an action on {post.qname} has this token.")
-    params: dict[str, Any] = {"token": e.token, "undid": e.action}
+    params: undos.UndoParams = {"token": e.token, "undid": e.action}
 
     def work() -> tuple[str, int | None]:
         done = undos.undo(post.place, e, post.request.user.get_username())
