@@ -20,7 +20,7 @@ import logging
 import re
 import threading
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TypedDict, cast
 
 from django.conf import settings
 from django.http import StreamingHttpResponse
@@ -155,7 +155,39 @@ def check_file(rsmq: RedisSMQ, qname: str, data: bytes, keep_ids: bool) -> int:
     return transfer.check(_lines(data), keep_ids, maxsize)
 
 
-def import_file(rsmq: RedisSMQ, qname: str, data: bytes, keep_ids: bool) -> dict[str, Any]:
+class ImportSkip(TypedDict):
+    """A message an import did not write: its line, its id, why."""
+
+    line: int
+    id: str | None
+    why: str
+
+
+class ImportReport(TypedDict):
+    """What an import wrote and skipped (the page's words, the API's answer, the audit
+    row's ``report``): the core's report (queues.transfer.ImportReport.as_dict) and how
+    many messages the file held."""
+
+    lines: int
+    imported: int
+    skipped: int
+    skipped_lines: list[ImportSkip]
+    batches: int
+    first_id: str | None
+    last_id: str | None
+
+
+class ImportParams(TypedDict, total=False):
+    """An import's audit params, the page's and the API's: the file (its size, its name
+    when uploaded from the page), whether ids were kept, and once written, the report."""
+
+    keep_ids: bool
+    bytes: int
+    file: str
+    report: ImportReport
+
+
+def import_file(rsmq: RedisSMQ, qname: str, data: bytes, keep_ids: bool) -> ImportReport:
     """Check every line (``check_file``: nothing written if one is bad), then write the
     messages in atomic batches; the report says exactly what was written and skipped."""
     lines = check_file(rsmq, qname, data, keep_ids)
@@ -163,10 +195,10 @@ def import_file(rsmq: RedisSMQ, qname: str, data: bytes, keep_ids: bool) -> dict
     report = transfer.import_records(
         rsmq, qname, transfer.read_records(_lines(data), keep_ids, maxsize), keep_ids
     )
-    return {"lines": lines, **report.as_dict()}
+    return cast(ImportReport, {"lines": lines, **report.as_dict()})
 
 
-def report_text(report: dict[str, Any]) -> str:
+def report_text(report: ImportReport) -> str:
     """An import's report in words, for the page and the audit row."""
     n, skipped = report["imported"], report["skipped"]
     text = f"Imported {n} message{'' if n == 1 else 's'} in {report['batches']} batch"

@@ -504,7 +504,7 @@ def import_messages(
     keep_ids: bool = False,
     conn: str | None = None,
     ns: str | None = None,
-) -> dict[str, Any] | HttpResponse:
+) -> exports.ImportReport | HttpResponse:
     """Import (operator): each line of an export as a message — new ids (rc 0) unless
     ``keep_ids`` (ids, rc and fr kept; an id already in the queue skipped), relative delays
     kept — checked first (a bad line: 400 naming it by number, nothing written), then

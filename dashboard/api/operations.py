@@ -253,13 +253,13 @@ def export(who: Caller, place: Place, qname: str, query: QueryDict) -> Streaming
 
 def import_lines(
     who: Caller, place: Place, qname: str, data: bytes, keep_ids: bool
-) -> dict[str, Any]:
+) -> exports.ImportReport:
     """Every line checked (a bad one: 400 naming it by number, nothing written), then
     written in atomic batches: the report."""
     queue_in_url(qname)
-    params: dict[str, Any] = {"keep_ids": keep_ids, "bytes": len(data)}
+    params: exports.ImportParams = {"keep_ids": keep_ids, "bytes": len(data)}
 
-    def work() -> tuple[dict[str, Any], int]:
+    def work() -> tuple[exports.ImportReport, int]:
         report = exports.import_file(place.rsmq, qname, data, keep_ids)
         params["report"] = report
         return report, report["imported"]

@@ -284,7 +284,7 @@ def _import(post: Posted) -> Result:
         return Result(invalid={"import_form": form})
     upload, keep = form.cleaned_data["file"], form.cleaned_data["keep_ids"]
     data = upload.read()
-    params: dict[str, Any] = {"keep_ids": keep, "bytes": len(data), "file": upload.name[:200]}
+    params: exports.ImportParams = {"keep_ids": keep, "bytes": len(data), "file": upload.name[:200]}
     try:  # every line checked first: a bad one is the form's error, nothing written
         exports.check_file(post.place.rsmq, post.qname, data, keep)
     except InvalidArgument as e:
