@@ -196,12 +196,12 @@ def _write(
             )
 
 
-def payload(rule: AlertRule, told: list[Alert], now: int) -> dict[str, object]:
+def payload(rule: AlertRule, told: list[Alert], now: int) -> delivery.Payload:
     """What every receiver is told (the generic webhook's body; Slack's and e-mail's
     text are made from it). Each alert names who owns its queue (dashboard/triage/owners.py):
     ``owner`` is {"owner", "oncall", "runbook_url", "matched"}, or None."""
     owners = Owners(rule.connection, rule.namespace)
-    alerts = []
+    alerts: list[delivery.AlertInfo] = []
     for a in told:
         o = owners.of(a.queue) if a.queue else None
         alerts.append(
