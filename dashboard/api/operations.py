@@ -237,7 +237,7 @@ def export(who: Caller, place: Place, qname: str, query: QueryDict) -> Streaming
     """The streamed JSON Lines of the query's filter (message_filter.checked: a bad field
     is a 400 naming it); audited when it starts (its count is not known before its end)."""
     queue_in_url(qname)
-    params: dict[str, Any] = {}
+    params: dict[str, str] = {}  # the filter's URL query
 
     def work() -> tuple[StreamingHttpResponse, None]:
         try:
