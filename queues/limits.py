@@ -121,7 +121,7 @@ TIMINGS_TTL = 24 * 3600  # s after the last record
 #: messages a wait scan looks at per queue (scored since the last snapshot; more: evenly
 #: spaced ranks are sampled, and the reading says so): each one ZRANGE + HGET. The worst
 #: call stays under the 5 ms a call may hold Redis, with less margin than the stats
-#: script (bench/wait_scan.py: bench/RESULTS.md, "Issue 21: wait readings and outlooks")
+#: script (bench/wait_scan.py: bench/RESULTS.md, the wait readings and outlooks)
 WAIT_SAMPLE = 500
 #: Undo (queues/ops/undo.py): how long a stash is kept by default (the console's
 #: RSMQ_UNDO_HOURS), the longest it may be kept, and how many skipped ids an undo's

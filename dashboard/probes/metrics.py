@@ -176,8 +176,8 @@ class Scrape:
             sizes.append(len(stats) if isinstance(stats, list) else 0)
         now = round(time.time() * 1000)
         # The trends sum every queue's last window of snapshots at each scrape (a cost
-        # that grows with the namespace: bench/RESULTS.md, "Issue 21: wait readings and
-        # outlooks"): only namespaces of OUTLOOK_MAX queues or fewer.
+        # that grows with the namespace: bench/RESULTS.md, the wait readings and
+        # outlooks): only namespaces of OUTLOOK_MAX queues or fewer.
         for (conn, ns), size in zip(live, sizes, strict=True):
             if size <= OUTLOOK_MAX:
                 for queue, o in forecast.outlooks(conn.name, ns, None, now).items():

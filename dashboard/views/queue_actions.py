@@ -270,9 +270,9 @@ def _redrive(post: Posted) -> Result:
 
 
 def _import(post: Posted) -> Result:
-    # A request larger than an import may be is refused by its declared length: the
-    # served process hands Django no more than its body limit (serving/app.py), so such a
-    # file would arrive cut short.
+    # A request larger than an import may be is refused by its declared length, before its
+    # file is read (past the served process's own body limit, serving/app.py answers 413
+    # before any view runs).
     declared = int(post.request.META.get("CONTENT_LENGTH") or 0)
     if declared > exports.IMPORT_MAX_BYTES + exports.FORM_BYTES:
         form = ImportForm(post.data)
