@@ -80,7 +80,7 @@ require(dir + "/app.js").listen(Number(port), "127.0.0.1");
 
 
 def web_argv(port: int, env: dict[str, str], workers: int = 4, threads: int = 2) -> list[str]:
-    """./run's web server command line, as console.py makes it today (``--workers``
+    """./run's web server command line, as console.py makes it (``--workers``
     processes; ``threads``: RSMQ_WEB_THREADS, set in ``env`` by the caller)."""
     code = (
         "import django, json, os; "

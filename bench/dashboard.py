@@ -188,7 +188,7 @@ def run(url: str, args: argparse.Namespace) -> list[tuple[str, float, float, int
         measure(client, sent, label, path, budget, args.rounds) for label, path, budget in pages
     ]
 
-    # 10,000 queues (issue 11: ≤ 150 ms sorted by any column): more than latest.LIVE_MAX,
+    # 10,000 queues (the budget: ≤ 150 ms sorted by any column): more than latest.LIVE_MAX,
     # so the pages sort by the last snapshot, as they do while Celery takes one every
     # interval, and read only the page live.
     print("creating 9,000 more queues ...", flush=True)

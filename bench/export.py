@@ -1,4 +1,4 @@
-"""Export of 1,000,000 messages through the served console (issue 22 item 6): the web
+"""Export of 1,000,000 messages through the served console: the web
 worker's memory, the time, Redis SLOWLOG — against the CLI's export of the same queue
 (`rsmq message export`, the same core loop, no web server) in the same run.
 

@@ -1,5 +1,5 @@
 """Act on every match of a 1,000,000-message queue: how long Redis is held at a time
-(issue 22: never over 50 ms a call), and the time beside the plain bulk move.
+(the bound: never over 50 ms a call), and the time beside the plain bulk move.
 
     python bench/jobs.py [--messages 1000000] [--write]
 

@@ -1,4 +1,4 @@
-"""Body search on 8 MB messages: how long one Redis call holds the server (issue 23 item 2).
+"""Body search on 8 MB messages: how long one Redis call holds the server.
 
     python bench/search_stall.py [--seconds 10] [--viewers 4] [--rounds 2]
                                  [--before /work/main] [--write]

@@ -160,7 +160,7 @@ def run(url: str, args: argparse.Namespace) -> list[Row]:
 
     def received_since() -> None:
         # The last run's rows say one receive fewer: to the next run, every queue has
-        # received since, so it reads every queue's wait times (issue 21's worst case).
+        # received since, so it reads every queue's wait times (the worst case).
         from django.db.models import F
 
         from dashboard.snapshots import latest
@@ -172,7 +172,7 @@ def run(url: str, args: argparse.Namespace) -> list[Row]:
     rows = [
         measure(f"snapshot of {N_QUEUES:,} queues (rows + Parquet file)", snapshot, "≤ 1,000 ms"),
     ]
-    if hasattr(runs, "_wait_readings"):  # since issue 21
+    if hasattr(runs, "_wait_readings"):  # a tree without wait readings: no such row
         rows.append(
             measure(
                 f"snapshot of {N_QUEUES:,} queues, every one received since the last"

@@ -1,4 +1,4 @@
-"""Worker throughput, side by side in one run on one redis-server (issue 6, §10).
+"""Worker throughput, side by side in one run on one redis-server (§10).
 
 End-to-end processed messages/s of a worker whose handler does nothing, with 1, 2 and 4
 worker processes, for:

@@ -20,7 +20,8 @@ refuse_bad_configuration()
 from dashboard.serving.app import Console  # noqa: E402 (Django is set up above)
 from dashboard.serving.fast import FastPath  # noqa: E402
 
-# Every view imported now, as each worker starts (the API's ~0.5 s), not by its first request.
+# Every view imported now, as each worker starts, not by its first request (the API's
+# imports are the slow part of a first call: bench/RESULTS.md, "Figures behind the code").
 get_resolver().url_patterns  # noqa: B018
 application = Console(
     _django, settings.RSMQ_WEB_THREADS, settings.RSMQ_BODY_TIMEOUT,

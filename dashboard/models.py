@@ -33,7 +33,7 @@ class AuditEntry(models.Model):
     params = models.JSONField(default=dict, blank=True)
     outcome = models.CharField(max_length=10, choices=Outcome.choices, db_index=True)
     detail = models.TextField(blank=True)
-    # An API call's record drained from its namespace's audit stream (audit_drain.drain):
+    # An API call's record drained from its namespace's audit stream (dashboard/audit/drain.py):
     # "<connection>/<namespace>/<stream id>", so a drain run twice writes it once.
     record = models.CharField(max_length=400, null=True, blank=True, unique=True)
 
@@ -72,9 +72,10 @@ class Snapshot(models.Model):
     """One queue's counters at one moment, as the snapshot task read them.
 
     ``taken_at`` is the Redis server's TIME of the reading, in epoch ms: an integer, as
-    charts read thousands of them at a time (a datetime column costs 4× as much to
-    read). ``created`` is the queue's creation time: when it changes, the queue was
-    deleted and recreated, and its counters started again from 0.
+    charts read thousands of them at a time (a datetime column costs several times as
+    much to read: bench/RESULTS.md, "Figures behind the code"). ``created`` is the
+    queue's creation time: when it changes, the queue was deleted and recreated, and its
+    counters started again from 0.
     """
 
     connection = models.CharField(max_length=100)
@@ -106,9 +107,9 @@ class Snapshot(models.Model):
         indexes = [
             # A queue's history (charts, API) and a page of queues (overview), read from
             # the index alone: a queue's rows lie together there, while the table holds
-            # them in time order, one every (number of queues) rows. A week of one queue
-            # out of 8 reads 1.6x faster this way on SQLite, and the gap grows with the
-            # number of queues.
+            # them in time order, one every (number of queues) rows: a week of one queue
+            # reads faster this way on SQLite, the more so the more queues there are
+            # (bench/RESULTS.md, "Figures behind the code").
             models.Index(
                 fields=[
                     "connection",
@@ -665,7 +666,7 @@ class BulkJob(models.Model):
         STOPPED = "stopped"  # the canary came back
         FAILED = "failed"
 
-    kind = models.CharField(max_length=20)  # delete, requeue, visibility, move, redrive, export
+    kind = models.CharField(max_length=20)  # a key of dashboard/acting/jobs.py's KINDS
     connection = models.CharField(max_length=100)
     namespace = models.CharField(max_length=200)
     queue = models.CharField(max_length=160)

@@ -91,7 +91,8 @@ MIDDLEWARE = [
     # Static files, before anything else looks at the request: hashed names cached for a
     # year, served pre-compressed (gzip and brotli, made by collectstatic).
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    # HTML, JSON and /metrics gzipped (a /metrics scrape: 938 KB → about 50 KB).
+    # HTML, JSON and /metrics gzipped (a /metrics scrape shrinks many times over:
+    # bench/RESULTS.md, "Figures behind the code").
     "django.middleware.gzip.GZipMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -172,9 +173,10 @@ DATABASES = {"default": _database}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The web server and the Celery worker write to one file: each write waits for the
     # other's (short) transaction instead of failing with "database is locked". WAL with
-    # synchronous=NORMAL (SQLite's advice for WAL): a commit is not an fsync, so an API
-    # call's audit row costs ~14 ms instead of ~28 on this machine; what a power loss can
-    # lose is the last commits, never the file's consistency. Postgres for more.
+    # synchronous=NORMAL (SQLite's advice for WAL): a commit is not an fsync, a large part
+    # of an API call's audit row (bench/RESULTS.md, "Figures behind the code"); what a
+    # power loss can lose is the last commits, never the file's consistency. Postgres for
+    # more.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         timeout=20,
         transaction_mode="IMMEDIATE",

@@ -49,7 +49,7 @@ def prune_snapshots() -> dict[str, Any]:
 
 
 @shared_task(name="dashboard.tasks.pipeline_rollups", ignore_result=True)
-def pipeline_rollups() -> dict[str, Any]:
+def pipeline_rollups() -> pipeline_runs.Started:
     """The Spark rollups, every RSMQ_PIPELINE_INTERVAL seconds: started as a process of
     its own (`manage.py pipeline rollups`), so this worker goes on with the snapshots."""
     return pipeline_runs.start("rollups")

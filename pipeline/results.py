@@ -1,5 +1,5 @@
 """The pipeline's output, the one module that knows its layout: where each job writes
-(``jobs.py`` asks here), and the typed rows the console loads (``dashboard/pipeline_runs``
+(``jobs.py`` asks here), and the typed rows the console loads (``dashboard/analytics/runs.py``
 reads them here). Plain pyarrow: reading results starts no Spark.
 
     rollups/grain=minute/date=YYYY-MM-DD/hour=H/*.parquet   per queue per minute

@@ -287,7 +287,8 @@ class AsyncRedisSMQ(Operations[aioredis.Redis]):
         self._new_connection: Callable[[], Any] = lambda: make(**lane_kwargs)
         check_lanes(self._new_connection)
         # Commands are encoded as the sync client encodes them (driver.packer):
-        # redis.asyncio's pure-Python packer cost a third of a call's time.
+        # redis.asyncio's pure-Python packer is a large share of a call's time
+        # (bench/RESULTS.md, "Figures behind the code").
         self._pack = packer({k: v for k, v in kwargs.items() if k in ENCODING})
         self._lanes: list[Lane] = []
         self._queued: list[Entry] = []

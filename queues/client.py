@@ -2,7 +2,7 @@
 
 Every public operation (see queues/ops/, shared with the asyncio client) is one network
 round trip: one EVALSHA of a script in ``scripts/``; ``queue_stats`` of every queue is
-one SMEMBERS, then one pipeline.
+one pipelined round trip (queues/ops/stats.py).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ also writes its audit record and counts the API token's call (``audited``), the 
 stream's reading (``audit_records``, ``audit_ack``, ``audit_pending``), the tokens'
 counters and generation (``api_rate``, ``api_generation``, ``api_generation_bump``).
 
-They are the console's (dashboard/connections.py makes them), not the library's: the
+They are the console's (dashboard/places/connections.py makes them), not the library's: the
 public clients, ``queues.RedisSMQ`` and ``queues.AsyncRedisSMQ``, don't have these
 operations, and this module is not exported from ``queues``.
 """

@@ -84,7 +84,8 @@ class Call(NamedTuple):
     """Run a script; ``names`` says which queue(s) a queueNotFound reply is about.
 
     A named tuple, not a frozen dataclass: every operation makes one, and a frozen
-    dataclass takes 1 µs to make, a tenth of the client's own time per operation."""
+    dataclass is slower to make, a share of the client's own time per operation that
+    shows (bench/RESULTS.md, "Figures behind the code")."""
 
     script: Script
     keys: Sequence[str]
@@ -220,8 +221,8 @@ ENCODING = ("encoding", "encoding_errors")
 
 def packer(encoding: dict[str, Any]) -> Callable[[list[Cmd]], list[bytes]]:
     """How a client encodes its round trips (``encoding``: its connections' encoding and
-    encoding_errors, if set): hiredis's packer — the same bytes as redis-py's, for a
-    third of its time — when they encode as redis-py does by default (UTF-8, strict),
+    encoding_errors, if set): hiredis's packer — the same bytes as redis-py's, made
+    faster ({R}) — when they encode as redis-py does by default (UTF-8, strict),
     else redis-py's own."""
     name = str(encoding.get("encoding") or "utf-8").lower().replace("_", "-")
     if name not in ("utf-8", "utf8") or encoding.get("encoding_errors", "strict") != "strict":

@@ -11,19 +11,21 @@ CHUNK = 1000
 #: queues per stats script call, so a 10,000-queue read is many short scripts in one
 #: pipeline, not one long script
 STATS_CHUNK = 200
-#: queues per stats call in a read of more than STATS_CHUNK_BIG_AFTER queues: 200 took
-#: over 5 ms a call on a busy 2-core machine (SLOWLOG); a big namespace's read is many
+#: queues per stats call in a read of more than STATS_CHUNK_BIG_AFTER queues: a call of
+#: STATS_CHUNK held Redis past the 5 ms a call may take on a busy machine (SLOWLOG:
+#: bench/RESULTS.md, "Figures behind the code"); a big namespace's read is many
 #: back-to-back calls, each one a wait for every other client of Redis
 STATS_CHUNK_BIG = 50
 STATS_CHUNK_BIG_AFTER = 1000
 STATS_ROW = 17
 #: past this many queues a namespace's names are read in SSCAN steps of SCAN_COUNT, not
-#: one SMEMBERS: SMEMBERS of 100,000 names holds Redis for over 20 ms, an SSCAN step ~1 ms
+#: one SMEMBERS: SMEMBERS of a big namespace's names holds Redis far longer than a step
+#: (bench/RESULTS.md, "Figures behind the code")
 SMEMBERS_MAX = 10_000
 SCAN_COUNT = 1000
 #: hidden messages a stats call looks at to split in flight from delayed (more: an
-#: estimate, said so): 1,000 held Redis 5.5 ms a call on a queue of 200,000 messages
-#: (80,000 hidden), 400 2.2 ms (INFO commandstats, same run); a page's calls stay under 5 ms
+#: estimate, said so): each is a look in Redis, and this many keeps a page's calls under
+#: the 5 ms a call may take (INFO commandstats: bench/RESULTS.md, "Figures behind the code")
 DEFAULT_SAMPLE = 400
 DEFAULT_SCAN_BUDGET = 10_000
 #: a browse's "sent at least / less than this long ago" (s) at most: ten years
@@ -31,30 +33,31 @@ MAX_AGE = 10 * 366 * 24 * 3600
 #: messages one census_range reads at most
 MAX_CENSUS_COUNT = 10_000
 #: what one census script call reads before it stops (after at least one message):
-#: its bodies' bytes, and CENSUS_MESSAGE_BYTES for each message besides. Redis spends
-#: ~0.8 ms per MB of bodies copied into a reply and ~4 µs looking up one message, so a
-#: call holds it well under 1 ms on a quiet machine, however large the bodies.
+#: its bodies' bytes, and CENSUS_MESSAGE_BYTES for each message besides: Redis's time
+#: grows with the bodies it copies into the reply and with the messages it looks up, so
+#: counting both keeps a call short however large the bodies (bench/RESULTS.md, "Census
+#: calls' Redis time" and "Figures behind the code").
 CENSUS_BYTES = 512 * 1024
 CENSUS_MESSAGE_BYTES = 2048
 MAX_MAXRC = 1000
-#: members one browse script call looks at, at most: 1,000 took a median 4.5 ms of
-#: Redis (the rc test of each; `bench/dashboard.py --calls` with 1,000, load average 6-8
-#: on the 2 cores): too near the 5 ms a call may hold it; 500, half that
+#: members one browse script call looks at, at most: twice this many (the rc test of
+#: each) came too near the 5 ms a call may hold Redis (`bench/dashboard.py --calls`:
+#: bench/RESULTS.md, "Browse script calls" and "Figures behind the code")
 BROWSE_STEP = 500
 #: bodies' bytes one browse call reads for a text search before it stops (checked with
 #: HSTRLEN before a body is read)
 BROWSE_BYTES = 128 * 1024
 #: with a field filter (each body read and decoded with cjson, and the tables it makes
 #: collected), one browse call looks at this many messages at most and decodes this many
-#: bytes of bodies: 500 small JSON bodies took a median 5.5 ms a call, 250 1.9 ms
-#: (100,000-message queue, SLOWLOG logging every call, load ~5); in whole scans at load
-#: 10-12, 250 cost 1-2.8x a received >= N call of 500 (INFO commandstats), 150 0.7-2.2x
-#: (bench/RESULTS.md "Field filter scan calls" for the 1,000,000-message run)
+#: bytes of bodies: a body decoded costs far more than an rc test, so fewer than
+#: BROWSE_STEP keep a call as short as a received >= N one (`bench/dashboard.py
+#: --fields`: bench/RESULTS.md, "Field filter scan calls" and "Figures behind the code")
 BROWSE_FIELD_STEP = 150
 BROWSE_FIELD_BYTES = 64 * 1024
 #: Bodies a script reads itself are at most this long (_prelude.lua's LUA_BODY_MAX): a
-#: Lua read copies the body, and one of 8 MB held Redis 10-39 ms (SLOWLOG); a longer one
-#: is read by the client with one plain HGET (~1.2 ms for 8 MB, same run)
+#: Lua read copies the body, so a long one holds Redis many times as long as the plain
+#: HGET the client reads it with instead (bench/RESULTS.md, "Body search on 8 MB bodies"
+#: and "Figures behind the code")
 LUA_BODY_MAX = 32 * 1024
 #: browse.lua searches a needle itself only up to this length: string.find (plain) costs
 #: body length x needle length, so at most 64 compares a byte of a <= 32 KB body; a
@@ -71,8 +74,8 @@ BROWSE_ROW_BYTES = 256 * 1024
 BROWSE_FETCH_BYTES = 16 * 1024 * 1024
 #: bodies' bytes one move / redrive script call copies, after one message at least, and
 #: one receive call reads (the rest: plain HGET / HMGET after it)
-#: (_prelude.lua's MOVE_BYTES): an 8 MB body took ~28 ms to move in Lua (SLOWLOG), a
-#: chunk of them would take seconds
+#: (_prelude.lua's MOVE_BYTES): moving a body copies it in Lua, so a chunk of long ones
+#: would hold Redis for seconds (bench/RESULTS.md, "Figures behind the code")
 MOVE_BYTES = 1024 * 1024
 #: small bodies the client reads together in one HMGET, up to this many bytes
 FETCH_BATCH_BYTES = 1024 * 1024
@@ -91,7 +94,7 @@ FAILURE_TYPE_MAX = 200  # characters of an exception's type
 FAILURE_MESSAGE_MAX = 2000  # bytes of its message
 FAILURE_TRACE_LINES = 20  # first lines of its traceback ...
 FAILURE_TRACE_MAX = 8000  # ... and at most this many bytes of them
-#: HSCAN steps of a failure_groups read of one key: a step ~1 ms, the read bounded
+#: HSCAN steps of a failure_groups read of one key: each step short, the read bounded
 FAILURE_SCAN_COUNT = 1000
 FAILURE_SCAN_STEPS = 30
 FAILURE_EXAMPLES = 5
@@ -100,8 +103,9 @@ FAILURE_TEXTS = 3  # a group's most frequent error lines shown
 #: records of a namespace's audit stream one read takes (ops/console_api.py)
 AUDIT_READ = 1000
 #: Orphaned fields and leftover hashes (other ports' leftovers, queues/ops/orphans.py):
-#: a queue hash of at most this many fields is listed with one HKEYS (names only: ~1 ms
-#: for 10,000); a bigger one is not counted (None)
+#: a queue hash of at most this many fields is listed with one HKEYS (names only: a
+#: short call at this size, bench/RESULTS.md, "Figures behind the code"); a bigger one
+#: is not counted (None)
 ORPHAN_FIELDS_MAX = 10_000
 #: field names one orphans.lua call checks
 ORPHAN_CHUNK = 500
@@ -116,9 +120,8 @@ TIMINGS_MAX = 1000  # entries kept per queue (a snapshot reads them all: one LRA
 TIMINGS_TTL = 24 * 3600  # s after the last record
 #: messages a wait scan looks at per queue (scored since the last snapshot; more: evenly
 #: spaced ranks are sampled, and the reading says so): each one ZRANGE + HGET. The worst
-#: call (500 looked at among 100,000 new members, and 1,000 worker records) cost Redis
-#: 3.9 ms of CPU, the stats script (400 sampled) 2.4 ms in the same run (load 14,
-#: bench/wait_scan.py)
+#: call stays under the 5 ms a call may hold Redis, with less margin than the stats
+#: script (bench/wait_scan.py: bench/RESULTS.md, the wait readings and outlooks)
 WAIT_SAMPLE = 500
 #: Undo (queues/ops/undo.py): how long a stash is kept by default (the console's
 #: RSMQ_UNDO_HOURS), the longest it may be kept, and how many skipped ids an undo's
@@ -132,14 +135,14 @@ UNDO_MESSAGE_BYTES = 96
 #: messages a whole queue's stash size is estimated from (evenly spaced ranks)
 UNDO_SAMPLE = 100
 #: messages one undo step moves into a stash (a purge's bodies) or back out of it: each
-#: message costs a restore several commands (presence checks, its fields): 500 a call
-#: took 10.6 ms of Redis CPU a call on average (load average ~10 on the 2 cores,
-#: bench/purge.py --undo), the plain purge's 1,000 7.4 ms in the same run; 250 keeps a
-#: call well under that; at most 1000 (Lua's unpack limit)
+#: message costs a restore several commands (presence checks, its fields), so twice this
+#: many a call cost Redis more than a plain purge's call of CHUNK; this many keeps a call
+#: well under it (bench/purge.py --undo: bench/RESULTS.md, "Purge + undo" and "Figures
+#: behind the code"); at most 1000 (Lua's unpack limit)
 UNDO_CHUNK = 250
 #: messages a move or a redrive call takes: each is a ZREM, a ZADD and its hash fields
-#: moved (and stashed for an undo): 1,000 a call held Redis 110 ms (bench/jobs.py's peer,
-#: a whole 1,000,000-message move, quiet machine); 250 keeps a call near 25 ms
+#: moved (and stashed for an undo): CHUNK a call held Redis past the 50 ms a call may
+#: take (bench/jobs.py's peer: bench/RESULTS.md, "Act on every match")
 MOVE_CHUNK = 250
 
 #: the longest zset member a message page reads by its bytes (``message_and_failures``):

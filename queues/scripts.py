@@ -76,7 +76,7 @@ RESEND = _load("resend")
 API_RATE = _load("api_rate")
 AUDIT_ACK = _load("audit_ack")
 
-#: the data-plane scripts an API call runs with its audit record (ops.audited)
+#: the data-plane scripts an API call runs with its audit record (ops/console_api.py's audited)
 AUDITED = {s.name: _audited(s.name) for s in (SEND, RECEIVE, DELETE, CHANGE_VISIBILITY)}
 WORKER_BEAT = _load("worker_beat")
 WORKERS = _load("workers")

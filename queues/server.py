@@ -61,8 +61,8 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     """Whether a server could listen on ``host:port`` now.
 
     SO_REUSEADDR, as servers bind: the TIME_WAIT sockets a server leaves behind for a
-    minute after it stops don't make its port look taken (they did, and the embedded Redis
-    came back on a random port).
+    minute after it stops don't make its port look taken (the embedded Redis would come
+    back on a random port).
     """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family) as s:

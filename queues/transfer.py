@@ -33,13 +33,14 @@ from .models import Cursor, ImportRecord, MessageInfo
 #: messages a browse call of an export asks for
 EXPORT_PAGE = 500
 #: messages one of its script calls reads (browse's ``step``): an export reads whole
-#: bodies, so fewer than a browser's page does. 200 took 1.5 ms a call on average and
-#: up to 7.3 ms; 100 keeps each call well under the scan's 5 ms (bench/RESULTS.md,
+#: bodies, so fewer than a browser's page does: twice this many a call came over the
+#: scan's 5 ms now and then, this many keeps each call well under it (bench/RESULTS.md,
 #: "Export of 1,000,000 messages")
 EXPORT_STEP = 100
 #: an import batch: at most this many messages ...
 IMPORT_BATCH = 500
-#: ... and about this many bytes of bodies (one script call holds Redis ~1 ms a MB)
+#: ... and about this many bytes of bodies (a call's Redis time grows with the bytes it
+#: writes: bench/RESULTS.md, "Figures behind the code")
 IMPORT_BATCH_BYTES = 1024 * 1024
 #: bad lines named in a refusal (the first ones)
 BAD_LINES_SHOWN = 20

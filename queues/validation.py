@@ -12,7 +12,9 @@ ID_RE = re.compile(r"[a-zA-Z0-9:]{32}")
 MAX_SECONDS = 9_999_999
 MAXSIZE_MIN, MAXSIZE_MAX = 1024, 65_536
 MAX_BATCH = 1000
-MAX_SEND_BATCH = 10_000  # one send script holds Redis ~1 ms per 1,000 messages
+#: messages one send takes at most: one atomic script call, whose Redis time grows with
+#: the batch (bench/RESULTS.md, "Figures behind the code")
+MAX_SEND_BATCH = 10_000
 MAX_PAGE = 1000
 
 

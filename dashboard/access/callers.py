@@ -60,7 +60,7 @@ class Refused(Exception):
 
 def refusal(role: Role, needed: Role) -> str:
     """Why a token of ``role`` may not act at ``needed`` ("": it may); the console's words
-    (access.refusal), for a token rather than a user."""
+    (roles.refusal), for a token rather than a user."""
     if needed > Role.VIEWER and read_only():
         return "The console is read-only (RSMQ_READ_ONLY)."
     if role < needed:

@@ -1,6 +1,6 @@
 """API tokens: made once and shown once, kept as their SHA-256, checked and counted on
 every call: a fixed one-minute window per token, counted in the first connection's Redis
-(queues/ops.py ``api_rate``: one round trip, one count for every web process).
+(queues/ops/console_api.py ``api_rate``: one round trip, one count for every web process).
 
 A process keeps the rows it read for CACHE_TTL (1 s), so a call costs no database
 query; the same round trip that counts the call reads the tokens' generation, which
@@ -137,8 +137,8 @@ def admit(token: str) -> ApiToken:
     try:
         admitted, _, generation = counter().api_rate(wanted, row.per_minute, WINDOW)
     except (RedisError, RsmqError, OSError):
-        # The counting Redis is down: count in the token's row, as before the counters
-        # moved to Redis (slower, still one count for every process), and read it anew.
+        # The counting Redis is down: count in the token's row (slower, still one count
+        # for every process), and read it anew.
         return _admit_in_database(wanted, now)
     if not fresh and _seen.get(wanted, generation) is None:
         # A token changed since this process read it: read it again.
@@ -202,7 +202,7 @@ def cached(token: str) -> tuple[ApiToken, str] | None:
 
 def identify(token: str) -> tuple[ApiToken, str]:
     """The live token ``token`` is and the tokens' generation it was read at, not counted:
-    the call's own script counts it (rate_of, queues/ops.py ``audited``)."""
+    the call's own script counts it (rate_of, queues/ops/console_api.py ``audited``)."""
     wanted = digest(token)
     seen = _seen.rows.get(wanted)
     if seen is not None and time.monotonic() - seen[0] <= CACHE_TTL:

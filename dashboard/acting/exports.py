@@ -1,6 +1,6 @@
 """Export and import from the console and the API, over the core's JSON Lines
 (``queues/transfer.py``, the CLI's ``rsmq message export|import``): the pages
-(views/transfer.py) and the API (api/transfer.py) both use this module.
+(views/transfer.py) and the API (api/operations.py) both use this module.
 
 An export is streamed: the lines of a state or of a filter's matches
 (``message_filter``: ``browse_kwargs()`` handed to browse whole), read in browse's bounded
@@ -20,7 +20,7 @@ import logging
 import re
 import threading
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TypedDict, cast
 
 from django.conf import settings
 from django.http import StreamingHttpResponse
@@ -92,8 +92,8 @@ class Busy(Exception):
 
 def slots() -> int:
     """How many exports one web process streams at once: all of its threads but one
-    (a streamed export holds its thread to the end: ~20 s for 1,000,000 messages), at
-    least one."""
+    (a streamed export holds its thread to its end, seconds for a big queue:
+    bench/RESULTS.md, "Export of 1,000,000 messages"), at least one."""
     return max(1, int(settings.RSMQ_WEB_THREADS) - 1)
 
 
@@ -155,7 +155,39 @@ def check_file(rsmq: RedisSMQ, qname: str, data: bytes, keep_ids: bool) -> int:
     return transfer.check(_lines(data), keep_ids, maxsize)
 
 
-def import_file(rsmq: RedisSMQ, qname: str, data: bytes, keep_ids: bool) -> dict[str, Any]:
+class ImportSkip(TypedDict):
+    """A message an import did not write: its line, its id, why."""
+
+    line: int
+    id: str | None
+    why: str
+
+
+class ImportReport(TypedDict):
+    """What an import wrote and skipped (the page's words, the API's answer, the audit
+    row's ``report``): the core's report (queues.transfer.ImportReport.as_dict) and how
+    many messages the file held."""
+
+    lines: int
+    imported: int
+    skipped: int
+    skipped_lines: list[ImportSkip]
+    batches: int
+    first_id: str | None
+    last_id: str | None
+
+
+class ImportParams(TypedDict, total=False):
+    """An import's audit params, the page's and the API's: the file (its size, its name
+    when uploaded from the page), whether ids were kept, and once written, the report."""
+
+    keep_ids: bool
+    bytes: int
+    file: str
+    report: ImportReport
+
+
+def import_file(rsmq: RedisSMQ, qname: str, data: bytes, keep_ids: bool) -> ImportReport:
     """Check every line (``check_file``: nothing written if one is bad), then write the
     messages in atomic batches; the report says exactly what was written and skipped."""
     lines = check_file(rsmq, qname, data, keep_ids)
@@ -163,10 +195,10 @@ def import_file(rsmq: RedisSMQ, qname: str, data: bytes, keep_ids: bool) -> dict
     report = transfer.import_records(
         rsmq, qname, transfer.read_records(_lines(data), keep_ids, maxsize), keep_ids
     )
-    return {"lines": lines, **report.as_dict()}
+    return cast(ImportReport, {"lines": lines, **report.as_dict()})
 
 
-def report_text(report: dict[str, Any]) -> str:
+def report_text(report: ImportReport) -> str:
     """An import's report in words, for the page and the audit row."""
     n, skipped = report["imported"], report["skipped"]
     text = f"Imported {n} message{'' if n == 1 else 's'} in {report['batches']} batch"

@@ -13,7 +13,7 @@ the same code the CLI runs.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, TypedDict
 
 from django.db import transaction
 from django.http import Http404, HttpRequest
@@ -40,12 +40,25 @@ KINDS = {
     "visibility": "Change the visibility of",
     "move": "Move",
     "redrive": "Redrive",
-    # "export": h22-resend's export of a filter's matches plugs in here (its own task).
 }
 #: the audit log's name of each kind
 AUDIT = {k: f"{k}_matches" for k in KINDS}
 #: how often a running job writes its progress (s): the page polls every second
 SAVE_EVERY = 0.5
+
+
+class JobParams(TypedDict):
+    """What a job does besides its filter (``BulkJob.params``, and its audit rows'): where
+    a move or a redrive sends (``to``), a visibility change's ``vt``, whether moved messages
+    keep their receive count, and the pace (queues.pacing.Pace's fields)."""
+
+    to: str | None
+    vt: int | None
+    keep_counts: bool
+    rate: float | None
+    canary: int
+    watch: float
+    max_bounce: float
 
 
 class JobError(ValueError):
@@ -57,7 +70,7 @@ class JobError(ValueError):
 
 
 def role_for(kind: str, f: MessageFilter, dead_letters: bool) -> Role:
-    """As today: acting on what a filter narrows down (received ≥ N, a text in the body)
+    """As on the queue page: acting on what a filter narrows down (received ≥ N, a text in the body)
     is a message action, the operator's; every message of a state is a whole-queue one,
     the admin's (delete all, requeue all). A redrive from a dead-letter queue is the
     operator's; from any other queue, the admin's."""
@@ -106,7 +119,7 @@ def describe(job: BulkJob) -> str:
     f = checked(job.filter)
     what = f"{KINDS[job.kind]} {job.matched:,} message{'' if job.matched == 1 else 's'}"
     what += f" of {job.queue} matching {f.describe()}"
-    p = job.params
+    p: JobParams = job.params
     if job.kind == "move" or p.get("to"):
         what += f" to {p['to']}"
     elif job.kind == "redrive":
@@ -130,7 +143,7 @@ def describe(job: BulkJob) -> str:
 
 
 def plan_of(job: BulkJob) -> pacing.Plan:
-    p = job.params
+    p: JobParams = job.params
     pace = pacing.Pace(p.get("rate"), p.get("canary", 0), p.get("watch", 0), p.get("max_bounce", 0))
     match = checked(job.filter).browse_kwargs()
     return pacing.Plan(
@@ -143,7 +156,7 @@ def create(request: HttpRequest, place: Place, qname: str, data: Any, actor: str
     ``actor``: who asked when no console user did (an API token, by its name)."""
     kind, f, plan = read_request(data, qname)
     pace = plan.pace
-    params: dict[str, Any] = {
+    params: JobParams = {
         "to": plan.to, "vt": plan.vt, "keep_counts": plan.keep_counts, "rate": pace.rate,
         "canary": pace.canary, "watch": pace.watch, "max_bounce": pace.max_bounce,
     }  # fmt: skip

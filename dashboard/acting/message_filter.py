@@ -16,7 +16,7 @@ id's send time against TIME), never the web server's."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Required, TypedDict
 
 from django.http import QueryDict
 
@@ -47,6 +47,18 @@ class FilterError(ValueError):
         self.field = field
 
 
+class BrowseArgs(TypedDict, total=False):
+    """What a filter hands ``RedisSMQ.browse`` (and ``queues.pacing``, ``queues.transfer``):
+    the state, received at least, body contains; the field filter and ages only when set."""
+
+    state: Required[str]
+    min_rc: Required[int]
+    contains: Required[str]
+    where: str
+    older_than: int
+    younger_than: int
+
+
 @dataclass(frozen=True, slots=True)
 class MessageFilter:
     state: str = "all"
@@ -64,10 +76,9 @@ class MessageFilter:
         """Whether it looks inside the state (a scan), not only at the state."""
         return bool(self.min_rc or self.contains or self.where or self.older or self.younger)
 
-    def browse_kwargs(self) -> dict[str, Any]:
-        """``RedisSMQ.browse``'s arguments (the field filter and ages only when set)."""
-        out: dict[str, Any] = {"state": self.state, "min_rc": self.min_rc,
-                               "contains": self.contains}  # fmt: skip
+    def browse_kwargs(self) -> BrowseArgs:
+        """``RedisSMQ.browse``'s arguments (``BrowseArgs``)."""
+        out: BrowseArgs = {"state": self.state, "min_rc": self.min_rc, "contains": self.contains}
         if self.where:
             out["where"] = self.where
         if self.older:

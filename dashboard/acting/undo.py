@@ -11,7 +11,7 @@ import datetime as dt
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from django.conf import settings
 from django.db import transaction
@@ -132,6 +132,35 @@ WHAT = {
 }
 
 
+class Skipped(TypedDict):
+    """Messages an Undo left out, never duplicated: by why (queues.models.Restored)."""
+
+    present: int
+    gone: int
+    taken: int
+
+
+class UndoParams(TypedDict, total=False):
+    """What an Undo's audit row keeps, and its UndoEntry's ``result``: the stash's token,
+    the action it undid and that action's audit row (``of``); then what came of it —
+    ``already`` / ``expired`` / ``missing``, or what it restored and skipped (counts, and
+    the first ids of each)."""
+
+    token: str
+    undid: str
+    of: int | None
+    already: bool
+    expired: bool
+    missing: bool
+    restored: int
+    skipped: Skipped
+    present_ids: list[str]
+    gone_ids: list[str]
+    taken_ids: list[str]
+    whole_queue: bool
+    recreated: bool
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """What an Undo did, in words and as the audit row's params; ``done``: nothing is left
@@ -139,7 +168,7 @@ class Outcome:
 
     text: str
     count: int
-    params: dict[str, Any]
+    params: UndoParams
     done: bool
 
 
@@ -149,7 +178,7 @@ def undo(place: Place, e: UndoEntry, who: str) -> Outcome:
     what = WHAT.get(e.action, "the {action} of {queue}").format(
         action=e.action.replace("_", " "), queue=e.queue
     )
-    base: dict[str, Any] = {"token": e.token, "undid": e.action, "of": e.audit_id}
+    base: UndoParams = {"token": e.token, "undid": e.action, "of": e.audit_id}
     if e.undone_at is not None:
         when = timezone.localtime(e.undone_at).strftime("%Y-%m-%d %H:%M:%S %Z")
         text = f"Already undone: {what} was undone at {when} by {e.undone_by}. Nothing to do."
@@ -166,7 +195,7 @@ def undo(place: Place, e: UndoEntry, who: str) -> Outcome:
     if r.missing:
         text = f"Queue {e.queue} is gone: create it again, then Undo ({what})."
         return Outcome(text, 0, {**base, "missing": True}, False)
-    params = {**base, **_counts(r)}
+    params: UndoParams = {**base, **_counts(r)}
     with transaction.atomic():
         UndoEntry.objects.filter(pk=e.pk, undone_at__isnull=True).update(
             undone_at=timezone.now(), undone_by=who[:150], result=params
@@ -174,7 +203,7 @@ def undo(place: Place, e: UndoEntry, who: str) -> Outcome:
     return Outcome(_words(what, e, r), r.restored, params, True)
 
 
-def _counts(r: Restored) -> dict[str, Any]:
+def _counts(r: Restored) -> UndoParams:
     return {
         "restored": r.restored,
         "skipped": {"present": r.present, "gone": r.gone, "taken": r.taken},

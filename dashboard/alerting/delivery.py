@@ -25,7 +25,7 @@ import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from celery import shared_task
 from django.conf import settings
@@ -205,7 +205,45 @@ def _webhook(n: Notification) -> None:
     )
 
 
-def lines(payload: dict[str, Any]) -> list[str]:
+class RuleInfo(TypedDict):
+    """The rule a notification tells of."""
+
+    id: int
+    name: str
+    condition: str
+    for_seconds: int
+    connection: str
+    namespace: str
+    queues: str
+
+
+class AlertInfo(TypedDict):
+    """One alert that moved: its queue ("": the connection's Redis), its new state, the
+    value it was judged on, when it started and last changed (ISO 8601), and who owns its
+    queue (Ownership.as_dict: owner, oncall, runbook_url, matched), if anyone."""
+
+    queue: str
+    state: str
+    value: float | None
+    since: str
+    changed: str
+    owner: dict[str, str] | None
+
+
+class Payload(TypedDict):
+    """What every receiver is told (evaluate.payload): the generic webhook's body, and
+    what Slack's and e-mail's text are made from. Stored on its Notification with ``id``,
+    the notification's key (the webhook's X-RSMQ-Delivery)."""
+
+    id: NotRequired[str]
+    rule: RuleInfo
+    evaluated_at: str
+    firing: int
+    resolved: int
+    alerts: list[AlertInfo]
+
+
+def lines(payload: Payload) -> list[str]:
     rule = payload["rule"]
     where = f"{rule['connection']}/{rule['namespace']}"
     out = []
@@ -216,7 +254,7 @@ def lines(payload: dict[str, Any]) -> list[str]:
     return out
 
 
-def owned(alert: dict[str, Any]) -> str:
+def owned(alert: AlertInfo) -> str:
     """Who owns the alert's queue, for a message's line ("" if nobody is recorded)."""
     o = alert.get("owner")
     if not o:
@@ -236,7 +274,7 @@ def one_line(text: str) -> str:
     return " ".join(text.splitlines())
 
 
-def subject(payload: dict[str, Any]) -> str:
+def subject(payload: Payload) -> str:
     return one_line(
         f"[RSMQ] {payload['rule']['name']}: {payload['firing']} firing,"
         f" {payload['resolved']} resolved"

@@ -103,8 +103,9 @@ def holds(rule: AlertRule, value: float) -> bool:
 def _rule(rule: AlertRule, run: r.Run, ev: Evaluation) -> None:
     now = run.taken_at
     values = _values(rule, run)
-    # Not rule.alerts: that would set the rule on each of thousands of alerts, 30% of
-    # the time of a pattern over 100,000 queues.
+    # Not rule.alerts: that would set the rule on each of thousands of alerts, a large
+    # share of a pattern's time over a big namespace (bench/RESULTS.md,
+    # "Figures behind the code").
     alerts = {a.queue: a for a in Alert.objects.filter(rule_id=rule.pk)}
     told: list[Alert] = []  # fired or resolved now: what the receivers hear of
     new: list[Alert] = []
@@ -163,7 +164,7 @@ def _write(
 ) -> None:
     """The changes in three executemany statements: a pattern over 100,000 queues may
     move them all at once, and building that many model instances for bulk_create and
-    bulk_update (a CASE per row) took minutes on SQLite."""
+    bulk_update (a CASE per row) is far too slow on SQLite."""
     q = connection.ops.quote_name
 
     def sql(model: type[Alert] | type[AlertEvent], columns: tuple[str, ...]) -> str:
@@ -195,12 +196,12 @@ def _write(
             )
 
 
-def payload(rule: AlertRule, told: list[Alert], now: int) -> dict[str, object]:
+def payload(rule: AlertRule, told: list[Alert], now: int) -> delivery.Payload:
     """What every receiver is told (the generic webhook's body; Slack's and e-mail's
     text are made from it). Each alert names who owns its queue (dashboard/triage/owners.py):
     ``owner`` is {"owner", "oncall", "runbook_url", "matched"}, or None."""
     owners = Owners(rule.connection, rule.namespace)
-    alerts = []
+    alerts: list[delivery.AlertInfo] = []
     for a in told:
         o = owners.of(a.queue) if a.queue else None
         alerts.append(

@@ -1,4 +1,4 @@
-"""What the pages show of the pipeline's results (loaded by pipeline_runs.py): open
+"""What the pages show of the pipeline's results (loaded by runs.py): open
 anomaly flags, a queue's hourly rollups, flags and last census."""
 
 from __future__ import annotations

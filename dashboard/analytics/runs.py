@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from django.conf import settings
 from django.db import transaction
@@ -205,7 +205,15 @@ def command(job: str) -> list[str]:
     return [sys.executable, str(MANAGE), "pipeline", job]
 
 
-def start(job: str) -> dict[str, Any]:
+class Started(TypedDict):
+    """Whether a run was started: its process's pid, or why not."""
+
+    started: bool
+    reason: NotRequired[str]
+    pid: NotRequired[int]
+
+
+def start(job: str) -> Started:
     """Start a run of ``job`` in the background (a process of its own, its output in
     RSMQ_PIPELINE_DIR/<job>.log) unless one is going on; returns at once."""
     if job not in JOBS:

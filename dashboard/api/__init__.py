@@ -1,4 +1,4 @@
-"""The HTTP API, under /api/: reading (reads.py, as it always was), the console's actions
+"""The HTTP API, under /api/: reading (reads.py), the console's actions
 for machines (native.py), rest-rsmq's routes (rest_rsmq.py), and its OpenAPI document at
 /api/schema/ — django-ninja makes that document from the typed handlers.
 
@@ -31,7 +31,7 @@ class JsonOrForm(Parser):
             return {k: vs if len(vs) > 1 else vs[0] for k, vs in form.lists()}
         data: dict[str, Any] = super().parse_body(request)
         where = unpaired(data)
-        if where is not None:  # ninja answers 400; calls.on_http_error says this
+        if where is not None:  # ninja answers 400; calls.failure says this
             raise BadInput(surrogate_refusal(where))
         return data
 

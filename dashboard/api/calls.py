@@ -7,7 +7,7 @@ runs the same pieces for the plain data-plane calls."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import wraps
 from typing import Any, TypeVar
@@ -78,7 +78,7 @@ def run(
     qname: str,
     work: Callable[[], tuple[T, int | None]],
     ids: Iterable[str] = (),
-    params: dict[str, Any] | None = None,
+    params: Mapping[str, Any] | None = None,
     audited: bool = False,
     kept: undos.Keep | None = None,
 ) -> T:

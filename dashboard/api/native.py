@@ -1,5 +1,5 @@
-"""The API's actions, on the console's own terms: each is a row of the console's tables
-(views/queue_actions.py, views/message.py), so it needs the same role and is audited
+"""The API's actions, on the console's own terms: each is a row of the console's action table
+(dashboard/acting/actions.py), so it needs the same role and is audited
 under the same name; it calls the same queues/ operation with the same validation.
 
 Every route is served twice: ``/api/…`` (the first connection's first namespace) and
@@ -504,7 +504,7 @@ def import_messages(
     keep_ids: bool = False,
     conn: str | None = None,
     ns: str | None = None,
-) -> dict[str, Any] | HttpResponse:
+) -> exports.ImportReport | HttpResponse:
     """Import (operator): each line of an export as a message — new ids (rc 0) unless
     ``keep_ids`` (ids, rc and fr kept; an id already in the queue skipped), relative delays
     kept — checked first (a bad line: 400 naming it by number, nothing written), then

@@ -18,7 +18,7 @@ from dashboard.acting.actions import RECEIVE as RECEIVE
 from dashboard.acting.message_filter import FilterError, checked
 from dashboard.api.calls import queue_in_url, raising, run
 from dashboard.audit import drain
-from dashboard.audit.log import resend_bodies
+from dashboard.audit.log import ResendParams, resend_bodies
 from dashboard.places.place import Place
 from queues import InvalidArgument
 from queues import validation as v
@@ -218,7 +218,7 @@ def resend(
     """Edit and re-send, as the message page does: the new message's id."""
     queue_in_url(qname)
     target = to or qname
-    params: dict[str, Any] = {"to": target, "delete_original": delete_original, "delay": delay}
+    params: ResendParams = {"to": target, "delete_original": delete_original, "delay": delay}
 
     def work() -> tuple[str, int]:
         v.message_id(msg_id)
@@ -237,7 +237,7 @@ def export(who: Caller, place: Place, qname: str, query: QueryDict) -> Streaming
     """The streamed JSON Lines of the query's filter (message_filter.checked: a bad field
     is a 400 naming it); audited when it starts (its count is not known before its end)."""
     queue_in_url(qname)
-    params: dict[str, Any] = {}
+    params: dict[str, str] = {}  # the filter's URL query
 
     def work() -> tuple[StreamingHttpResponse, None]:
         try:
@@ -253,13 +253,13 @@ def export(who: Caller, place: Place, qname: str, query: QueryDict) -> Streaming
 
 def import_lines(
     who: Caller, place: Place, qname: str, data: bytes, keep_ids: bool
-) -> dict[str, Any]:
+) -> exports.ImportReport:
     """Every line checked (a bad one: 400 naming it by number, nothing written), then
     written in atomic batches: the report."""
     queue_in_url(qname)
-    params: dict[str, Any] = {"keep_ids": keep_ids, "bytes": len(data)}
+    params: exports.ImportParams = {"keep_ids": keep_ids, "bytes": len(data)}
 
-    def work() -> tuple[dict[str, Any], int]:
+    def work() -> tuple[exports.ImportReport, int]:
         report = exports.import_file(place.rsmq, qname, data, keep_ids)
         params["report"] = report
         return report, report["imported"]
@@ -267,14 +267,14 @@ def import_lines(
     return run(who, place, qname, work, params=params)
 
 
-def undo(who: Caller, place: Place, token: str) -> tuple[str, dict[str, Any]]:
+def undo(who: Caller, place: Place, token: str) -> tuple[str, undos.UndoParams]:
     """Put back what an action kept (dashboard/acting/undo.py), as the console's Undo does: its
     words, and what its audit row keeps (restored, skipped). A token no action here
     kept: a 404."""
     e = undos.entry(place, token) if undos.TOKEN_RE.fullmatch(token) else None
     if e is None:
         raise Http404(f"No undo {token[:40]!r} here: no action kept one under this token.")
-    params: dict[str, Any] = {"token": e.token, "undid": e.action}
+    params: undos.UndoParams = {"token": e.token, "undid": e.action}
 
     def work() -> tuple[str, int]:
         done = undos.undo(place, e, who.actor)

@@ -10,7 +10,7 @@
                                      (dashboard/acting/message_filter.py)
 
 Auth: an API token (any role), RSMQ_METRICS_TOKEN as a bearer token, or a logged-in viewer
-(access.token_or_viewer).
+(access.roles.token_or_viewer).
 """
 
 from __future__ import annotations

@@ -97,7 +97,7 @@ def register(
 ) -> Callable[[View], View]:
     """Put ``view`` in the table and on ``router`` at both prefixes (operation ids
     ``name`` and ``name_at``). Acting routes take an API token (``TokenAuth``), reads any
-    reader (``calls.ReaderAuth``)."""
+    reader (``callers.ReaderAuth``)."""
 
     def add(view: View) -> View:
         methods = (method,) if isinstance(method, str) else tuple(method)

@@ -1,5 +1,5 @@
 """The API's data-plane audit records: written to Redis with each call, moved into the
-audit table here (audit.py writes the table's other rows)."""
+audit table here (log.py writes the table's other rows)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 # -- The API's data-plane records: written to Redis with the operation, drained here ----
 #
 # A send, receive, delete or visibility change over the API runs one script that also
-# appends the call's record to its namespace's audit stream (queues/ops.py `audited`):
+# appends the call's record to its namespace's audit stream (queues/ops/console_api.py `audited`):
 # the operation and its record are one atomic step. drain() moves the records into this
 # table in batches — each row keyed by its stream id (``record``, unique), inserted before
 # the records are removed from Redis — so a drain that dies half-way loses nothing and a
@@ -114,7 +114,8 @@ def _row(place: Place, rid: str, fields: dict[str, str]) -> dict[str, Any]:
         at = dt.datetime.now(dt.UTC)
     params = h.get("p") if isinstance(h.get("p"), dict) else {}
     # The row's columns by name (attname), not an AuditEntry: a model instance a record
-    # cost the drain a third of its time (_insert).
+    # is a large share of the drain's time (_insert; bench/RESULTS.md, "Figures behind
+    # the code").
     fit = _lengths()
     return {
         "at": at,
@@ -138,7 +139,7 @@ _LENGTHS: dict[str, int | None] = {}
 
 
 def _lengths() -> dict[str, int | None]:
-    """The text columns' max_length, as audit._fit cuts a value to (None: any length)."""
+    """The text columns' max_length, as log._fit cuts a value to (None: any length)."""
     if not _LENGTHS:
         for name in ("username", "connection", "namespace", "queue", "action"):
             _LENGTHS[name] = getattr(AuditEntry._meta.get_field(name), "max_length", None) or None
@@ -200,8 +201,8 @@ def _preparer(field: Any, db: Any) -> Callable[[Any], Any]:
 def _insert(rows: list[dict[str, Any]]) -> None:
     """``bulk_create(rows, ignore_conflicts=True)`` in one executemany: the same SQL
     (a row whose ``record`` is in already is skipped) without the ORM's per-row compiling,
-    which cost a web process ~90 µs a record (a third of an API call). A column a row
-    does not name gets its default."""
+    a large share of an API call's time in a web process (bench/RESULTS.md, "Figures
+    behind the code"). A column a row does not name gets its default."""
     db = connections_db[AuditEntry.objects.db]
     ignore = OnConflict.IGNORE
     table = db.ops.quote_name(AuditEntry._meta.db_table)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable
-from typing import Any, Protocol
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol, TypedDict
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.db import transaction
@@ -40,7 +40,7 @@ def write(
     queue: str = "",
     ids: Iterable[str] = (),
     count: int | None = None,
-    params: dict[str, Any] | None = None,
+    params: Mapping[str, Any] | None = None,
     detail: str = "",
 ) -> AuditEntry:
     """The one way a row is written: by ``actor`` (an API token, by its name) or ``user``
@@ -71,7 +71,7 @@ def record(
     queue: str = "",
     ids: Iterable[str] = (),
     count: int | None = None,
-    params: dict[str, Any] | None = None,
+    params: Mapping[str, Any] | None = None,
     detail: str = "",
     actor: str = "",
 ) -> AuditEntry:
@@ -130,9 +130,36 @@ def record_lockout(
 AUDIT_BODY_BYTES = 65536
 
 
-def kept_body(body: str | None) -> dict[str, Any]:
-    """A body as an audit row keeps it: its first AUDIT_BODY_BYTES bytes, its whole size,
-    and whether it was cut (None: there was no body to keep, e.g. the original was gone)."""
+class KeptBody(TypedDict):
+    """A body as an audit row keeps it: its first AUDIT_BODY_BYTES bytes (None: there was
+    no body to keep, e.g. the original was gone), its whole size, and whether it was cut."""
+
+    text: str | None
+    bytes: int
+    cut: bool
+
+
+class ResendBodies(TypedDict):
+    """What an edit and re-send's audit row keeps of the two bodies (``params["bodies"]``)."""
+
+    before: KeptBody
+    after: KeptBody
+
+
+class ResendParams(TypedDict, total=False):
+    """An edit and re-send's audit params, the page's and the API's alike: where it went,
+    whether the original was deleted, the delay; the bodies, and the new message's id once
+    it was sent."""
+
+    to: str
+    delete_original: bool
+    delay: int | None
+    bodies: ResendBodies
+    new_id: str
+
+
+def kept_body(body: str | None) -> KeptBody:
+    """A body as an audit row keeps it (``KeptBody``)."""
     if body is None:
         return {"text": None, "bytes": 0, "cut": False}
     raw = body.encode("utf-8", "surrogatepass")
@@ -140,6 +167,5 @@ def kept_body(body: str | None) -> dict[str, Any]:
     return {"text": text, "bytes": len(raw), "cut": len(raw) > AUDIT_BODY_BYTES}
 
 
-def resend_bodies(before: str | None, after: str) -> dict[str, Any]:
-    """What an edit and re-send's audit row keeps of the two bodies (``params["bodies"]``)."""
+def resend_bodies(before: str | None, after: str) -> ResendBodies:
     return {"before": kept_body(before), "after": kept_body(after)}

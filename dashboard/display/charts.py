@@ -12,10 +12,9 @@ The y axis starts at 0 unless the data is far from it (its lowest value above ha
 highest, as a 189k → 203k backlog): then it spans a round range around the data, and
 the caption says so ("axis 180k–210k"), so that a change shows.
 
-Markers (deploys, operator actions, alerts, flags: issue 21's timeline) are drawn in
+Markers (deploys, operator actions, alerts, flags: the incident timeline) are drawn in
 each chart's ``<g class="markers">``, always present, from ``chart(markers=...)``: a
-vertical line per marker inside the plot, its text in a ``<title>``. Nothing passes
-markers yet.
+vertical line per marker inside the plot, its text in a ``<title>``.
 """
 
 from __future__ import annotations
@@ -301,7 +300,7 @@ def _when(ms: int, span: int) -> str:
 
 
 def _zone(ms: int) -> str:
-    """The zone a hover's times are in, said once after them (issue 22): "UTC"."""
+    """The zone a hover's times are in, said once after them: "UTC"."""
     return timezone.localtime(dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)).tzname() or "UTC"
 
 

@@ -1,9 +1,9 @@
 """Prometheus text exposition (format 0.0.4) of many series that share their labels.
 
 prometheus_client's ``generate_latest`` writes each sample through a label dict: name
-checks, sorting and escaping of every label of every sample, ~8 µs a sample, so a scrape
-of 100,000 queues (1,000,000 samples) took 8 CPU-seconds in it and 24 with building its
-families. A queue's labels are the same in each of its series: here they are escaped once
+checks, sorting and escaping of every label of every sample, so a scrape of 100,000
+queues (1,000,000 samples) spent CPU-seconds in it (bench/RESULTS.md, "Figures behind the
+code"). A queue's labels are the same in each of its series: here they are escaped once
 per queue, and values are formatted as prometheus_client formats them
 (``floatToGoString``, memoised: counts repeat). The output is byte for byte what
 ``generate_latest`` writes for the same families (tests/console/metrics/test_metrics_exposition.py
@@ -47,7 +47,7 @@ def _help(name: str, doc: str, type_: str) -> str:
 
 def render(families: Sequence[Family], rows: Sequence[Any]) -> Iterator[str]:
     """The families' HELP, TYPE and one sample per row each, a family at a time (a
-    response can stream them: a family of 100,000 queues is ~10 MB of text); a counter's
+    response can stream them: a family of 100,000 queues is megabytes of text); a counter's
     ``_created`` gauge follows it, as ``generate_latest`` writes it. Families with no row
     are written with their HELP and TYPE only (as prometheus_client does)."""
     for family in families:

@@ -47,7 +47,7 @@ how old they are in ``rsmq_stats_age_seconds``. Queues that can't be read have n
 snapshot, so ``rsmq_queue_unreadable`` lists them only for namespaces read live.
 
 The per-queue series are written by ``dashboard/probes/exposition.py`` (prometheus_client's
-generate_latest costs ~8 µs a sample: 8 s for 100,000 queues); the rest by
+generate_latest spends seconds on 100,000 queues: see there); the rest by
 prometheus_client.
 """
 
@@ -175,8 +175,9 @@ class Scrape:
             self._live(conn, ns, stats)
             sizes.append(len(stats) if isinstance(stats, list) else 0)
         now = round(time.time() * 1000)
-        # The trends sum every queue's last window of snapshots at each scrape (32,000
-        # rows took ~0.2 s under load 15): only namespaces of OUTLOOK_MAX queues or fewer.
+        # The trends sum every queue's last window of snapshots at each scrape (a cost
+        # that grows with the namespace: bench/RESULTS.md, the wait readings and
+        # outlooks): only namespaces of OUTLOOK_MAX queues or fewer.
         for (conn, ns), size in zip(live, sizes, strict=True):
             if size <= OUTLOOK_MAX:
                 for queue, o in forecast.outlooks(conn.name, ns, None, now).items():
@@ -374,7 +375,7 @@ def places() -> Iterable[tuple[Connection, str]]:
 @require_safe
 @readers
 def metrics(request: HttpRequest) -> StreamingHttpResponse:
-    # Streamed (and gzipped by GZipMiddleware as it streams): 100,000 queues are ~90 MB of
-    # text, never held whole.
+    # Streamed (and gzipped by GZipMiddleware as it streams): 100,000 queues are tens of
+    # megabytes of text, never held whole.
     body = Scrape(list(places())).body()
     return StreamingHttpResponse(body, content_type=CONTENT_TYPE_LATEST)

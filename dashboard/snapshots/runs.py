@@ -94,8 +94,8 @@ def _take() -> Run:
 COLUMNS = tuple(SCHEMA.names)
 Row = tuple[Any, ...]
 #: the QueueStats attributes of COLUMNS after connection and namespace. A tuple per queue
-#: straight from the stats: at 100,000 queues a model instance or a dict per row was most
-#: of a snapshot's time (Django's Model.__init__ alone 40%).
+#: straight from the stats: at 100,000 queues a model instance or a dict per row would be
+#: most of a snapshot's time (bench/RESULTS.md, "Figures behind the code").
 FROM_STATS = attrgetter(
     "qname", "now", "msgs", "hidden", "inflight", "delayed", "totalsent", "totalrecv",
     "oldest_age", "created",
@@ -185,7 +185,8 @@ def store(rows: list[Row]) -> list[Path]:
 
 def _insert(rows: list[Row]) -> None:
     """The rows in one executemany: bulk_create prepares every value through its field in
-    Python, 60% of a 20,000-queue snapshot's time; the values here are plain already."""
+    Python, most of a big snapshot's time (bench/RESULTS.md, "Figures behind the code");
+    the values here are plain already."""
     meta = Snapshot._meta
     by_name = {f.name: f.column for f in meta.concrete_fields}
     columns = ", ".join(connection.ops.quote_name(by_name[c]) for c in COLUMNS)

@@ -49,7 +49,7 @@ def seconds(value: float | None) -> str:
 @register.simple_tag
 def sparkline(trend: Trend | None) -> SafeString:
     # Points are per-minute peaks: neighbours are a bucket apart, not a snapshot interval
-    # (with 3 × the interval as the gap, no two points ever joined and nothing was drawn).
+    # (3 × the interval as the gap would join no two points, and draw nothing).
     return charts.sparkline(trend, 3 * sparkline_bucket_ms())
 
 

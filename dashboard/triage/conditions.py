@@ -295,7 +295,8 @@ def update(conn: str, ns: str, stats: list[QueueStats], rsmq: RedisSMQ | None) -
     firing = firing_counts(conn, ns)
     judged = judge(conn, ns, readable, prev, base, dlqs, pipeline_flags, rsmq)
     # Every queue's outlook, for the orders of a namespace too big to read live (one
-    # GROUP BY over the window: ~1 s for 100,000 queues, bench/RESULTS.md).
+    # GROUP BY over the window: bench/RESULTS.md, "Dashboard pages (`bench/dashboard.py
+    # --queues 100000`)").
     outlooks = forecast.outlooks(conn, ns, None, now)
     by_name = {s.qname: s for s in readable}
     rows = []

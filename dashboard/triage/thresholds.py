@@ -42,7 +42,7 @@ def oldest_age_slo(conn: str, ns: str, qname: str) -> float:
 
 def oldest_age_slos(conn: str, ns: str) -> Callable[[str], float]:
     """``oldest_age_slo`` for many queues of a namespace: the settings read once (reading
-    a Django setting costs a microsecond or more each time, 100,000 queues a snapshot)."""
+    a Django setting is not free, and a snapshot judges up to 100,000 queues)."""
     slos = {str(k): float(v) for k, v in settings.RSMQ_OLDEST_AGE_SLOS.items()}
     default = float(settings.RSMQ_OLDEST_AGE_SLO)
     patterns = [(p, v) for p, v in slos.items() if any(c in p for c in "*?[")]

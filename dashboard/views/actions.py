@@ -68,7 +68,7 @@ class Posted:
         self,
         work: Callable[[], tuple[str, int | None]],
         ids: Iterable[str] = (),
-        params: dict[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
         kept: undos.Keep | None = None,
     ) -> bool:
         """Run ``work``, report its outcome to the operator and write the audit row;
@@ -124,7 +124,7 @@ class Posted:
         outcome: str,
         ids: list[str],
         count: int | None,
-        params: dict[str, Any] | None,
+        params: Mapping[str, Any] | None,
         detail: str,
     ) -> AuditEntry:
         return audit.record(

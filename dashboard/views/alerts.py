@@ -4,7 +4,7 @@ history of every alert, and the notifications still waiting for their receiver."
 from __future__ import annotations
 
 import secrets
-from typing import Any
+from typing import TypedDict
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Q
@@ -27,7 +27,23 @@ LIVE_SHOWN = 200
 FAILED_SHOWN = 20
 
 
-def _params(rule: AlertRule) -> dict[str, Any]:
+class RuleParams(TypedDict):
+    """An alert rule's audit params (its create, edit and delete alike): what it watches,
+    and whether it has each kind of receiver (never their URLs)."""
+
+    rule: str
+    pattern: str
+    metric: str
+    op: str
+    threshold: float
+    for_seconds: int
+    enabled: bool
+    webhook: bool
+    slack: bool
+    emails: str
+
+
+def _params(rule: AlertRule) -> RuleParams:
     return {
         "rule": rule.name, "pattern": rule.pattern, "metric": rule.metric, "op": rule.op,
         "threshold": rule.threshold, "for_seconds": rule.for_seconds, "enabled": rule.enabled,

@@ -113,7 +113,7 @@ DIFF_LINES = 200
 
 
 def body_diff(params: Any) -> list[tuple[str, str]] | None:
-    """An edit and re-send's two bodies (``params["bodies"]``, audit.resend_bodies) as a
+    """An edit and re-send's two bodies (``params["bodies"]``, audit/log.py's resend_bodies) as a
     unified difference — (kind, line): kind "add", "del", "hunk" or "" — JSON bodies
     pretty-printed first, so a re-indented body differs only where its values do. None:
     the row keeps no bodies. The template escapes every line."""

@@ -20,7 +20,7 @@ UNPROCESSABLE = 422  # htmx is configured (base.html) to swap it: forms show the
 
 
 def context(place: Place | None, **extra: Any) -> dict[str, Any]:
-    """Page context; what the header needs comes from context_processors.console."""
+    """Page context; what the header needs comes from views/context.py's console."""
     ctx: dict[str, Any] = {"place": place, **extra}
     if place:
         ctx.update(connection=place.conn, namespace=place.ns)

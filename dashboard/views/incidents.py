@@ -11,7 +11,7 @@ import json
 import time
 from collections.abc import Iterator
 from itertools import islice
-from typing import Any
+from typing import Any, TypedDict
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, StreamingHttpResponse
@@ -50,10 +50,24 @@ def _when(field: str, value: str) -> int:
     raise BadFilter(f"{field} must be a UTC time like 2026-11-25T18:00, not {value[:40]!r}")
 
 
-def parse(params: Any, now_ms: int) -> tuple[Filter, dict[str, Any]]:
+class Shown(TypedDict):
+    """What the filter form shows (and a JSON export's ``filter`` says): the fields as
+    given, the range or the start and end it stands for (UTC, the inputs' format)."""
+
+    connection: str
+    namespace: str
+    queue: str
+    pattern: str
+    kinds: set[str]
+    range: str
+    order: str
+    start: str
+    end: str
+
+
+def parse(params: Any, now_ms: int) -> tuple[Filter, Shown]:
     """The filter the query asks for, and what the form shows; BadFilter if a field is
     out of its range."""
-    shown: dict[str, Any] = {}
     places = configured()
     conn, ns = params.get("connection", "").strip(), params.get("namespace", "").strip()
     if conn and conn not in {c for c, _ in places}:
@@ -96,7 +110,7 @@ def parse(params: Any, now_ms: int) -> tuple[Filter, dict[str, Any]]:
     f = Filter(
         start, end, conn, ns, queue, pattern, frozenset(kinds or KINDS), order == "newest"
     )  # fmt: skip
-    shown.update(
+    shown = Shown(
         connection=conn, namespace=ns, queue=queue, pattern=pattern, kinds=set(kinds),
         range=span, order=order,
         start=dt.datetime.fromtimestamp(start / 1000, tz=dt.UTC).strftime(TIME_FORMAT),
@@ -193,7 +207,7 @@ def _csv(f: Filter) -> StreamingHttpResponse:
     return response
 
 
-def _json(f: Filter, shown: dict[str, Any]) -> StreamingHttpResponse:
+def _json(f: Filter, shown: Shown) -> StreamingHttpResponse:
     def body() -> Iterator[str]:
         head = {k: (sorted(v) if isinstance(v, set) else v) for k, v in shown.items()}
         yield '{"filter": ' + json.dumps(head, sort_keys=True) + ', "events": ['

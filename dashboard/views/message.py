@@ -7,7 +7,6 @@ page's "move to" suggestions live outside the swapped ``#content``: not read aga
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from django import forms
 from django.contrib.auth.decorators import login_required
@@ -18,7 +17,7 @@ from django.views.decorators.http import require_POST, require_safe
 from dashboard.access.guard import place_for
 from dashboard.acting import undo as undos
 from dashboard.acting.actions import MESSAGE_ACTIONS
-from dashboard.audit.log import resend_bodies
+from dashboard.audit.log import ResendParams, resend_bodies
 from dashboard.places import place as places
 from dashboard.places.place import Place
 from dashboard.templatetags.console import pretty_body
@@ -228,7 +227,7 @@ def _resend(post: Posted) -> Result:
     delay: int | None = form.cleaned_data["delay"]
     # The original as it is now, for the audit row's difference (a body never changes).
     original = places.find_message(post.place, post.qname, post.msg_id)
-    params: dict[str, Any] = {"to": to, "delete_original": delete, "delay": delay}
+    params: ResendParams = {"to": to, "delete_original": delete, "delay": delay}
     params["bodies"] = resend_bodies(original.message if original else None, body)
     new = ""
 

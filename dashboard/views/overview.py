@@ -46,7 +46,7 @@ from queues.models import Leftovers, QueueStats
 #: the default order: what needs the eye first (the score: dashboard/triage/conditions.py)
 ATTENTION = "attention"
 SORTS: dict[str, Callable[[QueueStats], Any]] = {
-    ATTENTION: lambda s: s.qname,  # the order itself is attention_order's
+    ATTENTION: lambda s: s.qname,  # the order itself is Triage.key's
     "name": lambda s: s.qname,
     "msgs": lambda s: s.msgs,
     "visible": lambda s: s.visible,
@@ -350,8 +350,9 @@ def render_overview(
     now = stats[0].now if stats else None
     triage.of_page(stats)
     # Every queue's rate, summed: read from the last minutes of snapshots, a row per queue
-    # and snapshot. A big namespace's sum would cost seconds (100,000 queues: 2 s), so it
-    # is shown per queue only (its rows, the page's charts and /metrics have them).
+    # and snapshot. A big namespace's sum would cost seconds (bench/RESULTS.md, "Figures
+    # behind the code"), so it is shown per queue only (its rows, the page's charts and
+    # /metrics have them).
     rates = None if sorted_at else current_rates(place.conn.name, place.ns, now or clock)
     ctx = context(
         place,

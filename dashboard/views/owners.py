@@ -3,7 +3,7 @@ Everyone with a role sees them; admins add, edit and delete them, each change au
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -24,7 +24,16 @@ from dashboard.web.htmx import HtmxHttpRequest
 PER_PAGE = 50
 
 
-def _params(o: Ownership) -> dict[str, Any]:
+class OwnerParams(TypedDict):
+    """An owner row's audit params (its create, edit and delete alike)."""
+
+    pattern: str
+    owner: str
+    oncall: str
+    runbook_url: str
+
+
+def _params(o: Ownership) -> OwnerParams:
     return {"pattern": o.pattern, "owner": o.owner, "oncall": o.oncall,
             "runbook_url": o.runbook_url}  # fmt: skip
 

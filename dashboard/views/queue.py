@@ -6,7 +6,7 @@ import datetime as dt
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from django import forms
 from django.conf import settings
@@ -36,7 +36,7 @@ from dashboard.views.forms import SaveFilterForm, queue_page_forms
 from dashboard.web.htmx import HtmxHttpRequest
 from queues import QueueUnreadable, RsmqError
 from queues import validation as v
-from queues.models import Cursor, MessageInfo, QueueStats, WorkerInfo
+from queues.models import Cursor, FailureGroup, MessageInfo, Orphans, QueueStats, WorkerInfo
 from queues.ops import DEFAULT_SAMPLE
 
 log = logging.getLogger(__name__)
@@ -140,7 +140,15 @@ def time_param(raw: str, notes: list[str]) -> int | None:
     return max(0, min(int(when.timestamp() * 1000), 2**53))
 
 
-def bounds(patience: bool = False) -> dict[str, Any]:
+class Bounds(TypedDict):
+    """``RedisSMQ.browse``'s time budget (s), step and patience (s) for one request."""
+
+    budget: float
+    step: int
+    patience: float
+
+
+def bounds(patience: bool = False) -> Bounds:
     """How long one request may read, and how much one script call may look at; a page
     (not a scan step) may read up to 3 budgets more to show at least one message."""
     budget = settings.RSMQ_BROWSE_BUDGET_MS / 1000
@@ -431,11 +439,18 @@ def live_workers(place: Place, qname: str) -> list[WorkerInfo]:
         return []
 
 
-def leftovers_of(place: Place, qname: str) -> dict[str, Any]:
-    """What other RSMQ ports left in this queue's keys (queues/ops/orphans.py): its
-    orphaned message fields (``orphans``: an Orphans, None if unreadable) and whether its
-    hash is left over (``leftover``: its name is not in the namespace's queue set). Read
-    only when the page's side panel is drawn; bounded calls."""
+@dataclass(frozen=True, slots=True)
+class LeftBehind:
+    """What other RSMQ ports left in a queue's keys: its orphaned message fields (None:
+    unreadable) and whether its hash is left over (its name not in the queue set)."""
+
+    orphans: Orphans | None
+    leftover: bool
+
+
+def leftovers_of(place: Place, qname: str) -> LeftBehind:
+    """What other RSMQ ports left in this queue's keys (queues/ops/orphans.py). Read only
+    when the page's side panel is drawn; bounded calls."""
     try:
         orphans = place.rsmq.orphans(qname)
     except RsmqError:
@@ -444,25 +459,34 @@ def leftovers_of(place: Place, qname: str) -> dict[str, Any]:
         leftover = place.rsmq.is_leftover_queue(qname)
     except RsmqError:
         leftover = False
-    return {"orphans": orphans, "leftover": leftover}
+    return LeftBehind(orphans, leftover)
 
 
 #: the failure groups a dead-letter queue's page lists (the Failing view has them all)
 WHY_DEAD = 3
 
 
-def why_dead(place: Place, qname: str) -> dict[str, Any]:
-    """A dead-letter queue's biggest failure groups (``groups``, at most WHY_DEAD), how
-    many there are (``of``) and whether that is more (``more``): one bounded read of its
-    failure histories (failure_groups), only when the page shows it. None read: none."""
+@dataclass(frozen=True, slots=True)
+class WhyDead:
+    """A dead-letter queue's biggest failure groups (at most WHY_DEAD), how many there
+    are (``of``) and whether that is more than are shown."""
+
+    groups: list[FailureGroup]
+    of: int
+    more: bool
+
+
+def why_dead(place: Place, qname: str) -> WhyDead:
+    """One bounded read of a dead-letter queue's failure histories (failure_groups), only
+    when the page shows it. None read: none."""
     try:
         read = place.rsmq.failure_groups(qname)
     except RsmqError as e:
         log.warning("failure groups of %s not read: %s", qname, e)
-        return {"groups": [], "of": 0, "more": False}
+        return WhyDead([], 0, False)
     dead = sorted(read.of_state("dead"), key=lambda g: (-g.count, g.type))
     dead = [g for g in dead if g.where == qname]
-    return {"groups": dead[:WHY_DEAD], "of": len(dead), "more": len(dead) > WHY_DEAD}
+    return WhyDead(dead[:WHY_DEAD], len(dead), len(dead) > WHY_DEAD)
 
 
 def names_and_sources(place: Place, qname: str) -> tuple[list[str], list[str]]:

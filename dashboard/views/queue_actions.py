@@ -270,9 +270,9 @@ def _redrive(post: Posted) -> Result:
 
 
 def _import(post: Posted) -> Result:
-    # A request larger than an import may be is refused by its declared length: the
-    # served process hands Django no more than its body limit (serving/app.py), so such a
-    # file would arrive cut short.
+    # A request larger than an import may be is refused by its declared length, before its
+    # file is read (past the served process's own body limit, serving/app.py answers 413
+    # before any view runs).
     declared = int(post.request.META.get("CONTENT_LENGTH") or 0)
     if declared > exports.IMPORT_MAX_BYTES + exports.FORM_BYTES:
         form = ImportForm(post.data)
@@ -284,7 +284,7 @@ def _import(post: Posted) -> Result:
         return Result(invalid={"import_form": form})
     upload, keep = form.cleaned_data["file"], form.cleaned_data["keep_ids"]
     data = upload.read()
-    params: dict[str, Any] = {"keep_ids": keep, "bytes": len(data), "file": upload.name[:200]}
+    params: exports.ImportParams = {"keep_ids": keep, "bytes": len(data), "file": upload.name[:200]}
     try:  # every line checked first: a bad one is the form's error, nothing written
         exports.check_file(post.place.rsmq, post.qname, data, keep)
     except InvalidArgument as e:
@@ -309,7 +309,7 @@ def _undo(post: Posted) -> Result:
     e = undos.entry(post.place, form.cleaned_data["token"])
     if e is None or e.queue != post.qname:
         return post.refuse(f"token: no Undo of an action on {post.qname} has this token.")
-    params: dict[str, Any] = {"token": e.token, "undid": e.action}
+    params: undos.UndoParams = {"token": e.token, "undid": e.action}
 
     def work() -> tuple[str, int | None]:
         done = undos.undo(post.place, e, post.request.user.get_username())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from django import forms
 from django.contrib.auth.decorators import login_required
@@ -37,8 +37,15 @@ class TokenForm(forms.Form):
         return name
 
 
-def _audit(request: HtmxHttpRequest, action: str, name: str, params: dict[str, Any]) -> None:
-    # A token belongs to no connection or namespace: no place (audit.record needs one).
+class TokenParams(TypedDict):
+    """A token's audit params: its role, and its rate when it is made."""
+
+    role: str
+    per_minute: NotRequired[int]
+
+
+def _audit(request: HtmxHttpRequest, action: str, name: str, params: TokenParams) -> None:
+    # A token belongs to no connection or namespace: no place (log.record needs one).
     AuditEntry.objects.create(
         user=request.user if request.user.is_authenticated else None,
         username=request.user.get_username(), action=action, params=params,

@@ -1,6 +1,6 @@
 """The one table from an exception to what the web layer answers: (status, text).
 
-The HTML pages, their htmx fragments (middleware.py) and the JSON API (api.py) all say
+The HTML pages, their htmx fragments (middleware.py) and the JSON API (api/calls.py) all say
 the same thing about the same failure; the CLI words its own (it talks to a terminal).
 """
 

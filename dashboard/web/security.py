@@ -55,7 +55,7 @@ class ConsoleExceptionReporterFilter(SafeExceptionReporterFilter):
         cleansed = super().cleanse_setting(key, value)
         return redact_text(cleansed) if type(cleansed) is str else cleansed
 
-    #: a frame's variables that hold a secret by their name (issue 23): shown as stars
+    #: a frame's variables that hold a secret by their name: shown as stars
     hidden_locals = re.compile(
         "TOKEN|AUTH|BEARER|PASS|SECRET|SIGNATURE|CREDENTIAL|COOKIE|SESSION|API_?KEY|DIGEST",
         flags=re.I,

@@ -157,7 +157,7 @@ class Failures(Stats[R]):
         there; read on a dead-letter queue: the dead letters in it). Each group has its
         first and last failure's time, its most frequent error lines and a few ids.
         Bounded: at most FAILURE_SCAN_STEPS steps of FAILURE_SCAN_COUNT per key (each
-        ~1 ms); past that ``complete`` is False and the counts are what was read."""
+        short); past that ``complete`` is False and the counts are what was read."""
         dlq, rows, complete, now = yield from self._failing(qname)
         by_group: dict[tuple[str, FailureState, str], list[_Row]] = {}
         for row in rows:

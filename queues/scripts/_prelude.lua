@@ -132,15 +132,16 @@ local function state_range(zkey, state, ms)
 end
 
 -- Bodies a script reads itself are at most this long (ARGV-free: the client's
--- queues/limits.py LUA_BODY_MAX says the same). Reading a body into Lua copies it (an
--- 8 MB one held Redis 10-39 ms); a longer body is left for the client, which reads it
--- with one plain HGET (~1 ms for 8 MB) — HSTRLEN tells its size without reading it.
+-- queues/limits.py LUA_BODY_MAX says the same). Reading a body into Lua copies it, so a
+-- long one holds Redis many times as long as a plain HGET of it: a longer body is left
+-- for the client, which reads it with one HGET — HSTRLEN tells its size without reading
+-- it (bench/RESULTS.md, "Figures behind the code").
 local LUA_BODY_MAX = 32768
 
 -- Bodies' bytes one move / redrive call copies (after one message at least), and one
--- receive call reads (receive.lua: the client reads the rest): moving a
--- body copies it twice in Lua (an 8 MB one ~28 ms), so a call with long bodies stops
--- early and the client calls again (queues/limits.py MOVE_BYTES says the same).
+-- receive call reads (receive.lua: the client reads the rest): moving a body copies it
+-- twice in Lua, so a call with long bodies stops early and the client calls again
+-- (queues/limits.py MOVE_BYTES says the same).
 local MOVE_BYTES = 1048576
 
 -- Appends a browsed message's row: id, score, size, body (cut to `preview` bytes), rc, fr.
@@ -184,7 +185,7 @@ end
 local CARRIED_FAILURES_MAX = 10000
 
 -- Moves a message's failure history (fields {id} and {id}:t of a queue's failure key,
--- see record_failure in ops.py) along with the message; the destination key lives at
+-- see record_failure in queues/ops/failures.py) along with the message; the destination key lives at
 -- least as long as the source's had left.
 local function carry_failures(src_f, dst_f, id)
   if not src_f or not is_hash(src_f) then

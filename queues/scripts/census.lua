@@ -21,8 +21,9 @@ local out = {ms, 0}
 local bytes = 0
 -- ZRANGE a window at a time: a range the budget cuts short is not read whole.
 local WINDOW = 100
--- At most this many messages a call, whatever the bytes: ~4 µs each to look up, so a
--- call stays near 0.5 ms and a pause of the machine mid-call stays under 2 ms.
+-- At most this many messages a call, whatever the bytes: each look-up costs Redis time,
+-- and this many keeps a call, and a pause of the machine in the middle of one, within
+-- the census's 2 ms (bench/RESULTS.md, "Census calls' Redis time").
 local MAX_MESSAGES = 128
 local read = 0
 local rank, last = first, first + count - 1

@@ -100,9 +100,9 @@ document.addEventListener("htmx:beforeSwap", (event) => {
 });
 
 // A refresh still on its way when an action's answer replaced its part of the page has
-// nowhere to go: its answer is dropped, not swapped into the detached part (htmx said
-// "oobErrorNoTarget" in the console). The event no longer reaches the document from a
-// detached element, so each live part listens itself.
+// nowhere to go: its answer is dropped, not swapped into the detached part (else htmx
+// logs "oobErrorNoTarget"). An event of a detached element never reaches the document,
+// so each live part listens itself.
 const watched = new WeakSet();
 const dropWhenGone = (event) => {
   if (!event.currentTarget.isConnected) event.detail.shouldSwap = false;

@@ -426,7 +426,7 @@ def web_argv(host: str, port: int, options: dict[str, Any]) -> list[str]:
         return [sys.executable, "manage.py", "runserver", f"[{host}]:{port}" if ":" in host
                 else f"{host}:{port}"]  # fmt: skip
     # granian: --workers processes, each reading requests in its event loop (a slow client
-    # holds no thread) and running Django in --threads threads (dashboard/asgi.py,
+    # holds no thread) and running Django in --threads threads (dashboard/serving/app.py,
     # RSMQ_WEB_THREADS). A worker that dies is started
     # again; one that dies at start (a refused setting) stops granian. uvloop: the API's
     # plain calls are answered in the event loop (dashboard/serving/fast.py).
