@@ -348,9 +348,9 @@ def _finish(job: BulkJob, state: str, note: str) -> AuditEntry | None:
     if job.started is None:
         return None  # never started: nothing was done, the start was never audited
     outcome = AuditEntry.Outcome.OK if state != BulkJob.State.FAILED else AuditEntry.Outcome.ERROR
-    return AuditEntry.objects.create(
-        username=job.username, connection=job.connection, namespace=job.namespace,
-        queue=job.queue, action=AUDIT[job.kind], count=job.done, outcome=outcome,
+    return audit.write(
+        (job.connection, job.namespace), AUDIT[job.kind], outcome, actor=job.username,
+        queue=job.queue, count=job.done,
         params={**job.params, "filter": job.filter, "job": job.pk, "step": "end",
                 "state": state, "changed": job.changed, "skipped": job.skipped},
         detail=f"Job {job.pk} {state}: {outcome_text(job)}." + (f" {note}" if note else ""),

@@ -31,7 +31,7 @@ MAX_IDS, MAX_DETAIL = 1000, 2000  # a bulk action over a whole state names no mo
 
 
 def write(
-    place: Place | None,
+    place: Place | tuple[str, str] | None,
     action: str,
     outcome: str,
     *,
@@ -44,13 +44,18 @@ def write(
     detail: str = "",
 ) -> AuditEntry:
     """The one way a row is written: by ``actor`` (an API token, by its name) or ``user``
-    (a console user); ``place`` None: an action of no place (a login)."""
+    (a console user); ``place``: a Place, (connection, namespace) as a stored row names
+    them, or None: an action of no place (a login, a token)."""
     person = user if isinstance(user, User) and not actor else None
+    if isinstance(place, tuple):
+        conn, ns = place
+    else:
+        conn, ns = (place.conn.name, place.ns) if place else ("", "")
     return AuditEntry.objects.create(
         user=person,
         username=_fit("username", actor or (user.get_username() if user is not None else "")),
-        connection=_fit("connection", place.conn.name if place else ""),
-        namespace=_fit("namespace", place.ns if place else ""),
+        connection=_fit("connection", conn),
+        namespace=_fit("namespace", ns),
         # Whatever was posted, never more than its column holds (Postgres would refuse).
         queue=_fit("queue", queue),
         action=_fit("action", action),

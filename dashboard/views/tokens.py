@@ -13,6 +13,7 @@ from django.views.decorators.http import require_http_methods
 
 from dashboard.access import tokens
 from dashboard.access.roles import Role, require
+from dashboard.audit import log as audit
 from dashboard.models import ApiToken, AuditEntry
 from dashboard.views.common import context
 from dashboard.web.htmx import HtmxHttpRequest
@@ -45,12 +46,9 @@ class TokenParams(TypedDict):
 
 
 def _audit(request: HtmxHttpRequest, action: str, name: str, params: TokenParams) -> None:
-    # A token belongs to no connection or namespace: no place (log.record needs one).
-    AuditEntry.objects.create(
-        user=request.user if request.user.is_authenticated else None,
-        username=request.user.get_username(), action=action, params=params,
-        outcome=AuditEntry.Outcome.OK, detail=f"API token {name}",
-    )  # fmt: skip
+    # A token belongs to no connection or namespace: no place.
+    audit.write(None, action, AuditEntry.Outcome.OK, user=request.user, params=params,
+                detail=f"API token {name}")  # fmt: skip
 
 
 @login_required
