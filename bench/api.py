@@ -116,11 +116,15 @@ class Loop(Protocol):
 class Http:
     """One client's keep-alive connection and queue, and its send → receive → delete."""
 
-    def __init__(self, port: int, token: str, routes: str, queue: str) -> None:
+    def __init__(
+        self, port: int, token: str, routes: str, queue: str, proxied: bool = False
+    ) -> None:
         self.routes, self.queue = routes, queue
         self.headers = {"Content-Type": "application/json"}
         if token:
             self.headers["Authorization"] = f"Bearer {token}"
+        if proxied:  # through docs/production.md's HTTPS proxy
+            self.headers["X-Forwarded-Proto"] = "https"
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
 
     def call(self, method: str, path: str, body: dict[str, object] | None) -> Any:
@@ -218,6 +222,11 @@ def main() -> None:
     )  # fmt: skip
     ap.add_argument("--workers", type=int, help="web processes (default: ./run's here)")
     ap.add_argument("--threads", type=int, help="threads a process (default: ./run's here)")
+    ap.add_argument(
+        "--settings", choices=("production", "run"), default="production",
+        help="production: docs/production.md's (behind an HTTPS proxy: the clients send"
+        " X-Forwarded-Proto: https; HSTS, secure cookies; Postgres); run: ./run's (SQLite)",
+    )  # fmt: skip
     args = ap.parse_args()
     args.workers = args.workers or default_workers()
     args.threads = args.threads or default_threads(args.workers)
@@ -233,6 +242,24 @@ def main() -> None:
     )  # fmt: skip
     for k in ("RSMQ_CONNECTIONS", "RSMQ_NAMESPACE", "DATABASE_URL", "RSMQ_READ_ONLY"):
         env.pop(k, None)
+    proxied = args.settings == "production"
+    postgres = None
+    if proxied:
+        sys.path.insert(0, str(ROOT / "tests"))
+        from support.postgres_fixtures import EmbeddedPostgres, postgres_bindir
+
+        bindir = postgres_bindir()
+        if bindir is None:
+            sys.exit("bench/api.py --settings production: no initdb (apt-get install postgresql)")
+        postgres = EmbeddedPostgres(bindir, durable=True).__enter__()
+        postmaster = (postgres.dir / "data" / "postmaster.pid").read_text().split()[0]
+        subprocess.run(["taskset", "-acp", "0", postmaster], check=True, capture_output=True)
+        env.update(
+            DATABASE_URL=postgres.url, ALLOWED_HOSTS="127.0.0.1",
+            SECURE_PROXY_SSL_HEADER="X-Forwarded-Proto", SECURE_SSL_REDIRECT="1",
+            SESSION_COOKIE_SECURE="1", CSRF_COOKIE_SECURE="1", SECURE_HSTS_SECONDS="31536000",
+            SECURE_HSTS_INCLUDE_SUBDOMAINS="1", SECURE_HSTS_PRELOAD="1",
+        )  # fmt: skip
     manage = [PY, "manage.py"]
     for cmd in (["migrate", "-v0"], ["collectstatic", "--noinput", "-v0"]):
         subprocess.run([*manage, *cmd], cwd=ROOT, env=env, check=True, capture_output=True)
@@ -266,11 +293,11 @@ def main() -> None:
     )  # fmt: skip
     os.sched_setaffinity(0, {1})
     contenders: dict[str, Callable[[str], Loop]] = {
-        NATIVE: lambda q: Http(port, token, "native", q),
-        REST: lambda q: Http(port, token, "rest", q),
+        NATIVE: lambda q: Http(port, token, "native", q, proxied),
+        REST: lambda q: Http(port, token, "rest", q, proxied),
         NODE: lambda q: Http(node_port, "", "node", q),
         DIRECT: lambda q: Direct(redis.url, q),
-        BATCHED: lambda q: Batched(port, token, "native", q),
+        BATCHED: lambda q: Batched(port, token, "native", q, proxied),
         BARE: lambda q: Http(bare_port, "", "native", q),
     }
     cells: dict[tuple[str, int], list[dict[str, float]]] = {}
@@ -300,6 +327,8 @@ def main() -> None:
         server.wait(30)
         node.wait(30)
         redis.stop()
+        if postgres is not None:
+            postgres.__exit__(None, None, None)
     publish(report(cells, args, load_start, load_end, pending), args.write)
 
 
@@ -345,8 +374,14 @@ def report(cells: dict[tuple[str, int], list[dict[str, float]]], args: argparse.
         f" {args.rounds} interleaved rounds: ops/s the median of the rounds, × rest-rsmq the"
         " median of the rounds' own ratios (errors: the sum). Each client, on its"
         " own queue and keep-alive connection, loops send → receive → delete; ops/s counts"
-        " the three calls. The console: ./run's web server (console.py's web_argv), SQLite,"
-        " an operator's token (rate-limited in Redis), every call audited (data-plane"
+        " the three calls. The console: ./run's web server (console.py's web_argv), "
+        + (
+            "docs/production.md's settings (behind an HTTPS proxy: X-Forwarded-Proto: https"
+            " on every call, HSTS, secure cookies, SSL redirect; Postgres, fsync on),"
+            if args.settings == "production"
+            else "./run's settings (SQLite),"
+        )
+        + " an operator's token (rate-limited in Redis), every call audited (data-plane"
         " records written in the operation's own script, drained into the database as it"
         f" runs; {pending} not yet drained when the run ended). rest-rsmq: its app.js on"
         " express 3 + rsmq 0.4.0 from npm, Node, no token, no audit. Redis and both servers"
