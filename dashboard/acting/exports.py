@@ -19,7 +19,7 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TypedDict, cast
 
 from django.conf import settings
@@ -187,10 +187,20 @@ class ImportParams(TypedDict, total=False):
     report: ImportReport
 
 
-def import_file(rsmq: RedisSMQ, qname: str, data: bytes, keep_ids: bool) -> ImportReport:
+def import_file(
+    rsmq: RedisSMQ,
+    qname: str,
+    data: bytes,
+    keep_ids: bool,
+    admit: Callable[[int], None] | None = None,
+) -> ImportReport:
     """Check every line (``check_file``: nothing written if one is bad), then write the
-    messages in atomic batches; the report says exactly what was written and skipped."""
+    messages in atomic batches; the report says exactly what was written and skipped.
+    ``admit``: told how many messages the file holds before any is written (an API
+    token's rate counts them); what it raises stops the import, nothing written."""
     lines = check_file(rsmq, qname, data, keep_ids)
+    if admit is not None:
+        admit(lines)
     maxsize = rsmq.get_queue_attributes(qname).maxsize
     report = transfer.import_records(
         rsmq, qname, transfer.read_records(_lines(data), keep_ids, maxsize), keep_ids

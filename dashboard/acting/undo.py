@@ -138,6 +138,7 @@ class Skipped(TypedDict):
     present: int
     gone: int
     taken: int
+    foreign: int
 
 
 class UndoParams(TypedDict, total=False):
@@ -157,6 +158,7 @@ class UndoParams(TypedDict, total=False):
     present_ids: list[str]
     gone_ids: list[str]
     taken_ids: list[str]
+    foreign_ids: list[str]
     whole_queue: bool
     recreated: bool
 
@@ -206,10 +208,16 @@ def undo(place: Place, e: UndoEntry, who: str) -> Outcome:
 def _counts(r: Restored) -> UndoParams:
     return {
         "restored": r.restored,
-        "skipped": {"present": r.present, "gone": r.gone, "taken": r.taken},
+        "skipped": {
+            "present": r.present,
+            "gone": r.gone,
+            "taken": r.taken,
+            "foreign": r.foreign,
+        },  # fmt: skip
         "present_ids": list(r.present_ids),
         "gone_ids": list(r.gone_ids),
         "taken_ids": list(r.taken_ids),
+        "foreign_ids": list(r.foreign_ids),
         "whole_queue": r.whole_queue,
         "recreated": r.recreated,
         "already": r.already,
@@ -242,6 +250,12 @@ def _words(what: str, e: UndoEntry, r: Restored) -> str:
         skipped.append(f"{r.gone} no longer where {'it' if r.gone == 1 else 'they'} went")
     if r.taken:
         skipped.append(f"{r.taken} received since where {'it' if r.taken == 1 else 'they'} went")
+    if r.foreign:
+        them = "it" if r.foreign == 1 else "them"
+        skipped.append(
+            f"{r.foreign} whose id no RSMQ client makes (putting {them} back would break"
+            " the queue again)"
+        )
     if skipped:
         text += f" Skipped {', '.join(skipped)} (not duplicated)."
     return text
