@@ -323,7 +323,21 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 3600.0,
         "options": {"expires": 3600.0},
     },
+    # A job's step lost with its task (a worker restarted), queued again (acting/jobs.py).
+    "sweep-jobs": {
+        "task": "dashboard.tasks.sweep_jobs",
+        "schedule": 30.0,
+        "options": {"expires": 30.0},
+    },
 }
+
+# -- Jobs on every match (dashboard/acting/jobs.py): live ones (counting, counted, running,
+# paused) at most this many in all, by one user (or API token), and on one queue; one more
+# is refused (409, naming the cap). Each job is a chain of short Celery steps on the same
+# worker as the snapshots, never holding it.
+RSMQ_JOBS_MAX = int(os.environ.get("RSMQ_JOBS_MAX", "50"))
+RSMQ_JOBS_PER_USER = int(os.environ.get("RSMQ_JOBS_PER_USER", "10"))
+RSMQ_JOBS_PER_QUEUE = int(os.environ.get("RSMQ_JOBS_PER_QUEUE", "5"))
 
 # -- The Spark pipeline: rollups, anomaly flags, census ------------------------------------
 

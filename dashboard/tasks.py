@@ -83,12 +83,21 @@ def evaluate_alerts() -> dict[str, Any]:
 
 
 @shared_task(name="dashboard.tasks.bulk_count", ignore_result=True)
-def bulk_count(job_id: int) -> None:
-    """Act on every match, step one: count the matches (dashboard/acting/jobs.py)."""
-    jobs.count(job_id)
+def bulk_count(job_id: int, turn: int | None = None) -> None:
+    """Act on every match, first: one step of counting the matches, queueing the next
+    (dashboard/acting/jobs.py)."""
+    jobs.count(job_id, turn)
 
 
 @shared_task(name="dashboard.tasks.bulk_run", ignore_result=True)
-def bulk_run(job_id: int) -> None:
-    """Act on every match, once confirmed: paced, in bounded steps (dashboard/acting/jobs.py)."""
-    jobs.execute(job_id)
+def bulk_run(job_id: int, turn: int | None = None) -> None:
+    """Act on every match, once confirmed: one paced, bounded step, queueing the next with
+    the countdown its pace asks for (dashboard/acting/jobs.py): never a sleep here."""
+    jobs.execute(job_id, turn)
+
+
+@shared_task(name="dashboard.tasks.sweep_jobs", ignore_result=True)
+def sweep_jobs() -> dict[str, int]:
+    """Jobs whose step was lost with its task, queued again; counted jobs never
+    confirmed, cancelled (jobs.sweep)."""
+    return jobs.sweep()

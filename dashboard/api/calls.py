@@ -72,6 +72,10 @@ class BadInput(Exception):
     """The call's input, refused before anything ran: 400."""
 
 
+class Conflict(Exception):
+    """The call can't run as things stand (a cap on live jobs reached): 409."""
+
+
 def run(
     who: Caller,
     place: Place,
@@ -226,7 +230,7 @@ def failure(e: Exception, conn: str | None) -> Failure | None:
         return Failure(e.status_code, _http_text(e))
     if isinstance(e, (BadInput, *INPUT_ERRORS)):
         return Failure(400, str(e))
-    if isinstance(e, QueueExists):
+    if isinstance(e, (QueueExists, Conflict)):
         return Failure(409, str(e))
     found = web_error(e, get_connection(conn))
     return None if found is None else Failure(found.status, found.text)
