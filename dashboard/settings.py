@@ -411,6 +411,11 @@ RSMQ_HEADER_TIMEOUT = float(os.environ.get("RSMQ_HEADER_TIMEOUT", "10"))
 RSMQ_BODY_TIMEOUT = float(os.environ.get("RSMQ_BODY_TIMEOUT", "30"))
 # Threads per web server process that run Django (./run --threads; dashboard/serving/app.py).
 RSMQ_WEB_THREADS = int(os.environ.get("RSMQ_WEB_THREADS", "2"))
+# Exports (dashboard/acting/exports.py): at most this many streamed at once per web
+# process (they hold no thread: a piece is made when the client took the last), and the
+# seconds a client may take to take a piece before its export is dropped, its slot freed.
+RSMQ_EXPORTS = int(os.environ.get("RSMQ_EXPORTS", "10"))
+RSMQ_EXPORT_IDLE = float(os.environ.get("RSMQ_EXPORT_IDLE", "30"))
 
 # -- Trusted proxies (dashboard/access/throttle.py client_ip) -------------------------------
 RSMQ_TRUSTED_PROXIES: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []

@@ -85,16 +85,18 @@ class Busy(Exception):
         n = slots()
         super().__init__(
             f"{n} export{'s are' if n != 1 else ' is'} already running in this web process"
-            f" (at most {n} at a time, so that its pages keep a thread); try again when"
+            f" (at most {n} at a time: RSMQ_EXPORTS); try again when"
             f" {'one ends' if n != 1 else 'it ends'}, or use `rsmq message export`"
         )
 
 
 def slots() -> int:
-    """How many exports one web process streams at once: all of its threads but one
-    (a streamed export holds its thread to its end, seconds for a big queue:
-    bench/RESULTS.md, "Export of 1,000,000 messages"), at least one."""
-    return max(1, int(settings.RSMQ_WEB_THREADS) - 1)
+    """How many exports one web process streams at once (RSMQ_EXPORTS). An export holds
+    no thread while it goes out (dashboard/serving/app.py ``Console.stream``: a thread
+    makes a piece once the client took the last one), but each holds a browse page and a
+    piece in memory; one whose client takes nothing for RSMQ_EXPORT_IDLE seconds is
+    dropped, its slot given back."""
+    return max(1, int(settings.RSMQ_EXPORTS))
 
 
 _running = 0

@@ -141,7 +141,7 @@ def test_a_body_over_the_servers_limit_is_refused(q1: list[str], rsmq: RedisSMQ)
 # A response's close() ends its request as served (the connection closed): a real transaction.
 @pytest.mark.django_db(transaction=True)
 def test_an_export_past_the_process_slots_is_a_503_with_retry_after(q1, settings) -> None:
-    settings.RSMQ_WEB_THREADS = 2
+    settings.RSMQ_EXPORTS = 1
     api = client("viewer")
     first = api.get("/api/queues/q1/export/")
 
