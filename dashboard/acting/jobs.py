@@ -171,15 +171,17 @@ def create(request: HttpRequest, place: Place, qname: str, data: Any, actor: str
         "to": plan.to, "vt": plan.vt, "keep_counts": plan.keep_counts, "rate": pace.rate,
         "canary": pace.canary, "watch": pace.watch, "max_bounce": pace.max_bounce,
     }  # fmt: skip
+    # audited before it exists (nothing happens if the row can't be written: 503)
+    row = audit.start(place, AUDIT[kind], actor=actor, user=request.user, queue=qname,
+                      params={**params, "filter": f.query(), "step": "count"})  # fmt: skip
     job = BulkJob.objects.create(
         kind=kind, connection=place.conn.name, namespace=place.ns, queue=qname,
         filter=f.query(), params=params, username=who, phase="counting", due=timezone.now(),
     )  # fmt: skip
-    audit.record(
-        request, place, AUDIT[kind], AuditEntry.Outcome.OK, qname,
+    audit.finish(
+        row, AuditEntry.Outcome.OK,
         params={**params, "filter": job.filter, "job": job.pk, "step": "count"},
         detail=f"Counting the messages of {qname} matching {f.describe()} (job {job.pk}).",
-        actor=actor,
     )  # fmt: skip
     transaction.on_commit(lambda: _queue_task(COUNT_TASK, job.pk, 0))
     return job
@@ -201,18 +203,20 @@ def confirm(request: HttpRequest, place: Place, job: BulkJob, typed: str, actor:
     stale = recreated(place, job)
     if stale:
         raise JobError("queue", stale)
+    params = {**job.params, "filter": job.filter, "job": job.pk, "step": "start"}
+    # audited before it runs (nothing runs if the row can't be written: 503)
+    row = audit.start(place, AUDIT[job.kind], actor=actor, user=request.user, queue=job.queue,
+                      params=params)  # fmt: skip
     n = BulkJob.objects.filter(pk=job.pk, state=BulkJob.State.COUNTED).update(
         state=BulkJob.State.RUNNING, phase="starting", started=timezone.now(),
         updated=timezone.now(), due=timezone.now(),
     )  # fmt: skip
     if not n:
+        audit.forget(row)
         raise JobError("state", "this job was started already")
     job.refresh_from_db()
-    audit.record(
-        request, place, AUDIT[job.kind], AuditEntry.Outcome.OK, job.queue, count=job.matched,
-        params={**job.params, "filter": job.filter, "job": job.pk, "step": "start"},
-        detail=f"Started job {job.pk}: {describe(job)}.", actor=actor,
-    )  # fmt: skip
+    audit.finish(row, AuditEntry.Outcome.OK, count=job.matched, params=params,
+                 detail=f"Started job {job.pk}: {describe(job)}.")  # fmt: skip
     turn = job.turn
     transaction.on_commit(lambda: _queue_task(RUN_TASK, job.pk, turn))
 
