@@ -104,6 +104,9 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "dashboard.web.middleware.RedisUnavailableMiddleware",
+    # The API's query parameters and path parts: NUL or a lone surrogate, a 400 (its bodies:
+    # its parser).
+    "dashboard.api.bodies.StorableInput",
     # Last: it turns a refused login into the "locked" page.
     "axes.middleware.AxesMiddleware",
 ]

@@ -126,7 +126,11 @@ class Console:
                 while True:
                     message = await receive()
                     if message["type"] != "http.request":
-                        return None  # the client went away
+                        # the body ended before it was whole: the client went away, or
+                        # sent what is no body (granian says the same of a malformed
+                        # chunk): a 400 it may still read, and a line in the log
+                        await self.cut_short(scope, send, size)
+                        return None
                     chunks.append(message.get("body", b""))
                     size += len(chunks[-1])
                     if self.max_bytes is not None and size > self.max_bytes:
@@ -146,6 +150,19 @@ class Console:
                        if k.lower() not in (b"content-length", b"transfer-encoding")]  # fmt: skip
             scope = {**scope, "headers": [*headers, (b"content-length", str(size).encode())]}
         return scope, body
+
+    async def cut_short(self, scope: Scope, send: Send, size: int) -> None:
+        log.warning(
+            "%s %s: the request's body ended after %d bytes, before it was whole (a malformed"
+            " chunked body, or the client went away): 400", scope.get("method"),
+            scope.get("path"), size,
+        )  # fmt: skip
+        text = (
+            "The request's body is malformed or was cut short: it ended before it was whole"
+            " (a chunked body must be chunks of the sizes they state, then a 0-size chunk)."
+        )
+        with contextlib.suppress(Exception):  # a client gone can't be answered
+            await refuse(send, 400, text, scope)
 
     async def drain(self, receive: Receive, length: int) -> None:
         """Read ``length`` bytes of a body and drop them, within the body's deadline."""
