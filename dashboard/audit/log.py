@@ -182,12 +182,12 @@ FOLD_SECONDS = 60  # refusals of one kind by one actor within this long: one row
 
 
 def write_folded(
-    place: Place, action: str, outcome: str, actor: str, queue: str = "", detail: str = ""
+    place: Place | None, action: str, outcome: str, actor: str, queue: str = "", detail: str = ""
 ) -> None:
     """A refusal that anyone can repeat at will (no token, an unknown one, or one over its
-    rate): the first in FOLD_SECONDS gets a row, the repeats of the same actor, action and
-    outcome count on it (``params["repeats"]``), so a flood of refused calls adds at most
-    one row a minute per kind."""
+    rate; a login while locked out): the first in FOLD_SECONDS gets a row, the repeats of
+    the same actor, action and outcome count on it (``params["repeats"]``), so a flood of
+    refused calls adds at most one row a minute per kind."""
     who = _fit("username", actor)
     since = timezone.now() - dt.timedelta(seconds=FOLD_SECONDS)
     with transaction.atomic():
@@ -215,9 +215,11 @@ def record_lockout(
     sender: object, request: HttpRequest, username: str | None, ip_address: str, **kwargs: Any
 ) -> None:
     """django-axes refused a login (too many failures for this user name from this
-    address): one row per refused try, with no place (a login has none)."""
-    write(
-        None, "login", AuditEntry.Outcome.THROTTLED, actor=username or "",
+    address), with no place (a login has none): folded as the API's refusals are — one
+    row a minute per user name, counting its tries (``params["repeats"]``), so a client
+    hammering the form while locked out adds no more."""
+    write_folded(
+        None, "login", AuditEntry.Outcome.THROTTLED, username or "",
         detail=f"Locked out after too many failed logins from {ip_address}.",
     )  # fmt: skip
 
