@@ -243,11 +243,13 @@ RSMQ_CONNECTIONS = _connections or [
 
 # Undo (dashboard/acting/undo.py): how many hours what a destructive action removed is kept
 # for its Undo, and the most an action keeps (MB of bodies, estimated before it runs;
-# past it the action runs without an Undo and its confirmation says so; 0: no undo).
-# Checked at start (dashboard/serving/checks.py).
+# past it the action runs without an Undo and its confirmation says so; 0: no undo), and
+# the most all the Undos of one Redis keep together (past it the oldest are given up,
+# audited). Checked at start (dashboard/serving/checks.py).
 RSMQ_UNDO_HOURS: float | str = os.environ.get("RSMQ_UNDO_HOURS", "24")
 RSMQ_UNDO_MAX_MB: float | str = os.environ.get("RSMQ_UNDO_MAX_MB", "256")
-for _name in ("RSMQ_UNDO_HOURS", "RSMQ_UNDO_MAX_MB"):
+RSMQ_UNDO_TOTAL_MB: float | str = os.environ.get("RSMQ_UNDO_TOTAL_MB", "512")
+for _name in ("RSMQ_UNDO_HOURS", "RSMQ_UNDO_MAX_MB", "RSMQ_UNDO_TOTAL_MB"):
     try:
         globals()[_name] = float(globals()[_name])
     except ValueError:
@@ -299,6 +301,11 @@ def broker_url(rsmq_url: str) -> str:
 
 # Seconds between two snapshots of every queue's counters.
 RSMQ_SNAPSHOT_INTERVAL = float(os.environ.get("RSMQ_SNAPSHOT_INTERVAL", "10"))
+# Annotations (POST /api/annotations/) kept per connection and namespace, dated within the
+# last 366 days: one more is refused (409). Every chart reads those of its range.
+RSMQ_ANNOTATIONS_MAX = int(os.environ.get("RSMQ_ANNOTATIONS_MAX", "2000"))
+# Days of audit rows kept (dashboard/audit/retention.py, hourly by beat); 0: every row.
+RSMQ_AUDIT_RETENTION = float(os.environ.get("RSMQ_AUDIT_RETENTION", "90"))
 # Days of snapshots kept, in the database and in the lake (whole days there).
 RSMQ_SNAPSHOT_RETENTION = float(os.environ.get("RSMQ_SNAPSHOT_RETENTION", "7"))
 # The snapshot lake: Parquet files, partitioned by date, that the pipeline reads.
@@ -323,6 +330,11 @@ CELERY_BEAT_SCHEDULE = {
     },
     "prune-snapshots": {
         "task": "dashboard.tasks.prune_snapshots",
+        "schedule": 3600.0,
+        "options": {"expires": 3600.0},
+    },
+    "prune-audit": {
+        "task": "dashboard.tasks.prune_audit",
         "schedule": 3600.0,
         "options": {"expires": 3600.0},
     },

@@ -15,6 +15,7 @@ from dashboard.alerting import evaluate
 from dashboard.alerting.delivery import send_notifications as send_notifications
 from dashboard.analytics import runs as pipeline_runs
 from dashboard.audit import drain as audit_drain
+from dashboard.audit import retention
 from dashboard.models import AlertRule
 from dashboard.snapshots import runs
 from dashboard.triage import conditions
@@ -39,6 +40,16 @@ def snapshot() -> dict[str, Any]:
 def drain_audit() -> dict[str, Any]:
     """The API's audit records, from Redis into the database (audit_drain.drain)."""
     return {"moved": audit_drain.drain()}
+
+
+@shared_task(name="dashboard.tasks.prune_audit", ignore_result=True)
+def prune_audit() -> dict[str, Any]:
+    """Retention: audit rows older than RSMQ_AUDIT_RETENTION days, in short batches; while
+    older ones are left, queued again (behind the snapshots waiting meanwhile)."""
+    deleted, more = retention.prune()
+    if more:
+        prune_audit.apply_async(countdown=1, retry=False)
+    return {"deleted": deleted, "more": more}
 
 
 @shared_task(name="dashboard.tasks.prune_snapshots", ignore_result=True)

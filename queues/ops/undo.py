@@ -124,6 +124,14 @@ class Undo(Base[R]):
         return gone == 1
 
     @operation
+    def drop_undo(self, token: str) -> Op[bool]:
+        """Give a stash up, whatever it keeps (a budget of all stashes was spent: the
+        console gives up the oldest first); its undo then finds nothing. Returns whether
+        there was one. UNLINK: a big stash is freed in Redis' background thread."""
+        gone: int = yield Command(("UNLINK", *self._undo_keys(token)))
+        return gone > 0
+
+    @operation
     def undo_info(self, token: str) -> Op[UndoInfo | None]:
         """A stash's record, or None once it expired (or never was)."""
         return (yield from self._undo_info(token))
