@@ -37,6 +37,7 @@ from dashboard.audit import log as audit
 from dashboard.celery import app
 from dashboard.models import AuditEntry, BulkJob, UndoEntry
 from dashboard.places.place import Place, resolve
+from dashboard.web.text import refusal, storable
 from queues import QueueNotFound, RsmqError, pacing
 from queues import validation as v
 from queues.errors import InvalidArgument
@@ -93,6 +94,10 @@ def read_request(data: Any, qname: str) -> tuple[str, MessageFilter, pacing.Plan
     kind = data.get("kind") or ""
     if kind not in KINDS:
         raise JobError("kind", f"kind must be one of {', '.join(KINDS)}")
+    for name in (*PARAMS.values(), "to"):  # kept in the job's row: what a database stores
+        value = data.get(name)
+        if isinstance(value, str) and not storable(value):
+            raise JobError(name, refusal(name, value))
     try:
         # every field the one filter reads from a URL (message_filter.PARAMS), as text
         f = checked({p: str(data.get(p) or "") for p in PARAMS.values()})

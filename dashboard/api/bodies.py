@@ -11,6 +11,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from pydantic import BaseModel, model_validator
 
 from dashboard.api.calls import BadInput
+from dashboard.web.text import refusal as refusal
+from dashboard.web.text import storable
 
 
 class Known(BaseModel):
@@ -58,33 +60,9 @@ def unstorable(data: Any) -> tuple[str, str] | None:
     return None
 
 
-def storable(text: str) -> bool:
-    """Whether ``text`` is text every database stores: no NUL, no lone surrogate."""
-    if "\x00" in text:
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def shown(text: str) -> str:
     """``text`` as a refusal may name it (a NUL or a lone surrogate as its escape)."""
     return text.encode("utf-8", "backslashreplace").decode().replace("\x00", "\\x00")
-
-
-def refusal(field: str, value: str) -> str:
-    """The 400's words for ``field`` holding ``value``, which ``storable`` refuses."""
-    if "\x00" in value:
-        return (
-            f"{field} must not hold a NUL character (\\u0000): no database stores one;"
-            " nothing changed"
-        )
-    return (
-        f"{field} must be valid Unicode text: it holds a lone surrogate (\\ud800 to"
-        " \\udfff), which UTF-8 can't encode; nothing changed"
-    )
 
 
 def check_request(query: Iterable[tuple[str, list[str]]], path: dict[str, Any]) -> None:

@@ -23,6 +23,7 @@ from django.utils import timezone
 from dashboard.models import AuditEntry
 from dashboard.places.connections import Connection
 from dashboard.web.errors import NotAudited
+from dashboard.web.text import storable as storable_text
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +45,10 @@ REPLACEMENT = "\ufffd"
 
 
 def _text(value: str) -> str:
-    if "\x00" in value:
-        value = value.replace("\x00", REPLACEMENT)
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        value = "".join(REPLACEMENT if "\ud800" <= c <= "\udfff" else c for c in value)
-    return value
+    if storable_text(value):
+        return value
+    value = value.replace("\x00", REPLACEMENT)
+    return "".join(REPLACEMENT if "\ud800" <= c <= "\udfff" else c for c in value)
 
 
 def storable(value: Any) -> Any:

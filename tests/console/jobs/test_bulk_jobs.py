@@ -138,6 +138,8 @@ def test_pause_resume_and_cancel(console, queue, operator: Client, rsmq: RedisSM
         ({"kind": "visibility", "search": "x", "vt": "soon"}, "vt"),
         ({"kind": "requeue", "search": "x"}, "state"),
         ({"kind": "delete", "search": "x", "canary": "3", "watch": "1"}, "canary"),
+        ({"kind": "delete", "search": "a\x00b"}, "search"),  # no database stores a NUL
+        ({"kind": "move", "search": "x", "to": "q\x002"}, "to"),
     ],
 )
 def test_bad_input_is_refused_naming_the_field(
