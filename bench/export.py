@@ -20,6 +20,7 @@ import argparse
 import http.client
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -27,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 import psutil
 import redis
@@ -143,6 +145,66 @@ def http_export(port: int, path: str, token: str) -> tuple[int, int]:
     return lines, size
 
 
+IDLE = 5.0  # s: RSMQ_EXPORT_IDLE of the served console here
+IDLE_CLIENTS = 8
+
+
+class Drops:
+    """When the served console logs that it dropped an export (its stderr, read as it comes)."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream, self.at = stream, []  # type: list[float]
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self) -> None:
+        for line in self.stream:
+            if b"RSMQ_EXPORT_IDLE" in line:
+                self.at.append(time.perf_counter())
+
+
+def idle_exports(
+    port: int, token: str, drops: Drops, worker: Callable[[], int]
+) -> dict[str, float]:
+    """IDLE_CLIENTS exports whose clients send the request and never read: while they
+    wait, another export is read to its end and the read API answers; each is dropped by
+    the console once its piece waited RSMQ_EXPORT_IDLE seconds (its log line), its slot
+    given back. (granian keeps the connection itself, and what it was handed, until the
+    client reads or goes away.)"""
+    request = (f"GET /api/queues/big/export/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+               f"Authorization: Bearer {token}\r\n\r\n").encode()  # fmt: skip
+    before = worker()
+    idle: list[socket.socket] = []
+    for _ in range(IDLE_CLIENTS):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", port))
+        s.sendall(request)
+        idle.append(s)
+    t0 = time.perf_counter()
+    time.sleep(1.0)  # each has filled its socket's buffers and waits on its client
+    other0 = time.perf_counter()
+    lines, _ = http_export(port, "/api/queues/big/export/?state=inflight", token)
+    other = time.perf_counter() - other0
+    assert lines == 1000, lines
+    reads = []
+    for _ in range(10):
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        r0 = time.perf_counter()
+        c.request("GET", "/api/queues/", headers={"Authorization": f"Bearer {token}"})
+        assert c.getresponse().status == 200
+        reads.append(time.perf_counter() - r0)
+        c.close()
+    while len(drops.at) < IDLE_CLIENTS and time.perf_counter() - t0 < IDLE + 30:
+        time.sleep(0.05)
+    held = worker() - before
+    for s in idle:
+        s.close()
+    assert len(drops.at) == IDLE_CLIENTS, f"{len(drops.at)} of {IDLE_CLIENTS} dropped"
+    return {"other": other, "read_max": max(reads), "first": drops.at[0] - t0,
+            "last": drops.at[-1] - t0, "held_mb": held / 2**20}  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--messages", type=int, default=1_000_000)
@@ -153,6 +215,7 @@ def main() -> None:
     env = dict(
         os.environ, RSMQ_DATA_DIR=str(tmp), RSMQ_REDIS_URL=server.url, DEBUG="0",
         SECRET_KEY="bench-" + "x" * 60, PYTHONUNBUFFERED="1", PYTHONPATH=str(ROOT),
+        RSMQ_EXPORT_IDLE=str(IDLE),
     )  # fmt: skip
     env.pop("RSMQ_CONNECTIONS", None)
     env.pop("RSMQ_NAMESPACE", None)
@@ -185,9 +248,11 @@ def main() -> None:
             ["taskset", "-c", "1", PY, "-m", "granian", "--interface", "asgi",
              "dashboard.asgi:application", "--host", "127.0.0.1", "--port", str(port),
              "--workers", "1", "--no-ws"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             start_new_session=True,
         )  # fmt: skip
+        assert web.stderr is not None
+        drops = Drops(web.stderr)
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -243,6 +308,10 @@ def main() -> None:
         rows.append((f"all {args.messages:,} (CLI, to a file)", lines, size, took, 0, cli_peak,
                      pings.worst, slow.summary()))  # fmt: skip
         print(rows[-1], flush=True)
+        stuck = idle_exports(
+            port, token, drops, lambda: sum(p.memory_info().rss for p in workers())
+        )
+        print(stuck, flush=True)
     finally:
         if web is not None:
             os.killpg(web.pid, 15)
@@ -292,10 +361,20 @@ def main() -> None:
     lines_out += [
         "",
         f"The web worker grew by {(web[5] - web[4]) / mb:.1f} MB while it sent"
-        f" {web[2] / 1e6:,.0f} MB (pieces of 64 KB, each sent before the next is made:"
-        " dashboard/asgi.py `streamer`). Its script calls are the CLI's (count and mean"
-        f" alike: {web[7].split(';')[0]} vs {cli[7].split(';')[0]}); each reads"
+        f" {web[2] / 1e6:,.0f} MB (pieces of 64 KB, each made once the client took the last:"
+        " dashboard/serving/app.py `Console.stream`). Its script calls are the CLI's (count"
+        f" and mean alike: {web[7].split(';')[0]} vs {cli[7].split(';')[0]}); each reads"
         f" {EXPORT_STEP} messages (queues/transfer.py EXPORT_STEP). {verdict}",
+        "",
+        f"**Idle clients.** {IDLE_CLIENTS} exports of the whole queue whose clients never read"
+        f" (RSMQ_EXPORT_IDLE {IDLE:g} s here, 30 by default; granian's 2 threads for Django, as"
+        f" ./run): meanwhile another export (the 1,000 in flight) was read whole in"
+        f" {stuck['other']:.2f} s and the read API answered within"
+        f" {stuck['read_max'] * 1000:.0f} ms (the longest of 10); the console dropped the idle"
+        f" ones {stuck['first']:.1f} to {stuck['last']:.1f} s after they were sent, their"
+        " slots given back. granian keeps each connection, and what it had been handed, until"
+        f" its client reads or goes away: the web worker held {stuck['held_mb']:.1f} MB more"
+        " for the eight then.",
     ]
     publish("\n".join(lines_out), args.write)
 

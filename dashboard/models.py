@@ -17,6 +17,9 @@ class AuditEntry(models.Model):
         DENIED = "denied", "denied"  # the role, or read-only
         INVALID = "invalid", "refused: invalid input"
         THROTTLED = "throttled", "refused: too many failed logins"
+        # written before the action runs, finished after it (dashboard/api/calls.py run):
+        # a row still "started" is an action whose end could not be written
+        STARTED = "started", "started (its end not recorded)"
 
     # A default, not auto_now_add: a record drained from Redis keeps the time it was made.
     at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -688,6 +691,17 @@ class BulkJob(models.Model):
     started = models.DateTimeField(null=True, blank=True)
     finished = models.DateTimeField(null=True, blank=True)
     updated = models.DateTimeField(default=timezone.now)
+    # Between two steps (each a Celery task of its own, dashboard/acting/jobs.py): where the
+    # count or the run stands (queues.pacing.Progress.state()) and its Undo's stash ...
+    walk = models.JSONField(default=dict, blank=True)
+    # ... the number of the next step (a task runs only the step it was queued for: a
+    # duplicate or a stale one does nothing) and when it is due (the sweep re-queues a
+    # running job whose step is long overdue: its task was lost)
+    turn = models.IntegerField(default=0)
+    due = models.DateTimeField(null=True, blank=True)
+    # the queue's `created` when it was counted: a queue deleted and created again since
+    # is another queue, and the job refuses to act on it
+    queue_created = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created"]

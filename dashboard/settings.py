@@ -104,6 +104,9 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "dashboard.web.middleware.RedisUnavailableMiddleware",
+    # The API's query parameters and path parts: NUL or a lone surrogate, a 400 (its bodies:
+    # its parser).
+    "dashboard.api.bodies.StorableInput",
     # Last: it turns a refused login into the "locked" page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -240,11 +243,13 @@ RSMQ_CONNECTIONS = _connections or [
 
 # Undo (dashboard/acting/undo.py): how many hours what a destructive action removed is kept
 # for its Undo, and the most an action keeps (MB of bodies, estimated before it runs;
-# past it the action runs without an Undo and its confirmation says so; 0: no undo).
-# Checked at start (dashboard/serving/checks.py).
+# past it the action runs without an Undo and its confirmation says so; 0: no undo), and
+# the most all the Undos of one Redis keep together (past it the oldest are given up,
+# audited). Checked at start (dashboard/serving/checks.py).
 RSMQ_UNDO_HOURS: float | str = os.environ.get("RSMQ_UNDO_HOURS", "24")
 RSMQ_UNDO_MAX_MB: float | str = os.environ.get("RSMQ_UNDO_MAX_MB", "256")
-for _name in ("RSMQ_UNDO_HOURS", "RSMQ_UNDO_MAX_MB"):
+RSMQ_UNDO_TOTAL_MB: float | str = os.environ.get("RSMQ_UNDO_TOTAL_MB", "512")
+for _name in ("RSMQ_UNDO_HOURS", "RSMQ_UNDO_MAX_MB", "RSMQ_UNDO_TOTAL_MB"):
     try:
         globals()[_name] = float(globals()[_name])
     except ValueError:
@@ -296,6 +301,11 @@ def broker_url(rsmq_url: str) -> str:
 
 # Seconds between two snapshots of every queue's counters.
 RSMQ_SNAPSHOT_INTERVAL = float(os.environ.get("RSMQ_SNAPSHOT_INTERVAL", "10"))
+# Annotations (POST /api/annotations/) kept per connection and namespace, dated within the
+# last 366 days: one more is refused (409). Every chart reads those of its range.
+RSMQ_ANNOTATIONS_MAX = int(os.environ.get("RSMQ_ANNOTATIONS_MAX", "2000"))
+# Days of audit rows kept (dashboard/audit/retention.py, hourly by beat); 0: every row.
+RSMQ_AUDIT_RETENTION = float(os.environ.get("RSMQ_AUDIT_RETENTION", "90"))
 # Days of snapshots kept, in the database and in the lake (whole days there).
 RSMQ_SNAPSHOT_RETENTION = float(os.environ.get("RSMQ_SNAPSHOT_RETENTION", "7"))
 # The snapshot lake: Parquet files, partitioned by date, that the pipeline reads.
@@ -323,7 +333,26 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 3600.0,
         "options": {"expires": 3600.0},
     },
+    "prune-audit": {
+        "task": "dashboard.tasks.prune_audit",
+        "schedule": 3600.0,
+        "options": {"expires": 3600.0},
+    },
+    # A job's step lost with its task (a worker restarted), queued again (acting/jobs.py).
+    "sweep-jobs": {
+        "task": "dashboard.tasks.sweep_jobs",
+        "schedule": 30.0,
+        "options": {"expires": 30.0},
+    },
 }
+
+# -- Jobs on every match (dashboard/acting/jobs.py): live ones (counting, counted, running,
+# paused) at most this many in all, by one user (or API token), and on one queue; one more
+# is refused (409, naming the cap). Each job is a chain of short Celery steps on the same
+# worker as the snapshots, never holding it.
+RSMQ_JOBS_MAX = int(os.environ.get("RSMQ_JOBS_MAX", "50"))
+RSMQ_JOBS_PER_USER = int(os.environ.get("RSMQ_JOBS_PER_USER", "10"))
+RSMQ_JOBS_PER_QUEUE = int(os.environ.get("RSMQ_JOBS_PER_QUEUE", "5"))
 
 # -- The Spark pipeline: rollups, anomaly flags, census ------------------------------------
 
@@ -397,6 +426,11 @@ RSMQ_HEADER_TIMEOUT = float(os.environ.get("RSMQ_HEADER_TIMEOUT", "10"))
 RSMQ_BODY_TIMEOUT = float(os.environ.get("RSMQ_BODY_TIMEOUT", "30"))
 # Threads per web server process that run Django (./run --threads; dashboard/serving/app.py).
 RSMQ_WEB_THREADS = int(os.environ.get("RSMQ_WEB_THREADS", "2"))
+# Exports (dashboard/acting/exports.py): at most this many streamed at once per web
+# process (they hold no thread: a piece is made when the client took the last), and the
+# seconds a client may take to take a piece before its export is dropped, its slot freed.
+RSMQ_EXPORTS = int(os.environ.get("RSMQ_EXPORTS", "10"))
+RSMQ_EXPORT_IDLE = float(os.environ.get("RSMQ_EXPORT_IDLE", "30"))
 
 # -- Trusted proxies (dashboard/access/throttle.py client_ip) -------------------------------
 RSMQ_TRUSTED_PROXIES: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []

@@ -15,6 +15,7 @@ from dashboard.alerting import evaluate
 from dashboard.alerting.delivery import send_notifications as send_notifications
 from dashboard.analytics import runs as pipeline_runs
 from dashboard.audit import drain as audit_drain
+from dashboard.audit import retention
 from dashboard.models import AlertRule
 from dashboard.snapshots import runs
 from dashboard.triage import conditions
@@ -39,6 +40,16 @@ def snapshot() -> dict[str, Any]:
 def drain_audit() -> dict[str, Any]:
     """The API's audit records, from Redis into the database (audit_drain.drain)."""
     return {"moved": audit_drain.drain()}
+
+
+@shared_task(name="dashboard.tasks.prune_audit", ignore_result=True)
+def prune_audit() -> dict[str, Any]:
+    """Retention: audit rows older than RSMQ_AUDIT_RETENTION days, in short batches; while
+    older ones are left, queued again (behind the snapshots waiting meanwhile)."""
+    deleted, more = retention.prune()
+    if more:
+        prune_audit.apply_async(countdown=1, retry=False)
+    return {"deleted": deleted, "more": more}
 
 
 @shared_task(name="dashboard.tasks.prune_snapshots", ignore_result=True)
@@ -83,12 +94,21 @@ def evaluate_alerts() -> dict[str, Any]:
 
 
 @shared_task(name="dashboard.tasks.bulk_count", ignore_result=True)
-def bulk_count(job_id: int) -> None:
-    """Act on every match, step one: count the matches (dashboard/acting/jobs.py)."""
-    jobs.count(job_id)
+def bulk_count(job_id: int, turn: int | None = None) -> None:
+    """Act on every match, first: one step of counting the matches, queueing the next
+    (dashboard/acting/jobs.py)."""
+    jobs.count(job_id, turn)
 
 
 @shared_task(name="dashboard.tasks.bulk_run", ignore_result=True)
-def bulk_run(job_id: int) -> None:
-    """Act on every match, once confirmed: paced, in bounded steps (dashboard/acting/jobs.py)."""
-    jobs.execute(job_id)
+def bulk_run(job_id: int, turn: int | None = None) -> None:
+    """Act on every match, once confirmed: one paced, bounded step, queueing the next with
+    the countdown its pace asks for (dashboard/acting/jobs.py): never a sleep here."""
+    jobs.execute(job_id, turn)
+
+
+@shared_task(name="dashboard.tasks.sweep_jobs", ignore_result=True)
+def sweep_jobs() -> dict[str, int]:
+    """Jobs whose step was lost with its task, queued again; counted jobs never
+    confirmed, cancelled (jobs.sweep)."""
+    return jobs.sweep()

@@ -65,6 +65,11 @@ def error_for(e: ResponseError, names: str | tuple[str, str]) -> Exception:
         return InvalidArgument("keep", "keep: the undo token was opened for a move elsewhere")
     if "undoNotFound" in text or "undoInUse" in text:
         return InvalidArgument("keep", "keep: the undo token is unknown, expired or used")
+    if "invalidId" in text:
+        at = text[text.index("invalidId") :].split()[1:2]
+        return InvalidArgument(
+            "id", f"id{f' (record {at[0]})' if at else ''} must be {v.RSMQ_ID_FORMAT}"
+        )
     if "invalidAt" in text:
         return InvalidArgument(
             "when", f"when must be at most {v.MAX_SECONDS} seconds from now (the Redis clock)"

@@ -391,7 +391,9 @@ class Restored:
     """What an undo did: ``restored`` messages put back exactly; skipped ones counted and
     the first ``UNDO_SKIPPED_IDS`` of each named — ``present`` (the id is in the queue
     again), ``gone`` (moved elsewhere and no longer there, or deleted since), ``taken``
-    (moved elsewhere and received there since). ``already``: it had been undone before
+    (moved elsewhere and received there since), ``foreign`` (an id no RSMQ client makes,
+    such as a queue field's name another client wrote as a member: putting it back would
+    break the queue again). ``already``: it had been undone before
     (nothing done now); ``whole_queue``: a deleted queue came back whole (attributes and
     totals as they were); ``recreated``: the deleted queue had been created again, so its
     new attributes stay and the messages went into it; ``missing``: the queue is gone
@@ -405,6 +407,8 @@ class Restored:
     present_ids: tuple[str, ...] = ()
     gone_ids: tuple[str, ...] = ()
     taken_ids: tuple[str, ...] = ()
+    foreign: int = 0
+    foreign_ids: tuple[str, ...] = ()
     already: bool = False
     whole_queue: bool = False
     recreated: bool = False
@@ -412,4 +416,4 @@ class Restored:
 
     @property
     def skipped(self) -> int:
-        return self.present + self.gone + self.taken
+        return self.present + self.gone + self.taken + self.foreign

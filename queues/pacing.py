@@ -14,7 +14,13 @@ canary. Both the console's background job (dashboard/acting/jobs.py, in Celery) 
   seconds, and stop — saying so — if more than ``max_bounce`` % of them **came back**:
   their ids are in the queue they were taken from again (a consumer failed them back to
   the dead-letter queue). Else go on at the cap.
-* **Control**: after every step (and while watching or paused) the runner calls
+* **Steps, never sleeps**: ``count_step`` and ``step`` go on from where a ``Progress``
+  stands for a bounded time and return; ``step`` says how long until it is due again
+  (the rate, the canary's watch). Between two steps nothing is held: the CLI's ``run``
+  sleeps there, a console job's Celery task queues its next step with that countdown
+  (dashboard/acting/jobs.py), so a job at 0.01 a second or a canary watched for an hour
+  never holds a worker. ``Progress.state()`` is JSON: the next step may run elsewhere.
+* **Control**: between steps (and while waiting or paused) ``run`` calls
   ``control(progress)``, which answers ``"run"``, ``"pause"`` or ``"cancel"``.
 """
 
@@ -42,6 +48,8 @@ STEP = 200
 POLL = 0.25
 RATE_MAX = 100_000
 WATCH_MAX = 3600
+#: the most canary messages: their ids are kept (a job's row) and looked for while watched
+CANARY_MAX = 10_000
 #: the actions that need the whole queue's admin when the filter does not narrow
 ACTIONS = CHECKED_ACTIONS
 
@@ -73,7 +81,7 @@ def checked_pace(
         r = _number("rate", rate, RATE_MAX)
         if r <= 0:
             raise InvalidArgument("rate", f"rate must be more than 0 and at most {RATE_MAX}")
-    c = _whole("canary", canary, 0, 2**31)
+    c = _whole("canary", canary, 0, CANARY_MAX)
     if count is not None and c > count:
         raise InvalidArgument(
             "canary", f"canary must be at most the {count} matching messages, not {c}"
@@ -139,8 +147,12 @@ class Plan:
 
 @dataclass
 class Progress:
-    phase: str = "counting"  # counting, counted, canary, watching, running, paused, done,
-    # cancelled, stopped (the canary came back)
+    """How a count or a run stands: what the page shows, and — between two steps — all a
+    step needs to go on (``state()`` / ``from_state``: JSON, so a job's next step may run
+    in another process, long after)."""
+
+    phase: str = "counting"  # counting, counted, canary, watching, running, done,
+    # cancelled, stopped (the canary came back); "paused" is the caller's word
     matched: int = 0  # the count (while counting: so far)
     done: int = 0  # messages acted on
     changed: int = 0  # changed since they were read: left alone
@@ -149,11 +161,68 @@ class Progress:
     bounced: int = 0  # canary messages that came back
     note: str = ""  # why it stopped, in words
     steps: int = 0
+    #: where the walk goes on: a cursor's (score, member as hex); None: from the start
+    at: tuple[str, str] | None = None
+    at_end: bool = False  # the walk reached the queue's end
+    canary_left: int = 0  # canary messages still to act on
+    watched: bool = False  # the canary's watch is over (or there is none)
+    watch_until: float = 0.0  # epoch s: the canary's watch ends
+    paced_from: int = 0  # the rate counts from this many done ...
+    paced_at: float = 0.0  # ... at this time (epoch s)
 
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["canary"] = len(d.pop("canary_ids"))
-        return d
+    def state(self) -> dict[str, Any]:
+        """All of it as JSON values (``from_state`` reads it back)."""
+        return asdict(self)
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> Progress:
+        known = {k: state[k] for k in cls.__dataclass_fields__ if k in state}
+        if known.get("at") is not None:
+            known["at"] = tuple(known["at"])
+        return cls(**known)
+
+    @property
+    def ended(self) -> bool:
+        return self.phase in ENDED
+
+    def cursor(self) -> Cursor | None:
+        return None if self.at is None else Cursor(self.at[0], bytes.fromhex(self.at[1]))
+
+    def go_on_from(self, c: Cursor | None) -> None:
+        self.at = None if c is None else (c.score, c.member.hex())
+
+    def resumed(self, now: float | None = None) -> None:
+        """After a pause: the rate counts from now (no burst to catch up)."""
+        self.paced_from, self.paced_at = self.done, time.time() if now is None else now
+
+
+#: the phases a run ends in
+ENDED = ("counted", "done", "cancelled", "stopped")
+#: how long one step may go on acting (s): a job's Celery task is one step, so the tasks
+#: queued behind it (a snapshot) wait at most about this long
+STEP_SECONDS = 0.5
+#: how often a canary's watch looks at the canary (s)
+WATCH_POLL = 1.0
+
+
+def count_step(
+    rsmq: RedisSMQ, qname: str, match: Mapping[str, Any], p: Progress,
+    budget: float = STEP_SECONDS,
+) -> bool:  # fmt: skip
+    """Count on, with browse's bounded calls, for about ``budget`` seconds from where
+    ``p`` stands; True when every match is counted (``p.phase`` "counted")."""
+    until = time.monotonic() + budget
+    while True:
+        page = rsmq.browse(qname, after=p.cursor(), limit=COUNT_PAGE, preview=1,
+                           step=SCAN_STEP, **match)  # fmt: skip
+        p.matched += len(page.items)
+        p.steps += 1
+        if (page.at_end and page.complete) or page.resume is None:
+            p.phase = "counted"
+            return True
+        p.go_on_from(page.resume)
+        if time.monotonic() >= until:
+            return False
 
 
 def count_matches(
@@ -162,20 +231,10 @@ def count_matches(
     """Every message ``match`` finds, counted with browse's bounded calls; ``control`` is
     told after each page (and may cancel)."""
     p = Progress()
-    after: Cursor | None = None
-    while True:
-        page = rsmq.browse(qname, after=after, limit=COUNT_PAGE, preview=1, step=SCAN_STEP, **match)
-        p.matched += len(page.items)
-        p.steps += 1
-        if page.at_end and page.complete:
-            break
+    while not count_step(rsmq, qname, match, p, budget=0):
         if control is not None and _wait(control, p) == CANCEL:
             p.phase = "cancelled"
             return p
-        after = page.resume
-        if after is None:
-            break
-    p.phase = "counted"
     if control is not None:
         control(p)
     return p
@@ -192,6 +251,7 @@ def _wait(control: Control, p: Progress) -> str:
         time.sleep(POLL)
         said = control(p)
     p.phase = was
+    p.resumed()
     return said
 
 
@@ -199,52 +259,59 @@ def _wait(control: Control, p: Progress) -> str:
 REMOVING = ("delete", "move", "redrive")
 
 
-def run(
+def begin(plan: Plan, limit: int, now: float | None = None) -> Progress:
+    """A run's first state: at most ``limit`` matches (the confirmed count)."""
+    plan.check()
+    p = Progress(phase="canary" if plan.pace.canary else "running", matched=limit)
+    p.canary_left = plan.pace.canary
+    p.watched = not plan.pace.canary
+    if plan.action == "visibility":
+        p.at = ("", "")  # walked from the end: a message pushed later lands behind the walk
+    p.resumed(now)
+    return p
+
+
+def step(
     rsmq: RedisSMQ,
     plan: Plan,
-    limit: int,
-    control: Control | None = None,
+    p: Progress,
     keep: str | None = None,
-) -> Progress:
-    """Act on at most ``limit`` matches (the confirmed count), paced; returns how it went.
+    budget: float = STEP_SECONDS,
+) -> float | None:
+    """Go on with the run ``p`` (``begin``) for about ``budget`` seconds: act on pages of
+    matches as the rate allows, watch the canary. Returns the seconds until it should be
+    called again (0: at once), or None once it ended (``p.phase``: done, or stopped by
+    its canary). Never sleeps: a caller that waits (the CLI's ``run``) or re-schedules
+    itself (a job's Celery task) does, between steps, holding nothing.
+
     ``keep``: an undo token (``open_undo``; a move's with ``to=plan.to``) that keeps what
-    every step of a delete, move or redrive removes, in the same call as the removal: one
-    stash for the whole run."""
-    plan.check()
+    every step of a delete, move or redrive removes, in the same call as the removal."""
     if keep is not None and plan.action not in REMOVING:
         raise InvalidArgument("keep", f"keep: {plan.action} removes nothing to keep")
+    if p.ended:
+        return None
     pace = plan.pace
-    ctl: Control = control or (lambda p: RUN)
-    p = Progress(phase="canary" if pace.canary else "running", matched=limit)
-    backwards = plan.action == "visibility"
-    at: Cursor | None = Cursor("", b"") if backwards else None
-    step = STEP
+    size = STEP
     if pace.rate:
-        step = max(1, min(STEP, math.ceil(pace.rate / 4)))  # about four steps a second
-    started = time.monotonic()
-    paced_from = 0  # the rate counts from here (after a canary's watch)
-    canary_left = pace.canary
-    watched = False
-
-    def ask() -> str:
-        """The control's word; time spent paused does not count towards the rate (no
-        burst to catch up after a resume)."""
-        nonlocal started
-        t0 = time.monotonic()
-        said = _wait(ctl, p)
-        started += time.monotonic() - t0
-        return said
-
-    while p.done < limit:
+        size = max(1, min(STEP, math.ceil(pace.rate / 4)))  # about four steps a second
+    until = time.monotonic() + budget
+    backwards = plan.action == "visibility"
+    while True:
+        if p.phase == "watching":
+            wait = _watch(rsmq, plan, p)
+            if wait is None or wait > 0:
+                return wait
+        if p.done >= p.matched or p.at_end:
+            p.phase = "done"
+            return None
         if pace.rate:
-            due = started + (p.done - paced_from) / pace.rate
-            while (wait := due - time.monotonic()) > 0:
-                time.sleep(min(wait, POLL))
-                if ask() == CANCEL:
-                    return _end(p, "cancelled")
-        want = min(step, limit - p.done)
-        if canary_left:
-            want = min(want, canary_left)
+            due = p.paced_at + (p.done - p.paced_from) / pace.rate
+            if (wait := due - time.time()) > 0:
+                return wait
+        want = min(size, p.matched - p.done)
+        if p.canary_left:
+            want = min(want, p.canary_left)
+        at = p.cursor()
         kw: dict[str, Any] = {"before": at} if backwards else {"after": at}
         page = rsmq.browse(plan.qname, limit=want, preview=1, step=SCAN_STEP, **kw, **plan.match)
         items = page.items
@@ -261,63 +328,87 @@ def run(
         p.done += acted.done
         p.changed += acted.changed
         p.skipped += acted.skipped
-        if canary_left:
+        if p.canary_left:
             p.canary_ids += acted.ids
-            canary_left = max(0, canary_left - acted.looked)
-        walked_out = False
+            p.canary_left = max(0, p.canary_left - acted.looked)
         if acted.looked < len(items):
             # it stopped early (bytes moved): go on from the last message it got to
             if acted.looked:
                 last = items[acted.looked - 1]
-                at = Cursor(str(last.visible_at), last.member or last.id.encode())
+                p.go_on_from(Cursor(str(last.visible_at), last.member or last.id.encode()))
         else:
-            walked_out = page.at_end
-            at = page.resume if page.resume is not None else at
-        if pace.canary and p.canary_ids and not watched and (not canary_left or walked_out):
-            if not _watch(rsmq, plan, p, ctl):
-                return p
-            watched, canary_left = True, 0
-            paced_from, started = p.done, time.monotonic()
-        if walked_out:
-            break
-        if ask() == CANCEL:
-            return _end(p, "cancelled")
-    return _end(p, "done")
+            p.at_end = page.at_end
+            if page.resume is not None:
+                p.go_on_from(page.resume)
+        if not p.watched and p.canary_ids and (not p.canary_left or p.at_end):
+            # the canary is out (or nothing is left after it: the watch still decides)
+            p.phase, p.canary_left = "watching", 0
+            p.watch_until = time.time() + pace.watch
+            continue
+        if p.at_end:
+            p.phase = "done"
+            return None
+        if time.monotonic() >= until:
+            return 0.0
 
 
-def _watch(rsmq: RedisSMQ, plan: Plan, p: Progress, ctl: Control) -> bool:
-    """The canary's watch: False (and the run stopped, saying why) if too many came back."""
-    p.phase = "watching"
+def run(
+    rsmq: RedisSMQ,
+    plan: Plan,
+    limit: int,
+    control: Control | None = None,
+    keep: str | None = None,
+) -> Progress:
+    """Act on at most ``limit`` matches (the confirmed count), paced, in this thread: the
+    steps of ``step`` with the waits between them; returns how it went. ``control`` is
+    asked after every step and while waiting (time paused does not count towards the
+    rate)."""
+    ctl: Control = control or (lambda p: RUN)
+    p = begin(plan, limit)
+    while True:
+        wait = step(rsmq, plan, p, keep, budget=0)  # one page a step: control asked after each
+        if wait is None:
+            return p
+        until = time.monotonic() + wait
+        while True:
+            if _wait(ctl, p) == CANCEL:
+                return _end(p, "cancelled")
+            left = until - time.monotonic()
+            if left <= 0:
+                break
+            time.sleep(min(left, POLL))
+
+
+def _watch(rsmq: RedisSMQ, plan: Plan, p: Progress) -> float | None:
+    """The canary's watch, looked at once: None (and the run stopped, saying why) if too
+    many came back; 0 once the watch is over (the run goes on at the cap); else the
+    seconds until it looks again."""
     ids = p.canary_ids
     allowed = plan.pace.max_bounce / 100 * len(ids)
-    until = time.monotonic() + plan.pace.watch
-    while True:
-        back = sum(
-            rsmq.count_present(plan.qname, ids[k : k + v.MAX_BATCH])
-            for k in range(0, len(ids), v.MAX_BATCH)
+    back = sum(
+        rsmq.count_present(plan.qname, ids[k : k + v.MAX_BATCH])
+        for k in range(0, len(ids), v.MAX_BATCH)
+    )
+    p.bounced = back
+    now = time.time()
+    if back > allowed:
+        watched = plan.pace.watch - max(0.0, p.watch_until - now)
+        p.note = (
+            f"Stopped: {back} of {len(ids)} canary messages came back to {plan.qname} "
+            f"within {watched:.0f} s (more than {plan.pace.max_bounce:g}%). "
+            f"{p.done - back} stayed moved; nothing more was moved."
         )
-        p.bounced = back
-        if back > allowed:
-            watched = plan.pace.watch - max(0.0, until - time.monotonic())
-            p.note = (
-                f"Stopped: {back} of {len(ids)} canary messages came back to {plan.qname} "
-                f"within {watched:.0f} s (more than {plan.pace.max_bounce:g}%). "
-                f"{p.done - back} stayed moved; nothing more was moved."
-            )
-            _end(p, "stopped")
-            return False
-        if time.monotonic() >= until:
-            break
-        if _wait(ctl, p) == CANCEL:
-            _end(p, "cancelled")
-            return False
-        time.sleep(min(POLL, max(0.0, until - time.monotonic())))
+        _end(p, "stopped")
+        return None
+    if now < p.watch_until:
+        return min(WATCH_POLL, p.watch_until - now)
     p.note = (
         f"Canary: {back} of {len(ids)} came back to {plan.qname} in {plan.pace.watch:g} s "
         f"(at most {plan.pace.max_bounce:g}% allowed): going on."
     )
-    p.phase = "running"
-    return True
+    p.phase, p.watched = "running", True
+    p.resumed(now)
+    return 0.0
 
 
 def _end(p: Progress, phase: str) -> Progress:

@@ -20,7 +20,6 @@ batch (and the report's skipped lines).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,9 +43,6 @@ IMPORT_BATCH = 500
 IMPORT_BATCH_BYTES = 1024 * 1024
 #: bad lines named in a refusal (the first ones)
 BAD_LINES_SHOWN = 20
-#: an id kept by an import: any client's id (Node's 32 characters, other ports' 22), not
-#: one that could be taken for a field of the queue's hash (``<id>:rc``)
-KEPT_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
 
 
 def export_record(m: MessageInfo) -> dict[str, Any]:
@@ -139,8 +135,10 @@ def parse_line(
         raise InvalidArgument("body", f"body is {size} bytes, the queue takes at most {maxsize}")
     delay = _whole(rec, "delay_ms", 0, v.MAX_SECONDS * 1000, 0) or 0
     mid = rec.get("id")
-    if keep_ids and (not isinstance(mid, str) or not KEPT_ID.fullmatch(mid)):
-        raise InvalidArgument("id", "id must be 1 to 100 letters, digits, - or _ to keep it")
+    if keep_ids:
+        # an id RSMQ clients make, never a field of the queue's hash (import.lua checks
+        # it again: no caller of the core can write another)
+        v.rsmq_id(mid, "id")
     rc = _whole(rec, "rc", 0, 2**31, 0) or 0
     fr = _whole(rec, "fr", 0, 2**53, None)
     return ImportRecord(body, delay, mid if keep_ids else None, rc, fr, line)

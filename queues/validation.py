@@ -22,6 +22,12 @@ QNAME_FORMAT = "1 to 160 characters of a-z A-Z 0-9 _ -"
 # {ns}:QUEUES is the set of queue names: a queue of that name would overwrite it.
 RESERVED_QNAMES = frozenset({"QUEUES"})
 ID_FORMAT = "32 characters of a-z A-Z 0-9 :"
+#: the ids RSMQ clients make (Node rsmq, PyRSMQ, this client: 32 letters and digits;
+#: go-rsmq: 22): the only ids written into a queue under a given name (an import's kept
+#: id), so that none can be one of the queue hash's own fields (totalrecv, vt, x:...) or
+#: another message's ``<id>:rc`` / ``<id>:fr`` (the scripts' ``rsmq_id`` says the same)
+RSMQ_ID_RE = re.compile(r"[A-Za-z0-9]{32}|[A-Za-z0-9]{22}")
+RSMQ_ID_FORMAT = "an RSMQ message id: 32 letters and digits (22 for go-rsmq's)"
 
 
 def qname(value: object, field: str = "qname") -> str:
@@ -33,6 +39,13 @@ def qname(value: object, field: str = "qname") -> str:
         raise InvalidArgument(
             field, f"Invalid {field}: {value!r} is reserved (the key of the queue list)"
         )
+    return value
+
+
+def rsmq_id(value: object, field: str = "id") -> str:
+    """An id as RSMQ clients make them (``RSMQ_ID_RE``): what an import may keep."""
+    if not isinstance(value, str) or not RSMQ_ID_RE.fullmatch(value):
+        raise InvalidArgument(field, f"{field} must be {RSMQ_ID_FORMAT}")
     return value
 
 

@@ -48,11 +48,17 @@ class Unauthenticated(Exception):
 class RateLimited(Exception):
     """The token's requests of this minute are spent: 429, again in ``retry_after`` s."""
 
-    def __init__(self, name: str, per_minute: int, retry_after: int) -> None:
-        super().__init__(
-            f"Token {name} is limited to {per_minute} requests a minute: "
-            f"try again in {retry_after} s."
-        )
+    def __init__(self, name: str, per_minute: int, retry_after: int, n: int = 1) -> None:
+        text = f"Token {name} is limited to {per_minute} requests a minute: "
+        if n > 1 and n + 1 > per_minute:
+            text += (
+                f"this call counts for {n + 1} (an import: one a message), more than a minute"
+                " takes: import a smaller file, or use `rsmq message import`."
+            )
+        else:
+            extra = f" (this call counts for {n + 1}: an import, one a message)" if n > 1 else ""
+            text += f"try again in {retry_after} s{extra}."
+        super().__init__(text)
         self.retry_after = retry_after
         self.name = name
 
@@ -167,15 +173,31 @@ def _retry(now: float) -> int:
     return max(1, math.ceil((int(now // WINDOW) + 1) * WINDOW - now))
 
 
-def _admit_in_database(wanted: str, now: float) -> ApiToken:
+def charge(row: ApiToken, n: int) -> None:
+    """``n`` more requests of a call that counts for more than one (an import: one a
+    message; the call itself was counted when its token was admitted); RateLimited,
+    nothing counted, when this minute's rest can't take them."""
+    if n <= 0:
+        return
+    now = time.time()
+    try:
+        admitted, _, _ = counter().api_rate(row.digest, row.per_minute, WINDOW, n)
+    except (RedisError, RsmqError, OSError):
+        _admit_in_database(row.digest, now, n)
+        return
+    if not admitted:
+        raise RateLimited(row.name, row.per_minute, _retry(now), n)
+
+
+def _admit_in_database(wanted: str, now: float, n: int = 1) -> ApiToken:
     with transaction.atomic():
         row = _live(_read_for_update(wanted))
         window = int(now // WINDOW)
         if row.window != window:
             row.window, row.used = window, 0
-        if row.used >= row.per_minute:
-            raise RateLimited(row.name, row.per_minute, _retry(now))
-        row.used += 1
+        if row.used + n > row.per_minute:
+            raise RateLimited(row.name, row.per_minute, _retry(now), n)
+        row.used += n
         row.last_used_at = timezone.now()
         # update(), not save(): a save would tell every process the token changed.
         ApiToken.objects.filter(pk=row.pk).update(

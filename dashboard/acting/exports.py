@@ -19,7 +19,7 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TypedDict, cast
 
 from django.conf import settings
@@ -85,16 +85,18 @@ class Busy(Exception):
         n = slots()
         super().__init__(
             f"{n} export{'s are' if n != 1 else ' is'} already running in this web process"
-            f" (at most {n} at a time, so that its pages keep a thread); try again when"
+            f" (at most {n} at a time: RSMQ_EXPORTS); try again when"
             f" {'one ends' if n != 1 else 'it ends'}, or use `rsmq message export`"
         )
 
 
 def slots() -> int:
-    """How many exports one web process streams at once: all of its threads but one
-    (a streamed export holds its thread to its end, seconds for a big queue:
-    bench/RESULTS.md, "Export of 1,000,000 messages"), at least one."""
-    return max(1, int(settings.RSMQ_WEB_THREADS) - 1)
+    """How many exports one web process streams at once (RSMQ_EXPORTS). An export holds
+    no thread while it goes out (dashboard/serving/app.py ``Console.stream``: a thread
+    makes a piece once the client took the last one), but each holds a browse page and a
+    piece in memory; one whose client takes nothing for RSMQ_EXPORT_IDLE seconds is
+    dropped, its slot given back."""
+    return max(1, int(settings.RSMQ_EXPORTS))
 
 
 _running = 0
@@ -187,10 +189,20 @@ class ImportParams(TypedDict, total=False):
     report: ImportReport
 
 
-def import_file(rsmq: RedisSMQ, qname: str, data: bytes, keep_ids: bool) -> ImportReport:
+def import_file(
+    rsmq: RedisSMQ,
+    qname: str,
+    data: bytes,
+    keep_ids: bool,
+    admit: Callable[[int], None] | None = None,
+) -> ImportReport:
     """Check every line (``check_file``: nothing written if one is bad), then write the
-    messages in atomic batches; the report says exactly what was written and skipped."""
+    messages in atomic batches; the report says exactly what was written and skipped.
+    ``admit``: told how many messages the file holds before any is written (an API
+    token's rate counts them); what it raises stops the import, nothing written."""
     lines = check_file(rsmq, qname, data, keep_ids)
+    if admit is not None:
+        admit(lines)
     maxsize = rsmq.get_queue_attributes(qname).maxsize
     report = transfer.import_records(
         rsmq, qname, transfer.read_records(_lines(data), keep_ids, maxsize), keep_ids

@@ -1,20 +1,30 @@
-"""Act on every match: a ``BulkJob`` row per job, and the two Celery tasks' bodies.
+"""Act on every match: a ``BulkJob`` row per job, and the Celery tasks' bodies.
 
-The flow: ``start`` checks what was asked (the filter with ``message_filter.checked``,
-the action's fields, the pace) and queues the count; ``count`` (a task) scans every
-match with progress; the page shows the typed confirmation stating the count;
-``confirm`` audits the start and queues ``execute`` (a task), which runs
-``queues.pacing.run`` in bounded steps, saving its progress on the row and reading the
-operator's pause / resume / cancel from it after every step; its end is audited too.
-The pacing itself (rate cap, canary, re-checking changed messages) is ``queues/pacing.py``,
-the same code the CLI runs.
+The flow: ``create`` checks what was asked (the filter with ``message_filter.checked``,
+the action's fields, the pace, the caps on live jobs) and queues the count; ``count``
+(a task) scans every match with progress; the page shows the typed confirmation stating
+the count; ``confirm`` audits the start and queues ``execute`` (a task); its end is
+audited too. The pacing itself (rate cap, canary, re-checking changed messages) is
+``queues/pacing.py``, the same code the CLI runs.
+
+Jobs share the console's one Celery worker with the snapshots, alert evaluation,
+notifications and the audit drain, so a job never holds it: each task is one bounded
+step (about ``pacing.STEP_SECONDS``) that saves where it stands on the row
+(``BulkJob.walk``) and queues the next step with the countdown its pace asks for — a job
+at 0.01 a second, or a canary watched for an hour, is a small task every WAIT_MAX
+seconds at most, and a paused job has no task at all until it is resumed. Each step
+carries its number (``BulkJob.turn``): a duplicate or a stale task does nothing, and a
+step lost with its task (a worker restarted) is queued again by ``sweep`` (beat).
+A queue deleted and created again since its count is never acted on (``recreated``).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from typing import Any, TypedDict
 
+from django.conf import settings
 from django.db import transaction
 from django.http import Http404, HttpRequest
 from django.utils import timezone
@@ -27,7 +37,8 @@ from dashboard.audit import log as audit
 from dashboard.celery import app
 from dashboard.models import AuditEntry, BulkJob, UndoEntry
 from dashboard.places.place import Place, resolve
-from queues import RsmqError, pacing
+from dashboard.web.text import refusal, storable
+from queues import QueueNotFound, RsmqError, pacing
 from queues import validation as v
 from queues.errors import InvalidArgument
 
@@ -43,8 +54,6 @@ KINDS = {
 }
 #: the audit log's name of each kind
 AUDIT = {k: f"{k}_matches" for k in KINDS}
-#: how often a running job writes its progress (s): the page polls every second
-SAVE_EVERY = 0.5
 
 
 class JobParams(TypedDict):
@@ -85,6 +94,10 @@ def read_request(data: Any, qname: str) -> tuple[str, MessageFilter, pacing.Plan
     kind = data.get("kind") or ""
     if kind not in KINDS:
         raise JobError("kind", f"kind must be one of {', '.join(KINDS)}")
+    for name in (*PARAMS.values(), "to"):  # kept in the job's row: what a database stores
+        value = data.get(name)
+        if isinstance(value, str) and not storable(value):
+            raise JobError(name, refusal(name, value))
     try:
         # every field the one filter reads from a URL (message_filter.PARAMS), as text
         f = checked({p: str(data.get(p) or "") for p in PARAMS.values()})
@@ -109,9 +122,10 @@ def read_request(data: Any, qname: str) -> tuple[str, MessageFilter, pacing.Plan
     return kind, f, plan
 
 
-def _queue_task(name: str, job_id: int) -> None:
-    """A task of dashboard/tasks.py, by its name (tasks.py imports this module)."""
-    app.send_task(name, (job_id,), retry=False)
+def _queue_task(name: str, job_id: int, turn: int, countdown: float = 0.0) -> None:
+    """A task of dashboard/tasks.py, by its name (tasks.py imports this module): the job's
+    step number ``turn``, ``countdown`` seconds from now."""
+    app.send_task(name, (job_id, turn), countdown=max(0.0, countdown), retry=False)
 
 
 def describe(job: BulkJob) -> str:
@@ -155,23 +169,26 @@ def create(request: HttpRequest, place: Place, qname: str, data: Any, actor: str
     """A job from what was posted, counting (its count task queued); JobError if bad.
     ``actor``: who asked when no console user did (an API token, by its name)."""
     kind, f, plan = read_request(data, qname)
+    who = actor or request.user.get_username()
+    check_caps(place, qname, who)
     pace = plan.pace
     params: JobParams = {
         "to": plan.to, "vt": plan.vt, "keep_counts": plan.keep_counts, "rate": pace.rate,
         "canary": pace.canary, "watch": pace.watch, "max_bounce": pace.max_bounce,
     }  # fmt: skip
+    # audited before it exists (nothing happens if the row can't be written: 503)
+    row = audit.start(place, AUDIT[kind], actor=actor, user=request.user, queue=qname,
+                      params={**params, "filter": f.query(), "step": "count"})  # fmt: skip
     job = BulkJob.objects.create(
         kind=kind, connection=place.conn.name, namespace=place.ns, queue=qname,
-        filter=f.query(), params=params, username=actor or request.user.get_username(),
-        phase="counting",
+        filter=f.query(), params=params, username=who, phase="counting", due=timezone.now(),
     )  # fmt: skip
-    audit.record(
-        request, place, AUDIT[kind], AuditEntry.Outcome.OK, qname,
+    audit.finish(
+        row, AuditEntry.Outcome.OK,
         params={**params, "filter": job.filter, "job": job.pk, "step": "count"},
         detail=f"Counting the messages of {qname} matching {f.describe()} (job {job.pk}).",
-        actor=actor,
     )  # fmt: skip
-    transaction.on_commit(lambda: _queue_task("dashboard.tasks.bulk_count", job.pk))
+    transaction.on_commit(lambda: _queue_task(COUNT_TASK, job.pk, 0))
     return job
 
 
@@ -188,32 +205,125 @@ def confirm(request: HttpRequest, place: Place, job: BulkJob, typed: str, actor:
         )  # fmt: skip
     except InvalidArgument as e:
         raise JobError(e.field, str(e)) from None
+    stale = recreated(place, job)
+    if stale:
+        raise JobError("queue", stale)
+    params = {**job.params, "filter": job.filter, "job": job.pk, "step": "start"}
+    # audited before it runs (nothing runs if the row can't be written: 503)
+    row = audit.start(place, AUDIT[job.kind], actor=actor, user=request.user, queue=job.queue,
+                      params=params)  # fmt: skip
     n = BulkJob.objects.filter(pk=job.pk, state=BulkJob.State.COUNTED).update(
         state=BulkJob.State.RUNNING, phase="starting", started=timezone.now(),
-        updated=timezone.now(),
+        updated=timezone.now(), due=timezone.now(),
     )  # fmt: skip
     if not n:
+        audit.forget(row)
         raise JobError("state", "this job was started already")
     job.refresh_from_db()
-    audit.record(
-        request, place, AUDIT[job.kind], AuditEntry.Outcome.OK, job.queue, count=job.matched,
-        params={**job.params, "filter": job.filter, "job": job.pk, "step": "start"},
-        detail=f"Started job {job.pk}: {describe(job)}.", actor=actor,
-    )  # fmt: skip
-    transaction.on_commit(lambda: _queue_task("dashboard.tasks.bulk_run", job.pk))
+    audit.finish(row, AuditEntry.Outcome.OK, count=job.matched, params=params,
+                 detail=f"Started job {job.pk}: {describe(job)}.")  # fmt: skip
+    turn = job.turn
+    transaction.on_commit(lambda: _queue_task(RUN_TASK, job.pk, turn))
 
 
 def control(job: BulkJob, verb: str) -> None:
-    """pause / resume / cancel: the running task reads it after its next step."""
+    """pause / resume / cancel. A running job's next step reads it (within WAIT_MAX
+    seconds); a paused one has no step queued at all: resuming queues one, cancelling
+    ends it here."""
+    now = timezone.now()
+    jobs = BulkJob.objects.filter(pk=job.pk, finished__isnull=True)
     if verb == "cancel" and job.state == BulkJob.State.COUNTED:
-        BulkJob.objects.filter(pk=job.pk).update(
-            state=BulkJob.State.CANCELLED, finished=timezone.now(), updated=timezone.now()
+        jobs.filter(state=BulkJob.State.COUNTED).update(
+            state=BulkJob.State.CANCELLED, finished=now, updated=now
         )
         return
     if not job.live:
         raise JobError("state", f"this job is {job.state}: nothing to {verb}")
-    word = {"pause": pacing.PAUSE, "resume": "", "cancel": pacing.CANCEL}[verb]
-    BulkJob.objects.filter(pk=job.pk).update(control=word, updated=timezone.now())
+    if job.state == BulkJob.State.COUNTING and verb != "cancel":
+        raise JobError("state", "this job is counting: it can only be cancelled")
+    if verb == "pause":
+        jobs.filter(state=BulkJob.State.RUNNING).update(control=pacing.PAUSE, updated=now)
+    elif verb == "resume":
+        walk = dict(job.walk)
+        if "progress" in walk:  # the rate counts from now: no burst to catch up
+            p = pacing.Progress.from_state(walk["progress"])
+            p.resumed()
+            walk["progress"] = p.state()
+        if jobs.filter(state=BulkJob.State.PAUSED).update(
+            state=BulkJob.State.RUNNING, control="", phase="resuming", walk=walk, due=now,
+            updated=now,
+        ):  # fmt: skip
+            turn = job.turn
+            transaction.on_commit(lambda: _queue_task(RUN_TASK, job.pk, turn))
+        else:  # its step has not seen the pause yet: it goes on
+            jobs.filter(state=BulkJob.State.RUNNING).update(control="", updated=now)
+    elif job.state == BulkJob.State.PAUSED:
+        job.refresh_from_db()
+        _end_run(job, BulkJob.State.CANCELLED, "")
+    else:
+        jobs.update(control=pacing.CANCEL, updated=now)
+
+
+# -- caps ------------------------------------------------------------------------------
+
+
+class JobLimit(JobError):
+    """A cap on live jobs (RSMQ_JOBS_MAX, _PER_USER, _PER_QUEUE) is reached: 409."""
+
+
+def check_caps(place: Place, qname: str, who: str) -> None:
+    """JobLimit naming the cap when one more job would be past it. A live job is one not
+    ended: counting, counted (waiting for its confirmation), running or paused."""
+    live = BulkJob.objects.filter(finished__isnull=True)
+    caps = (
+        (live, int(settings.RSMQ_JOBS_MAX), "in all", "RSMQ_JOBS_MAX"),
+        (live.filter(username=who), int(settings.RSMQ_JOBS_PER_USER), f"by {who}",
+         "RSMQ_JOBS_PER_USER"),
+        (live.filter(connection=place.conn.name, namespace=place.ns, queue=qname),
+         int(settings.RSMQ_JOBS_PER_QUEUE), f"on {qname}", "RSMQ_JOBS_PER_QUEUE"),
+    )  # fmt: skip
+    for rows, cap, where, name in caps:
+        if rows.count() >= cap:
+            raise JobLimit(
+                "cap",
+                f"{cap} live job{'s' if cap != 1 else ''} {where} already, the most allowed"
+                f" ({name}): wait for one to end, or cancel one (a counted job waiting for"
+                " its confirmation counts too)",
+            )
+
+
+def recreated(place: Place, job: BulkJob) -> str:
+    """Why the job must not act ("": it may): its queue was deleted (and maybe created
+    again) since it was counted — a new queue's messages were never counted nor
+    confirmed."""
+    if job.queue_created is None:
+        return ""
+    try:
+        created = place.rsmq.get_queue_attributes(job.queue).created
+    except QueueNotFound:
+        return f"queue {job.queue} was deleted since it was counted"
+    if created != job.queue_created:
+        return (
+            f"queue {job.queue} was deleted and created again since it was counted: its "
+            "messages now are not the ones counted; start a new job"
+        )
+    return ""
+
+
+# -- the steps: each a Celery task that queues the next -------------------------------
+
+#: the tasks' names (dashboard/tasks.py)
+COUNT_TASK, RUN_TASK = "dashboard.tasks.bulk_count", "dashboard.tasks.bulk_run"
+#: the longest countdown a step queues its next with (s): a job waiting for its rate or
+#: its canary looks at its controls at least this often, and a countdown stays far
+#: inside the broker's visibility timeout
+WAIT_MAX = 5.0
+#: a live job whose step is this late (s) lost its task (a worker restarted, the broker
+#: was down): the sweep queues it again (a task runs only its own step: never twice)
+LATE = 60.0
+#: a counted job not confirmed within this long (s) is cancelled by the sweep: an
+#: abandoned confirmation holds no place under the caps for ever
+CONFIRM_WITHIN = 3600.0
 
 
 def _place(job: BulkJob) -> Place:
@@ -223,86 +333,159 @@ def _place(job: BulkJob) -> Place:
         raise LookupError(str(e)) from None
 
 
-class _Saver:
-    """The task's ``control``: saves progress at most every SAVE_EVERY seconds (and at
-    every change of phase), and answers the operator's latest word."""
-
-    def __init__(self, job: BulkJob, counting: bool) -> None:
-        self.job = job
-        self.counting = counting
-        self.last = 0.0
-        self.phase = ""
-        self.word = ""
-
-    def __call__(self, p: pacing.Progress) -> str:
-        import time
-
-        now = time.monotonic()
-        if now - self.last >= SAVE_EVERY or p.phase != self.phase:
-            self.last, self.phase = now, p.phase
-            fields: dict[str, Any] = {"phase": p.phase, "updated": timezone.now()}
-            if self.counting:
-                fields["matched"] = p.matched
-            else:
-                fields.update(
-                    done=p.done, changed=p.changed, skipped=p.skipped, canary=len(p.canary_ids),
-                    bounced=p.bounced, note=p.note,
-                    state=BulkJob.State.PAUSED if p.phase == "paused" else BulkJob.State.RUNNING,
-                )  # fmt: skip
-            BulkJob.objects.filter(pk=self.job.pk).update(**fields)
-            self.word = BulkJob.objects.values_list("control", flat=True).get(pk=self.job.pk)
-        return self.word or pacing.RUN
+def _claim(job_id: int, turn: int | None, state: str) -> BulkJob | None:
+    """The job, if step ``turn`` of it is this task's to run (None: another task ran it,
+    or the job is no longer in ``state``); the job's next step is ``turn + 1``."""
+    job = BulkJob.objects.filter(pk=job_id).first()
+    if job is None:
+        return None
+    turn = job.turn if turn is None else turn  # a task queued before steps were numbered
+    if not BulkJob.objects.filter(pk=job_id, turn=turn, state=state, finished__isnull=True).update(
+        turn=turn + 1, updated=timezone.now()
+    ):
+        return None
+    job.refresh_from_db()
+    return job
 
 
-def count(job_id: int) -> None:
-    """The count task: every match, counted with bounded calls."""
-    job = BulkJob.objects.get(pk=job_id)
-    if job.state != BulkJob.State.COUNTING:
+def _next(job: BulkJob, task: str, wait: float) -> None:
+    countdown = min(wait, WAIT_MAX)
+    BulkJob.objects.filter(pk=job.pk).update(due=timezone.now() + dt.timedelta(seconds=countdown))
+    _queue_task(task, job.pk, job.turn, countdown)
+
+
+def count(job_id: int, turn: int | None = None) -> None:
+    """A count task: one step of counting every match (bounded calls, about
+    pacing.STEP_SECONDS), then the next step queued, or the job counted."""
+    job = _claim(job_id, turn, BulkJob.State.COUNTING)
+    if job is None:
+        return
+    if job.control == pacing.CANCEL:
+        _finish(job, BulkJob.State.CANCELLED, "")
         return
     try:
         place = _place(job)
-        p = pacing.count_matches(place.rsmq, job.queue, checked(job.filter).browse_kwargs(),
-                                 _Saver(job, counting=True))  # fmt: skip
+        created = job.queue_created
+        if created is None:  # the first step: which queue is counted
+            created = place.rsmq.get_queue_attributes(job.queue).created
+        elif recreated(place, job):
+            raise LookupError(recreated(place, job))
+        p = pacing.Progress.from_state(job.walk.get("progress", {}))
+        done = pacing.count_step(place.rsmq, job.queue, checked(job.filter).browse_kwargs(), p)
     except (RsmqError, RedisError, LookupError, OSError) as e:
         _finish(job, BulkJob.State.FAILED, f"Counting failed: {e}")
         return
-    state = BulkJob.State.CANCELLED if p.phase == "cancelled" else BulkJob.State.COUNTED
-    BulkJob.objects.filter(pk=job_id).update(
-        matched=p.matched, state=state, phase=p.phase, updated=timezone.now(),
-        finished=timezone.now() if state == BulkJob.State.CANCELLED else None,
+    BulkJob.objects.filter(pk=job.pk).update(
+        matched=p.matched, phase=p.phase, queue_created=created, updated=timezone.now(),
+        walk={} if done else {"progress": p.state()},
     )  # fmt: skip
-
-
-def execute(job_id: int) -> None:
-    """The run task: paced, in bounded steps, progress saved; its end audited."""
-    job = BulkJob.objects.get(pk=job_id)
-    if job.state != BulkJob.State.RUNNING or job.finished:
+    if not done:
+        _next(job, COUNT_TASK, 0)
         return
-    saver = _Saver(job, counting=False)
-    kept: undos.Keep | None = None
-    place: Place | None = None
+    BulkJob.objects.filter(pk=job.pk, state=BulkJob.State.COUNTING).update(
+        state=BulkJob.State.COUNTED, due=None
+    )
+
+
+class Kept(TypedDict):
+    """A job's Undo stash, between its steps (``BulkJob.walk["keep"]``): undo.Keep's."""
+
+    token: str | None
+    why: str
+    expires_ms: int
+    bytes: int
+    queue: str
+
+
+def _kept(job: BulkJob) -> undos.Keep | None:
+    k: Kept | None = job.walk.get("keep")
+    return None if k is None else undos.Keep(**k)
+
+
+def execute(job_id: int, turn: int | None = None) -> None:
+    """A run task: one step of the confirmed job (paced, bounded: pacing.step), its
+    progress saved, then the next step queued with the countdown its pace asks for — or
+    the job ended, audited. A paused job's step queues none (resume does)."""
+    job = _claim(job_id, turn, BulkJob.State.RUNNING)
+    if job is None:
+        return
+    if job.control == pacing.CANCEL:
+        _end_run(job, BulkJob.State.CANCELLED, "")
+        return
+    if job.control == pacing.PAUSE and BulkJob.objects.filter(
+        pk=job.pk, state=BulkJob.State.RUNNING, control=pacing.PAUSE
+    ).update(state=BulkJob.State.PAUSED, phase="paused", due=None, updated=timezone.now()):
+        return  # no next step: resume queues it
+    walk = dict(job.walk)
     try:
         place = _place(job)
+        stale = recreated(place, job)
+        if stale:
+            raise LookupError(f"Stopped: {stale}")
         plan = plan_of(job)
-        if job.kind in pacing.REMOVING:
+        if "progress" in walk:
+            p = pacing.Progress.from_state(walk["progress"])
+        else:
+            p = pacing.begin(plan, job.matched)
+        if "keep" not in walk and job.kind in pacing.REMOVING:
             # one stash for the whole run (within RSMQ_UNDO_MAX_MB), filled by each step's
             # removal in the same script call; remembered with the job's end audit row
-            kept = undos.keep(place, AUDIT[job.kind], job.queue, to=plan.to)
-        p = pacing.run(place.rsmq, plan, job.matched, saver, keep=kept.token if kept else None)
+            k = undos.keep(place, AUDIT[job.kind], job.queue, to=plan.to)
+            walk["keep"] = Kept(token=k.token, why=k.why, expires_ms=k.expires_ms,
+                                bytes=k.bytes, queue=k.queue)  # fmt: skip
+            BulkJob.objects.filter(pk=job.pk).update(walk=walk)
+        kept = walk.get("keep") or {}
+        wait = pacing.step(place.rsmq, plan, p, keep=kept.get("token"))
     except (RsmqError, RedisError, LookupError, OSError) as e:
         log.warning("bulk job %s failed: %s", job_id, e)
-        job.refresh_from_db()
-        row = _finish(job, BulkJob.State.FAILED, f"Failed after {job.done:,}: {e}")
-        _remember(place, kept, row, job.done)
+        job.walk = walk
+        _end_run(job, BulkJob.State.FAILED, f"Failed after {job.done:,}: {e}")
         return
-    state = {"done": BulkJob.State.DONE, "cancelled": BulkJob.State.CANCELLED,
-             "stopped": BulkJob.State.STOPPED}[p.phase]  # fmt: skip
-    BulkJob.objects.filter(pk=job_id).update(
+    walk["progress"] = p.state()
+    BulkJob.objects.filter(pk=job.pk).update(
         done=p.done, changed=p.changed, skipped=p.skipped, canary=len(p.canary_ids),
-        bounced=p.bounced, phase=p.phase, note=p.note,
+        bounced=p.bounced, phase=p.phase, note=p.note, walk=walk, updated=timezone.now(),
     )  # fmt: skip
     job.refresh_from_db()
-    _remember(place, kept, _finish(job, state, p.note), p.done)
+    if wait is None:
+        state = {"done": BulkJob.State.DONE, "stopped": BulkJob.State.STOPPED}[p.phase]
+        _end_run(job, state, p.note)
+        return
+    _next(job, RUN_TASK, wait)
+
+
+def _end_run(job: BulkJob, state: str, note: str) -> None:
+    """The run's end: the job finished (once), audited, its Undo remembered."""
+    row = _finish(job, state, note)
+    kept = _kept(job)
+    if row is None or kept is None or kept.token is None:
+        return
+    try:
+        place = _place(job)
+    except LookupError:
+        return  # the stash expires by itself
+    _remember(place, kept, row, job.done)
+
+
+def sweep() -> dict[str, int]:
+    """A live job whose step is LATE lost its task: queued again. A counted job not
+    confirmed within CONFIRM_WITHIN: cancelled."""
+    now = timezone.now()
+    late = now - dt.timedelta(seconds=LATE)
+    again = 0
+    for state, task in ((BulkJob.State.COUNTING, COUNT_TASK), (BulkJob.State.RUNNING, RUN_TASK)):
+        for job in BulkJob.objects.filter(state=state, finished__isnull=True, due__lt=late):
+            BulkJob.objects.filter(pk=job.pk).update(due=now)
+            _queue_task(task, job.pk, job.turn)
+            again += 1
+    stale = now - dt.timedelta(seconds=CONFIRM_WITHIN)
+    abandoned = BulkJob.objects.filter(
+        state=BulkJob.State.COUNTED, finished__isnull=True, updated__lt=stale
+    ).update(
+        state=BulkJob.State.CANCELLED, finished=now, updated=now,
+        note=f"Not confirmed within {CONFIRM_WITHIN / 3600:g} h: cancelled.",
+    )  # fmt: skip
+    return {"queued_again": again, "abandoned": abandoned}
 
 
 def _remember(place: Place | None, kept: undos.Keep | None, row: AuditEntry | None, n: int) -> None:
@@ -341,9 +524,17 @@ def outcome_text(job: BulkJob) -> str:
 
 
 def _finish(job: BulkJob, state: str, note: str) -> AuditEntry | None:
-    BulkJob.objects.filter(pk=job.pk).update(
-        state=state, note=note, finished=timezone.now(), updated=timezone.now()
-    )
+    """The job ended (once: None when it had ended already), and its end audited if it
+    had started."""
+    if not BulkJob.objects.filter(pk=job.pk, finished__isnull=True).update(
+        state=state,
+        note=note,
+        finished=timezone.now(),
+        updated=timezone.now(),
+        due=None,
+        control="",
+    ):
+        return None
     job.refresh_from_db()
     if job.started is None:
         return None  # never started: nothing was done, the start was never audited

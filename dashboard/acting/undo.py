@@ -3,26 +3,34 @@ in Redis, outside the RSMQ keys, for ``RSMQ_UNDO_HOURS``) when its estimated siz
 within ``RSMQ_UNDO_MAX_MB``; an ``UndoEntry`` row ties the stash to the action's audit
 row, and one Undo (admin, confirmed, audited as ``undo``) puts it back. The pages
 (views/queue_actions.py, views/message.py, the audit page) and the API (api/native.py)
-both go through here."""
+both go through here. All the stashes of one Redis together keep at most
+``RSMQ_UNDO_TOTAL_MB``: past it the oldest are given up first (``within_budget``), each
+giving up audited."""
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TypedDict
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
+from django.db.models import QuerySet
+from django.http import Http404
 from django.utils import timezone
 from redis.exceptions import RedisError
 
+from dashboard.audit import log as audit
 from dashboard.models import AuditEntry, UndoEntry
-from dashboard.places.place import Place
+from dashboard.places.place import Place, resolve
 from queues.errors import RsmqError, UndoNotFound
 from queues.limits import UNDO_MESSAGE_BYTES
 from queues.models import QueueStats, Restored
+
+log = logging.getLogger(__name__)
 
 #: the flash's extra tag that carries an Undo (templates/_flash.html reads it)
 TAG = "undo"
@@ -100,7 +108,7 @@ def remember(
         return None
     if not count and row.action != "delete_queue":
         return None
-    return UndoEntry.objects.create(
+    entry = UndoEntry.objects.create(
         token=kept.token,
         connection=place.conn.name,
         namespace=place.ns,
@@ -111,6 +119,59 @@ def remember(
         expires=dt.datetime.fromtimestamp(kept.expires_ms / 1000, tz=dt.UTC),
         audit=row,
     )
+    within_budget(place, entry)
+    return entry
+
+
+def total_bytes() -> int:
+    return int(float(settings.RSMQ_UNDO_TOTAL_MB) * 2**20)
+
+
+def live(connection: str) -> QuerySet[UndoEntry]:
+    """The Undos a connection's Redis still keeps: not undone, not expired, not given up."""
+    return UndoEntry.objects.filter(
+        connection=connection, undone_at__isnull=True, expires__gt=timezone.now()
+    )
+
+
+def within_budget(place: Place, newest: UndoEntry) -> list[UndoEntry]:
+    """Keep all the stashes of ``place``'s Redis within RSMQ_UNDO_TOTAL_MB: the oldest
+    are given up first (their keys freed; each giving up audited as ``undo_given_up``),
+    never ``newest`` (the one just kept). Returns those given up. A failure here never
+    fails the action that kept ``newest`` (the stashes expire by themselves)."""
+    budget = total_bytes()
+    given: list[UndoEntry] = []
+    try:
+        total = sum(live(place.conn.name).values_list("bytes", flat=True))
+        oldest = live(place.conn.name).exclude(pk=newest.pk).order_by("at", "id")
+        for e in oldest.iterator():
+            if total <= budget:
+                break
+            give_up(e, f"RSMQ_UNDO_TOTAL_MB ({float(settings.RSMQ_UNDO_TOTAL_MB):g} MB) spent")
+            total -= e.bytes
+            given.append(e)
+    except (RsmqError, RedisError, DatabaseError, Http404) as e:
+        log.warning("undo budget of %s not kept: %s", place.conn.name, e)
+    return given
+
+
+def give_up(e: UndoEntry, why: str) -> None:
+    """An Undo given up before its time: its stash freed, the entry expired with why,
+    and an audit row (action ``undo_given_up``)."""
+    where = resolve(e.connection, e.namespace)
+    where.rsmq.drop_undo(e.token)
+    now = timezone.now()
+    if not UndoEntry.objects.filter(pk=e.pk, undone_at__isnull=True).update(
+        expires=now, result={"given_up": True, "why": why}
+    ):
+        return
+    audit.write(
+        where, "undo_given_up", AuditEntry.Outcome.OK, actor="console", queue=e.queue,
+        count=e.count, params={"token": e.token, "undid": e.action, "of": e.audit_id,
+                               "bytes": e.bytes},
+        detail=f"Gave up the Undo of the {e.action.replace('_', ' ')} of {e.queue} "
+               f"({e.count} messages, {e.bytes:,} bytes) before its time: {why}.",
+    )  # fmt: skip
 
 
 def discard(place: Place, kept: Keep | None) -> None:
@@ -138,6 +199,7 @@ class Skipped(TypedDict):
     present: int
     gone: int
     taken: int
+    foreign: int
 
 
 class UndoParams(TypedDict, total=False):
@@ -157,6 +219,7 @@ class UndoParams(TypedDict, total=False):
     present_ids: list[str]
     gone_ids: list[str]
     taken_ids: list[str]
+    foreign_ids: list[str]
     whole_queue: bool
     recreated: bool
 
@@ -206,10 +269,16 @@ def undo(place: Place, e: UndoEntry, who: str) -> Outcome:
 def _counts(r: Restored) -> UndoParams:
     return {
         "restored": r.restored,
-        "skipped": {"present": r.present, "gone": r.gone, "taken": r.taken},
+        "skipped": {
+            "present": r.present,
+            "gone": r.gone,
+            "taken": r.taken,
+            "foreign": r.foreign,
+        },  # fmt: skip
         "present_ids": list(r.present_ids),
         "gone_ids": list(r.gone_ids),
         "taken_ids": list(r.taken_ids),
+        "foreign_ids": list(r.foreign_ids),
         "whole_queue": r.whole_queue,
         "recreated": r.recreated,
         "already": r.already,
@@ -242,6 +311,12 @@ def _words(what: str, e: UndoEntry, r: Restored) -> str:
         skipped.append(f"{r.gone} no longer where {'it' if r.gone == 1 else 'they'} went")
     if r.taken:
         skipped.append(f"{r.taken} received since where {'it' if r.taken == 1 else 'they'} went")
+    if r.foreign:
+        them = "it" if r.foreign == 1 else "them"
+        skipped.append(
+            f"{r.foreign} whose id no RSMQ client makes (putting {them} back would break"
+            " the queue again)"
+        )
     if skipped:
         text += f" Skipped {', '.join(skipped)} (not duplicated)."
     return text

@@ -17,7 +17,7 @@ from ninja.parser import Parser
 
 from dashboard.api import annotate, native, rest_rsmq
 from dashboard.api import jobs as jobs  # act on every match: its routes are on native's router
-from dashboard.api.bodies import surrogate_refusal, unpaired
+from dashboard.api.bodies import refusal, unstorable
 from dashboard.api.calls import BadInput, answer_error
 
 
@@ -26,13 +26,16 @@ class JsonOrForm(Parser):
     bodyParser): its clients on PHP or .NET post forms. A field given twice is a list."""
 
     def parse_body(self, request: HttpRequest) -> dict[str, Any]:
+        """The body's fields; BadInput (400, naming it) for a field holding text a
+        database can't store (a NUL, a lone surrogate): refused before anything runs."""
         if request.content_type == "application/x-www-form-urlencoded":
             form = QueryDict(request.body, encoding=request.encoding)
-            return {k: vs if len(vs) > 1 else vs[0] for k, vs in form.lists()}
-        data: dict[str, Any] = super().parse_body(request)
-        where = unpaired(data)
-        if where is not None:  # ninja answers 400; calls.failure says this
-            raise BadInput(surrogate_refusal(where))
+            data: dict[str, Any] = {k: vs if len(vs) > 1 else vs[0] for k, vs in form.lists()}
+        else:
+            data = super().parse_body(request)
+        found = unstorable(data)
+        if found is not None:  # ninja answers 400; calls.failure says this
+            raise BadInput(refusal(*found))
         return data
 
 

@@ -10,16 +10,18 @@ import datetime as dt
 import time
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest
 from ninja import Router, Schema, Status
 from pydantic import Field
 
 from dashboard.access.callers import caller
 from dashboard.acting.actions import ANNOTATE
-from dashboard.api.calls import run
+from dashboard.api.calls import Conflict, run
 from dashboard.api.routes import register
 from dashboard.models import Annotation
 from dashboard.places import place as places
+from dashboard.places.place import Place
 from queues import InvalidArgument
 from queues import validation as v
 
@@ -58,7 +60,9 @@ class Error(Schema):
     error: str = Field(description="what went wrong, naming the field and its allowed values")
 
 
-ERRORS: dict[int, type[Schema]] = {400: Error, 401: Error, 403: Error, 404: Error, 429: Error}
+ERRORS: dict[int, type[Schema]] = {
+    400: Error, 401: Error, 403: Error, 404: Error, 409: Error, 429: Error
+}  # fmt: skip
 
 
 def _check(body: AnnotationIn, now: float) -> tuple[int, str, str, str]:
@@ -84,6 +88,22 @@ def _check(body: AnnotationIn, now: float) -> tuple[int, str, str, str]:
     return int(seconds * 1000), text, queue, pattern
 
 
+def capped(place: Place) -> None:
+    """Conflict (409, naming the cap) when the place has RSMQ_ANNOTATIONS_MAX annotations
+    dated within the range one can be dated to (the last PAST seconds on): every chart of
+    the place reads those of its range, so they stay few; older ones no longer count."""
+    cap = int(settings.RSMQ_ANNOTATIONS_MAX)
+    since = int((time.time() - PAST) * 1000)
+    n = Annotation.objects.filter(
+        connection=place.conn.name, namespace=place.ns, at__gte=since
+    ).count()
+    if n >= cap:
+        raise Conflict(
+            f"{n:,} annotations on {place.conn.name}/{place.ns} within the last 366 days already,"
+            f" the most kept (RSMQ_ANNOTATIONS_MAX, {cap:,}): nothing added"
+        )
+
+
 def _out(a: Annotation) -> dict[str, Any]:
     at = dt.datetime.fromtimestamp(a.at / 1000, tz=dt.UTC)
     return {
@@ -102,6 +122,7 @@ def create_annotation(
     namespace), ``at`` a time (default now). 201 with the annotation."""
     place = places.resolve(conn, ns)
     target = body.queue.strip() or body.pattern.strip()
+    capped(place)
 
     def work() -> tuple[Annotation, None]:
         at, text, queue, pattern = _check(body, time.time())

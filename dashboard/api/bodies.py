@@ -4,11 +4,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from pydantic import BaseModel, model_validator
 
 from dashboard.api.calls import BadInput
+from dashboard.web.text import refusal as refusal
+from dashboard.web.text import storable
 
 
 class Known(BaseModel):
@@ -31,22 +35,23 @@ class Known(BaseModel):
         return data
 
 
-def unpaired(data: Any) -> str | None:
-    """Where the first string (or key) of a parsed JSON body holds a lone surrogate
-    (``"\\ud800"``: JSON can spell it, UTF-8 can't encode it): "message",
-    "messages[1]"; None when there is none. Iterative: a body nested a thousand deep
-    doesn't overflow the stack."""
+def unstorable(data: Any) -> tuple[str, str] | None:
+    """Where the first string (or key) of a parsed body holds text a database can't store
+    — a NUL (``"\\u0000"``: Postgres refuses it in text and in JSON) or a lone surrogate
+    (``"\\ud800"``: JSON can spell it, UTF-8 can't encode it) — and that string:
+    ("message", …), ("messages[1]", …); None when there is none. Iterative: a body
+    nested a thousand deep doesn't overflow the stack."""
     stack: list[tuple[str, Any]] = [("", data)]
     while stack:
         path, value = stack.pop()
         if isinstance(value, str):
-            if not _utf8(value):
-                return path or "body"
+            if not storable(value):
+                return path or "body", value
         elif isinstance(value, dict):
             for key, item in reversed(list(value.items())):
-                name = key if _utf8(key) else key.encode("utf-8", "backslashreplace").decode()
-                if name != key:
-                    return f"{path}.{name}" if path else name
+                if not storable(key):
+                    name = shown(key)
+                    return (f"{path}.{name}" if path else name), key
                 stack.append((f"{path}.{key}" if path else key, item))
         elif isinstance(value, list):
             stack.extend(
@@ -55,16 +60,43 @@ def unpaired(data: Any) -> str | None:
     return None
 
 
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+def shown(text: str) -> str:
+    """``text`` as a refusal may name it (a NUL or a lone surrogate as its escape)."""
+    return text.encode("utf-8", "backslashreplace").decode().replace("\x00", "\\x00")
 
 
-def surrogate_refusal(field: str) -> str:
-    return (
-        f"{field} must be valid Unicode text: it holds a lone surrogate (\\ud800 to"
-        " \\udfff), which UTF-8 can't encode"
-    )
+def check_request(query: Iterable[tuple[str, list[str]]], path: dict[str, Any]) -> None:
+    """BadInput naming the first query parameter or path part that is not ``storable``."""
+    for key, values in query:
+        if not storable(key):
+            raise BadInput(refusal(shown(key), key))
+        for value in values:
+            if not storable(value):
+                raise BadInput(refusal(key, value))
+    for name, value in path.items():
+        if isinstance(value, str) and not storable(value):
+            raise BadInput(refusal(name, value))
+
+
+class StorableInput:
+    """Every API call's query parameters and path parts (the body: the API's parser,
+    dashboard/api/__init__.py): one holding text a database can't store is a 400 naming
+    it, before the route (its auth included) runs — whatever the route does with it
+    later (an audit row, a job's filter), it never meets the database."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_view(
+        self, request: HttpRequest, view: object, args: object, kwargs: dict[str, Any]
+    ) -> HttpResponse | None:
+        if not request.path_info.startswith("/api/"):
+            return None
+        try:
+            check_request(request.GET.lists(), kwargs)
+        except BadInput as e:
+            return JsonResponse({"error": str(e)}, status=400)
+        return None

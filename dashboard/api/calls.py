@@ -6,6 +6,7 @@ runs the same pieces for the plain data-plane calls."""
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from functools import wraps
 from typing import Any, TypeVar
 
 from django.core.exceptions import PermissionDenied
+from django.db import DatabaseError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from ninja.errors import HttpError
@@ -29,7 +31,7 @@ from dashboard.models import AuditEntry
 from dashboard.places import place as places
 from dashboard.places.connections import get_connection
 from dashboard.places.place import Place
-from dashboard.web.errors import web_error
+from dashboard.web.errors import NotAudited, web_error
 from queues import (
     InvalidArgument,
     MessageNotString,
@@ -42,6 +44,7 @@ from queues import validation as v
 from queues.errors import ApiRefused
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 #: the core's errors about what a call asked for: 400, naming the field and its range
 INPUT_ERRORS = (InvalidArgument, MessageTooLong, MessageNotString, NoAttributeSupplied)
@@ -72,6 +75,10 @@ class BadInput(Exception):
     """The call's input, refused before anything ran: 400."""
 
 
+class Conflict(Exception):
+    """The call can't run as things stand (a cap on live jobs reached): 409."""
+
+
 def run(
     who: Caller,
     place: Place,
@@ -82,9 +89,11 @@ def run(
     audited: bool = False,
     kept: undos.Keep | None = None,
 ) -> T:
-    """Run ``work`` (its answer, and the count the audit row keeps) and write its one audit
-    row, as the console's ``Posted.act`` does; bad input: 400, nothing changed. Whatever
-    it raises afterwards says it was audited (``audited``).
+    """Run ``work`` (its answer, and the count the audit row keeps) with its one audit
+    row, as the console's ``Posted.act`` does: written before ``work`` runs (if it can't
+    be, nothing runs: 503) and finished after it — a row that can't be finished leaves the
+    answer standing, never a 500 after an effect (audit/log.py). Bad input: 400, nothing
+    changed. Whatever it raises afterwards says it was audited (``audited``).
 
     ``audited``: ``work`` runs a data-plane operation whose script writes its own record
     to Redis (``DataCall``); only what never reached that script is written here.
@@ -92,8 +101,19 @@ def run(
     its Undo is tied to the audit row, or the stash forgotten when the action failed or
     removed nothing."""
     ids = list(ids)
+    row: AuditEntry | None = None
+    if not audited:
+        try:
+            row = audit.start(place, who.action.audit_name, actor=who.actor, queue=qname,
+                              ids=ids, params=params)  # fmt: skip
+        except NotAudited:
+            _forget(place, kept)
+            raise
 
     def record(outcome: str, count: int | None, detail: str) -> AuditEntry:
+        if row is not None:
+            audit.finish(row, outcome, count=count, params=params, detail=detail, ids=ids)
+            return row
         return audit.write(place, who.action.audit_name, outcome, actor=who.actor, queue=qname,
                            ids=ids, count=count, params=params, detail=detail)  # fmt: skip
 
@@ -104,10 +124,12 @@ def run(
             _forget(place, kept)  # it failed: its stash kept nothing worth an Undo
             raise
     except (ApiRefused, Refused):
+        audit.forget(row)  # it never ran: the refusal is audited as one
         raise
     except Exception as e:
         if getattr(e, "audited", False):  # its script recorded it
             drain.maybe_drain(place)
+            audit.forget(row)
         else:
             _uncounted(who)
             refused = isinstance(e, INPUT_ERRORS)
@@ -118,10 +140,13 @@ def run(
         raise _audited(e) from None
     if audited:
         drain.maybe_drain(place)
-    else:
-        row = record(AuditEntry.Outcome.OK, count, "")
-        if kept is not None and undos.remember(place, kept, row, count) is None:
+        return answer
+    done = record(AuditEntry.Outcome.OK, count, "")
+    try:
+        if kept is not None and undos.remember(place, kept, done, count) is None:
             _forget(place, kept)  # it removed nothing
+    except DatabaseError:  # its stash expires by itself: the action's answer stands
+        log.exception("the undo of %s on %s not remembered", who.action.audit_name, qname)
     return answer
 
 
@@ -226,7 +251,7 @@ def failure(e: Exception, conn: str | None) -> Failure | None:
         return Failure(e.status_code, _http_text(e))
     if isinstance(e, (BadInput, *INPUT_ERRORS)):
         return Failure(400, str(e))
-    if isinstance(e, QueueExists):
+    if isinstance(e, (QueueExists, Conflict)):
         return Failure(409, str(e))
     found = web_error(e, get_connection(conn))
     return None if found is None else Failure(found.status, found.text)

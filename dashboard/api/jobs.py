@@ -17,7 +17,7 @@ from dashboard.access.roles import Action, Role
 from dashboard.acting import jobs
 from dashboard.acting.message_filter import RC_MAX, checked
 from dashboard.api.bodies import Known
-from dashboard.api.calls import BadInput
+from dashboard.api.calls import BadInput, Conflict
 from dashboard.api.native import ERRORS, both
 from dashboard.audit import log as audit
 from dashboard.models import AuditEntry, BulkJob
@@ -118,7 +118,16 @@ def job_start(
         raise _bad(e, audited=True) from None
     dead = kind == "redrive" and bool(place.rsmq.dead_letter_sources(qname))
     _allow(request, place, kind, jobs.role_for(kind, f, dead), qname)
-    job = jobs.create(request, place, qname, data, actor=caller(request).actor)
+    try:
+        job = jobs.create(request, place, qname, data, actor=caller(request).actor)
+    except jobs.JobLimit as e:
+        audit.write(
+            place, jobs.AUDIT[kind], AuditEntry.Outcome.INVALID, actor=caller(request).actor,
+            queue=qname, detail=str(e),
+        )  # fmt: skip
+        conflict = Conflict(str(e))
+        conflict.audited = True  # type: ignore[attr-defined]
+        raise conflict from None
     return Status(201, _out(job))
 
 

@@ -169,6 +169,9 @@ class SkippedOut(Schema):
     present: int = Field(description="their id was in the queue again: not duplicated")
     gone: int = Field(description="moved elsewhere, and no longer there")
     taken: int = Field(description="moved elsewhere, and received there since")
+    foreign: int = Field(
+        0, description="an id no RSMQ client makes (a queue field's name): never put back"
+    )
 
 
 class UndoOut(Schema):
@@ -312,7 +315,7 @@ def undo(
     """Put back what a destructive action kept for its Undo (its token: the console's
     answer and audit log show it), once; audited as ``undo`` (admin)."""
     text, p = ops.undo(caller(request), places.resolve(conn, ns), token)
-    skipped = p.get("skipped") or {"present": 0, "gone": 0, "taken": 0}
+    skipped = p.get("skipped") or {"present": 0, "gone": 0, "taken": 0, "foreign": 0}
     flags = ("already", "expired", "missing", "whole_queue", "recreated")
     return {
         "text": text, "restored": p.get("restored", 0), "skipped": skipped,

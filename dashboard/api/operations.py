@@ -9,7 +9,8 @@ from typing import Any
 
 from django.http import Http404, QueryDict, StreamingHttpResponse
 
-from dashboard.access.callers import Caller
+from dashboard.access import tokens
+from dashboard.access.callers import Caller, Refused
 from dashboard.acting import exports
 from dashboard.acting import undo as undos
 from dashboard.acting.actions import CREATE_QUEUE, MESSAGE_ACTIONS, QUEUE_ACTIONS
@@ -259,8 +260,16 @@ def import_lines(
     queue_in_url(qname)
     params: exports.ImportParams = {"keep_ids": keep_ids, "bytes": len(data)}
 
+    def admit(n: int) -> None:
+        """An import counts against the token's rate by its messages (the call was
+        counted once already): refused past it, nothing written."""
+        try:
+            tokens.charge(who.token, n - 1)
+        except tokens.RateLimited as e:
+            raise Refused(429, str(e), who.action, who.actor, e.retry_after) from None
+
     def work() -> tuple[exports.ImportReport, int]:
-        report = exports.import_file(place.rsmq, qname, data, keep_ids)
+        report = exports.import_file(place.rsmq, qname, data, keep_ids, admit)
         params["report"] = report
         return report, report["imported"]
 

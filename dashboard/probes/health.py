@@ -2,8 +2,11 @@
 
 ``/healthz``: liveness — 200 as long as the process answers (it touches nothing).
 ``/readyz``: readiness — each connection's Redis, the database, and the age of the last
-snapshot; 503 when a Redis or the database does not answer. For compose and Kubernetes
-healthchecks: no login, nothing secret in the answer (connection names, not URLs).
+snapshot (``snapshots_behind``: older than two intervals, the most a snapshot may be late
+whatever else the worker runs — bulk jobs are short steps beside it; ``snapshots_stale``:
+older than three, the pages' banner); 503 when a Redis or the database does not
+answer. For compose and Kubernetes healthchecks: no login, nothing secret in the answer
+(connection names, not URLs).
 
 The pages show a banner when the last snapshot is older than three intervals: charts and
 rates go stale silently otherwise when the Celery worker or beat is gone.
@@ -95,7 +98,10 @@ def readyz(request: HttpRequest) -> JsonResponse:
             cursor.execute("SELECT 1")
         checks["database"] = "ok"
         age, stale = snapshot_lag()
+        interval = float(settings.RSMQ_SNAPSHOT_INTERVAL)
         checks["snapshot_age_s"] = None if age is None else round(age, 1)
+        checks["snapshot_interval_s"] = interval
+        checks["snapshots_behind"] = stale or (age is not None and age > 2 * interval)
         checks["snapshots_stale"] = stale
     except DatabaseError as e:
         checks["database"] = type(e).__name__

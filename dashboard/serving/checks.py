@@ -37,14 +37,26 @@ def problems() -> list[str]:
 
 
 def _undo() -> Iterable[str]:
-    """RSMQ_UNDO_HOURS and RSMQ_UNDO_MAX_MB: numbers in their ranges (dashboard/acting/undo.py)."""
-    bounds = {"RSMQ_UNDO_HOURS": (0, UNDO_HOURS_MAX, False), "RSMQ_UNDO_MAX_MB": (0, 1e6, True)}
+    """RSMQ_UNDO_HOURS, RSMQ_UNDO_MAX_MB and RSMQ_UNDO_TOTAL_MB: numbers in their ranges,
+    one action's at most all of them (dashboard/acting/undo.py)."""
+    bounds = {"RSMQ_UNDO_HOURS": (0, UNDO_HOURS_MAX, False), "RSMQ_UNDO_MAX_MB": (0, 1e6, True),
+              "RSMQ_UNDO_TOTAL_MB": (0, 1e6, True)}  # fmt: skip
+    bad = False
     for name, (low, high, zero) in bounds.items():
         value = getattr(settings, name, None)
         ok = isinstance(value, (int, float)) and (low < value or zero and value == low)
         if not ok or value > high:  # type: ignore[operator]
+            bad = True
             at_least = f"from {low}" if zero else f"more than {low}"
             yield f"{name} is {value!r}: it must be a number {at_least} up to {high:g}"
+    if bad:
+        return
+    one, total = float(settings.RSMQ_UNDO_MAX_MB), float(settings.RSMQ_UNDO_TOTAL_MB)
+    if one > total:
+        yield (
+            f"RSMQ_UNDO_MAX_MB ({one:g}) is more than RSMQ_UNDO_TOTAL_MB ({total:g}): one"
+            " action may keep at most what all of them keep"
+        )
 
 
 def _connections(conns: Any) -> Iterable[str]:

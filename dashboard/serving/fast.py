@@ -31,7 +31,7 @@ from pydantic import TypeAdapter, ValidationError
 from dashboard.access import tokens
 from dashboard.access.callers import Caller, refusal
 from dashboard.api import routes
-from dashboard.api.bodies import unpaired
+from dashboard.api.bodies import unstorable
 from dashboard.api.calls import Failure, failure
 from dashboard.api.operations import DataCall
 from dashboard.api.routes import Route
@@ -147,7 +147,7 @@ class FastPath:
                 return None
             try:
                 data = json.loads(body)
-                if unpaired(data) is not None:
+                if unstorable(data) is not None:
                     return None
                 model = plain.body.model_validate(data)
             except Exception:

@@ -35,8 +35,9 @@ EXPORT_MAX = 50_000
 #: markers one chart draws at most (the latest)
 MARKERS_MAX = 200
 CHUNK = 1000
-#: audit outcomes that are events (something happened, or failed): not refused attempts
-ACTED = (AuditEntry.Outcome.OK, AuditEntry.Outcome.ERROR)
+#: audit outcomes that are events (something happened, or failed; or started, its end not
+#: recorded): not refused attempts
+ACTED = (AuditEntry.Outcome.OK, AuditEntry.Outcome.ERROR, AuditEntry.Outcome.STARTED)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import messages
+from django.db import DatabaseError
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 
@@ -23,6 +24,7 @@ from dashboard.audit import log as audit
 from dashboard.models import AuditEntry
 from dashboard.places.place import Place
 from dashboard.views.common import UNPROCESSABLE, go
+from dashboard.web.errors import NotAudited
 from dashboard.web.htmx import HtmxHttpRequest
 from queues import RsmqError
 from queues import validation as v
@@ -71,22 +73,33 @@ class Posted:
         params: Mapping[str, Any] | None = None,
         kept: undos.Keep | None = None,
     ) -> bool:
-        """Run ``work``, report its outcome to the operator and write the audit row;
-        ``kept``: what the action keeps for its Undo (the answer then offers one)."""
+        """Run ``work``, report its outcome to the operator and write the audit row:
+        before ``work`` runs (if it can't be written, nothing runs: 503) and finished
+        after it (if that fails, the outcome stands: audit/log.py); ``kept``: what the
+        action keeps for its Undo (the answer then offers one)."""
         ids = list(ids)
+        try:
+            row = audit.start(self.place, self.action, user=self.request.user, queue=self.qname,
+                              ids=ids, params=params)  # fmt: skip
+        except NotAudited:
+            undos.discard(self.place, kept)
+            raise
         try:
             text, count = work()
         except RsmqError as e:
             undos.discard(self.place, kept)
-            self._audit(AuditEntry.Outcome.ERROR, ids, None, params, str(e))
+            audit.finish(row, AuditEntry.Outcome.ERROR, params=params, detail=str(e))
             messages.error(self.request, str(e))
             return False
         except Exception as e:
             # Redis down mid-action: audit it, then let the middleware answer 503.
-            self._audit(AuditEntry.Outcome.ERROR, ids, None, params, str(e))
+            audit.finish(row, AuditEntry.Outcome.ERROR, params=params, detail=str(e))
             raise
-        row = self._audit(AuditEntry.Outcome.OK, ids, count, params, text)
-        entry = undos.remember(self.place, kept, row, count) if kept else None
+        audit.finish(row, AuditEntry.Outcome.OK, count=count, params=params, detail=text)
+        try:
+            entry = undos.remember(self.place, kept, row, count) if kept else None
+        except DatabaseError:  # its stash expires by itself: the outcome stands
+            entry = None
         if entry is None:
             undos.discard(self.place, kept)
         if entry is not None:

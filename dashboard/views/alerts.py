@@ -7,6 +7,7 @@ import secrets
 from typing import TypedDict
 
 from django.contrib.auth.decorators import login_required
+from django.db import transaction
 from django.db.models import Count, Q
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -108,9 +109,10 @@ def _edit(request: HtmxHttpRequest, rule: AlertRule, action: str) -> HttpRespons
     rule = form.save(commit=False)
     if not rule.webhook_secret:
         rule.webhook_secret = secrets.token_hex(32)
-    rule.save()
-    audit.record(request, resolve_or_first(rule.connection, rule.namespace), action,
-                 AuditEntry.Outcome.OK, queue=rule.target, params=_params(rule))  # fmt: skip
+    with transaction.atomic():  # saved and audited together, or neither
+        rule.save()
+        audit.record(request, resolve_or_first(rule.connection, rule.namespace), action,
+                     AuditEntry.Outcome.OK, queue=rule.target, params=_params(rule))  # fmt: skip
     return redirect(reverse("rsmq-alert-rule", args=[rule.pk]) + "?saved=1")
 
 
@@ -134,7 +136,8 @@ def rule_delete(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         page.status_code = UNPROCESSABLE
         return page
     params = _params(rule)
-    rule.delete()
-    audit.record(request, where, "alert_rule_delete", AuditEntry.Outcome.OK,
-                 queue=params["pattern"] or rule.queue, params=params)  # fmt: skip
+    with transaction.atomic():  # deleted and audited together, or neither
+        rule.delete()
+        audit.record(request, where, "alert_rule_delete", AuditEntry.Outcome.OK,
+                     queue=params["pattern"] or rule.queue, params=params)  # fmt: skip
     return redirect("rsmq-alerts")

@@ -23,6 +23,7 @@ from dashboard.web.htmx import HtmxHttpRequest
 from queues import pacing
 
 BAD_REQUEST = 400
+CONFLICT = 409  # a cap on live jobs reached
 VERBS = ("confirm", "pause", "resume", "cancel")
 
 
@@ -50,7 +51,12 @@ def job_start(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> HttpR
         return render(request, "job.html", ctx, status=BAD_REQUEST)
     dead = kind == "redrive" and bool(place.rsmq.dead_letter_sources(qname))
     authorize(request, place, jobs.role_for(kind, f, dead), name, qname)
-    job = jobs.create(request, place, qname, request.POST)
+    try:
+        job = jobs.create(request, place, qname, request.POST)
+    except jobs.JobLimit as e:
+        audit.record(request, place, name, AuditEntry.Outcome.INVALID, qname, detail=str(e))
+        ctx = context(place, qname=qname, stats=stats, error=str(e), field=e.field, job=None)
+        return render(request, "job.html", ctx, status=CONFLICT)
     return go(request, _url(place, job))
 
 

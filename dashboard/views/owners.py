@@ -7,6 +7,7 @@ from typing import Any, TypedDict
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -78,10 +79,11 @@ def _save(request: HtmxHttpRequest, row: Ownership, action: str) -> HttpResponse
         return _page(request, form, row if row.pk else None, status=UNPROCESSABLE)
     row = form.save(commit=False)
     row.updated_by = request.user.get_username()
-    row.save()
-    where = resolve_or_first(row.connection, row.namespace)
-    audit.record(request, where, action, AuditEntry.Outcome.OK, queue=row.target,
-                 params=_params(row))  # fmt: skip
+    with transaction.atomic():  # saved and audited together, or neither
+        row.save()
+        where = resolve_or_first(row.connection, row.namespace)
+        audit.record(request, where, action, AuditEntry.Outcome.OK, queue=row.target,
+                     params=_params(row))  # fmt: skip
     return redirect(reverse("rsmq-owners") + "?saved=1")
 
 
@@ -98,7 +100,8 @@ def owner_delete(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         error = f"confirm: type {row.target} exactly to delete its owner"
         return _page(request, form, row, status=UNPROCESSABLE, delete_error=error)
     params = _params(row)
-    row.delete()
-    audit.record(request, where, "owner_delete", AuditEntry.Outcome.OK, queue=params["pattern"]
-                 or row.queue, params=params)  # fmt: skip
+    with transaction.atomic():  # deleted and audited together, or neither
+        row.delete()
+        audit.record(request, where, "owner_delete", AuditEntry.Outcome.OK,
+                     queue=params["pattern"] or row.queue, params=params)  # fmt: skip
     return redirect(reverse("rsmq-owners") + "?deleted=1")

@@ -6,6 +6,7 @@ deletes their own; admins share and delete any. Each save and delete is audited.
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
+from django.db import transaction
 from django.http import HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
@@ -64,12 +65,13 @@ def save_filter(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> Htt
                             extra={"save_error": problem, "save_error_field": "name"})  # fmt: skip
     q = QueryDict(mutable=True)
     q.update(f.query())
-    row, _ = SavedFilter.objects.update_or_create(
-        owner_id=request.user.pk, connection=place.conn.name, namespace=place.ns,
-        queue=scope_queue, name=name, defaults={"query": q.urlencode(), "shared": shared},
-    )  # fmt: skip
-    audit.record(request, place, "filter_save", AuditEntry.Outcome.OK, queue=qname,
-                 params=_params(row))  # fmt: skip
+    with transaction.atomic():  # saved and audited together, or neither
+        row, _ = SavedFilter.objects.update_or_create(
+            owner_id=request.user.pk, connection=place.conn.name, namespace=place.ns,
+            queue=scope_queue, name=name, defaults={"query": q.urlencode(), "shared": shared},
+        )  # fmt: skip
+        audit.record(request, place, "filter_save", AuditEntry.Outcome.OK, queue=qname,
+                     params=_params(row))  # fmt: skip
     return redirect(place.url("rsmq-queue", qname) + "?" + row.query)
 
 
@@ -83,7 +85,8 @@ def delete_filter(
     if row.owner_id != request.user.pk:
         authorize(request, place, Role.ADMIN, "filter_delete", qname)
     params = _params(row)
-    row.delete()
-    audit.record(request, place, "filter_delete", AuditEntry.Outcome.OK, queue=qname,
-                 params=params)  # fmt: skip
+    with transaction.atomic():  # deleted and audited together, or neither
+        row.delete()
+        audit.record(request, place, "filter_delete", AuditEntry.Outcome.OK, queue=qname,
+                     params=params)  # fmt: skip
     return redirect(place.url("rsmq-queue", qname))

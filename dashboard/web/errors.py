@@ -22,6 +22,11 @@ from queues.urls import redacted
 DATA_ERROR = 409
 
 
+class NotAudited(Exception):
+    """An action's audit row could not be written before it ran (the database is down or
+    refused it): the action did not run. 503."""
+
+
 @dataclass(frozen=True, slots=True)
 class WebError:
     status: int
@@ -34,6 +39,10 @@ class WebError:
 def web_error(exception: Exception, conn: Connection) -> WebError | None:
     """What to answer for ``exception`` raised while reading ``conn``; None: not ours to
     answer (Django's own handling applies)."""
+    if isinstance(exception, NotAudited):
+        return WebError(
+            503, f"The audit log can't be written ({exception}): nothing was done. Try again."
+        )
     if isinstance(exception, QueueUnreadable):
         return WebError(
             DATA_ERROR, f"Queue {exception.qname} has data the console can't read: {exception.why}."

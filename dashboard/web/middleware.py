@@ -42,6 +42,11 @@ class RedisUnavailableMiddleware:
         error = web_error(exception, conn)
         if error is None:
             return None
+        if error.status == 503 and not error.url:  # not Redis: the audit log (NotAudited)
+            log.error("%s", error.text)
+            if htmx:
+                return self._fragment(request, 503, error.text)
+            return render(request, "not_audited.html", {"message": error.text}, status=503)
         if error.status == 503:
             log.warning("Redis unavailable at %s: %s", error.url, error.error)
             if htmx:

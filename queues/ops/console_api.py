@@ -116,15 +116,19 @@ class ConsoleApi(Messages[R]):
         return n
 
     @operation
-    def api_rate(self, token: str, per_minute: int, window: int = 60) -> Op[tuple[bool, int, str]]:
+    def api_rate(
+        self, token: str, per_minute: int, window: int = 60, n: int = 1
+    ) -> Op[tuple[bool, int, str]]:
         """Count one call of API token ``token`` (its digest) in this ``window`` (s), at
         most ``per_minute``: (admitted, calls counted, the tokens' generation). One round
-        trip, one counter for every web process; a refused call is not counted."""
+        trip, one counter for every web process; a refused call is not counted. ``n``: what
+        the call counts for (an import: one a message)."""
         v.integer("per_minute", per_minute, 0, 2**31)
         v.integer("window", window, 1, 3600)
+        v.integer("n", n, 1, 2**31)
         slot = int(time.time() // window)
         keys = (self._api_rate_key(token, slot), self._api_generation_key())
-        used, admitted, generation = yield Call(S.API_RATE, keys, (per_minute, window + 5))
+        used, admitted, generation = yield Call(S.API_RATE, keys, (per_minute, window + 5, n))
         return bool(admitted), int(used), _text(generation)
 
     @operation

@@ -12,8 +12,9 @@ and then moves the bodies in chunks of ``UNDO_CHUNK``. The stash lives outside t
 
 ``undo(token)`` puts each message back as it was, in chunks of ``UNDO_CHUNK`` (no call holds
 Redis long), unless its id is in the queue again (``present``), or it went to another
-queue and is no longer there (``gone``) or was received there since (``taken``): those
-are counted and named, never duplicated. A deleted queue comes back whole when nobody
+queue and is no longer there (``gone``) or was received there since (``taken``), or its id is
+none an RSMQ client makes (``foreign``: a member named like a queue field): those are
+counted and named, never duplicated. A deleted queue comes back whole when nobody
 created it again; if somebody did, its new attributes stay and the messages go into it
 (``Restored.recreated``). Failure histories (``:x:failures``) are not kept.
 A second undo does nothing and says so (``Restored.already``).
@@ -123,6 +124,14 @@ class Undo(Base[R]):
         return gone == 1
 
     @operation
+    def drop_undo(self, token: str) -> Op[bool]:
+        """Give a stash up, whatever it keeps (a budget of all stashes was spent: the
+        console gives up the oldest first); its undo then finds nothing. Returns whether
+        there was one. UNLINK: a big stash is freed in Redis' background thread."""
+        gone: int = yield Command(("UNLINK", *self._undo_keys(token)))
+        return gone > 0
+
+    @operation
     def undo_info(self, token: str) -> Op[UndoInfo | None]:
         """A stash's record, or None once it expired (or never was)."""
         return (yield from self._undo_info(token))
@@ -167,7 +176,7 @@ class Undo(Base[R]):
         keys = (z, m, record, qz, qh, self.queues_key)
         args = (self._prefix, qname, UNDO_CHUNK, FAILURES_SUFFIX)
         restored = 0
-        skipped: dict[str, list[str]] = {"present": [], "gone": [], "taken": []}
+        skipped: dict[str, list[str]] = {"present": [], "gone": [], "taken": [], "foreign": []}
         counts = dict.fromkeys(skipped, 0)
         while True:
             try:
@@ -176,7 +185,7 @@ class Undo(Base[R]):
                 raise UndoNotFound(token) from None
             status = _str(reply[0])
             restored += int(reply[1])
-            for name, ids in zip(skipped, reply[2:5], strict=True):
+            for name, ids in zip(skipped, reply[2:6], strict=True):
                 counts[name] += len(ids)
                 room = UNDO_SKIPPED_IDS - len(skipped[name])
                 skipped[name] += [_str(i) for i in ids[:room]]
@@ -192,6 +201,8 @@ class Undo(Base[R]):
             present_ids=tuple(skipped["present"]),
             gone_ids=tuple(skipped["gone"]),
             taken_ids=tuple(skipped["taken"]),
+            foreign=counts["foreign"],
+            foreign_ids=tuple(skipped["foreign"]),
             already=status == "done",
             whole_queue=status == "queue",
             recreated=bool(info and info.recreated),

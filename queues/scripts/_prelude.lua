@@ -60,6 +60,16 @@ local function queue_name(s)
   return #s <= 160 and s ~= "QUEUES" and string.match(s, "^[%w_-]+$") ~= nil
 end
 
+-- Whether `id` is a message id in the form RSMQ clients make: 32 letters and digits
+-- (Node rsmq, PyRSMQ, this client: 10 of time, 22 random) or go-rsmq's 22. The only ids
+-- a script writes into a queue under a name it was handed (an import's kept id, a moved
+-- or restored member): never one of the queue's own fields (vt, totalrecv, createdby,
+-- x:...), nor another message's {id}:rc / {id}:fr, which a client would then read as a
+-- message, or count on, for ever (queues/validation.py RSMQ_ID says the same).
+local function rsmq_id(id)
+  return (#id == 32 or #id == 22) and string.find(id, "^[0-9A-Za-z]+$") ~= nil
+end
+
 local ATTRIBUTES = {"vt", "delay", "maxsize", "totalrecv", "totalsent", "created", "modified"}
 
 -- getQueueAttributes: vt, delay, maxsize, totalrecv, totalsent, created, modified, msgs,

@@ -78,7 +78,7 @@ for i = 5, #ARGV - 1, 2 do
       end
     end
     local size = redis.call("HSTRLEN", KEYS[2], id)
-    if not max or (max ~= -1 and size > max) then
+    if not max or (max ~= -1 and size > max) or not rsmq_id(id) then
       skipped = skipped + 1
     else
       if done > 0 and bytes + size > MOVE_BYTES then

@@ -6,7 +6,8 @@
 -- id is made like send's (the server's microseconds + random characters), so it sorts
 -- after every id sent before; a kept id that is already in the queue (or has a body
 -- there) is skipped and reported, never overwritten nor duplicated. rc and fr are kept
--- with the id only: a message with a new id is a new message, never received.
+-- with the id only: a message with a new id is a new message, never received. A kept
+-- id must be one an RSMQ client makes (rsmq_id): else nothing is written.
 -- Returns {imported ids (in order, "" where skipped), ...}.
 local q = redis.call("HMGET", KEYS[2], "vt", "delay", "maxsize")
 if not q[1] or not q[2] or not q[3] then
@@ -18,6 +19,16 @@ if not maxsize then
 end
 local keep = ARGV[1] == "1"
 local n = (#ARGV - 3) / 5
+-- A kept id is one an RSMQ client makes (rsmq_id), or nothing is written: an id that
+-- names a field of the queue's hash (totalrecv, vt) or another message's rc / fr would
+-- break the queue for every client.
+if keep then
+  for i = 1, n do
+    if not rsmq_id(ARGV[3 + (i - 1) * 5 + 1]) then
+      return redis.error_reply("invalidId " .. (i - 1))
+    end
+  end
+end
 if maxsize ~= -1 then
   for i = 1, n do
     local size = #ARGV[3 + (i - 1) * 5 + 2]

@@ -5,7 +5,8 @@
 -- from rank `offset`)
 -- Moves each message with its id and body (and rc and fr if kept); it is visible in the
 -- destination at once. Neither queue's totalsent / totalrecv changes. A body over the
--- destination's maxsize stays where it is. Stops early once the bodies it moved pass
+-- destination's maxsize stays where it is, and so does a member no RSMQ client would
+-- make (rsmq_id: it could name a field of the destination's hash). Stops early once the bodies it moved pass
 -- MOVE_BYTES (measured before one is read). The undo stash, if given, keeps each moved
 -- message as it was in the source. Returns {moved, skipped, ids looked at, 1 if it
 -- stopped early (else 0)}.
@@ -43,7 +44,7 @@ local moved, skipped, looked, bytes = 0, 0, 0, 0
 for _, id in ipairs(ids) do
   if redis.call("ZSCORE", KEYS[1], id) then
     local size = redis.call("HSTRLEN", KEYS[2], id)
-    if dmax ~= -1 and size > dmax then
+    if not rsmq_id(id) or (dmax ~= -1 and size > dmax) then
       skipped = skipped + 1
     else
       if moved > 0 and bytes + size > MOVE_BYTES then

@@ -59,7 +59,7 @@ while received < n and dead < 1000 do
       seen[id] = true
       progress = true
       local rc
-      if maxrc and (tonumber(redis.call("HGET", KEYS[2], id .. ":rc") or 0) or 0) >= maxrc then
+      if maxrc and rsmq_id(id) and (tonumber(redis.call("HGET", KEYS[2], id .. ":rc") or 0) or 0) >= maxrc then
         transfer(KEYS[1], KEYS[2], dlq_z, dlq_q, id, int(ms), true, ARGV[4], KEYS[3], dlq_f)
         dead = dead + 1
       else

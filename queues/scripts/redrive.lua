@@ -6,7 +6,8 @@
 -- are dropped, or the policy would dead-letter them again on their next receive. A
 -- hidden message (in flight: a consumer holds it; delayed: not due yet) is never taken,
 -- or it would be delivered twice. A message with no known source, a source that is
--- gone, or a body over the destination's maxsize stays. Stops early once the bodies it
+-- gone, a body over the destination's maxsize, or a member no RSMQ client would make
+-- (rsmq_id) stays. Stops early once the bodies it
 -- moved pass MOVE_BYTES (measured before one is read). Returns {moved, skipped, looked
 -- at, 1 if it stopped early (else 0)}.
 if queue_missing(KEYS[2]) then
@@ -39,7 +40,7 @@ for _, id in ipairs(ids) do
   end
   local max = dq and integer("maxsize", redis.call("HGET", dq, "maxsize") or "")
   local size = redis.call("HSTRLEN", KEYS[2], id)
-  if max and (max == -1 or size <= max) then
+  if max and (max == -1 or size <= max) and rsmq_id(id) then
     if moved > 0 and bytes + size > MOVE_BYTES then
       stash_close(keep)
       return {moved, skipped, looked, 1}

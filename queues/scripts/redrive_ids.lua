@@ -21,7 +21,7 @@ for i = 3, #ARGV do
   local id = ARGV[i]
   local score = tonumber(redis.call("ZSCORE", KEYS[1], id) or "")
   local src = score and score <= ms and redis.call("HGET", KEYS[2], "x:src:" .. id)
-  if src and queue_name(src) then
+  if src and queue_name(src) and rsmq_id(id) then
     local dz = ARGV[1] .. src
     local dq = dz .. ":Q"
     local max = integer("maxsize", redis.call("HGET", dq, "maxsize") or "")

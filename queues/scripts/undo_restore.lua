@@ -5,32 +5,35 @@
 -- left out of the queue, never duplicated): a message whose id is in the queue again
 -- ("present"); one that went to another queue (a move, a redrive) and is no longer there
 -- ("gone") or was received there since (its rc changed: "taken" -- a consumer may hold
--- it). A message taken back from another queue leaves it (its failure history there is
--- dropped). A deleted queue (kind "queue") that nobody re-created comes back whole: its
+-- it); or one whose id no RSMQ client makes ("foreign": rsmq_id). A message taken back
+-- from another queue leaves it (its failure history there is dropped). A deleted queue (kind "queue") that nobody re-created comes back whole: its
 -- keys are renamed back (O(1)), attributes and totals as they were; one re-created
 -- meanwhile keeps its new attributes and gets the messages one by one.
 -- Stops early past MOVE_BYTES of bodies. Returns {status, restored, present ids, gone
--- ids, taken ids}: status "more" (call again), "finished", "done" (undone before),
--- "queue" (the whole queue renamed back), "missing" (the queue is gone: nothing done).
+-- ids, taken ids, foreign ids}: status "more" (call again), "finished", "done" (undone
+-- before), "queue" (the whole queue renamed back), "missing" (the queue is gone: nothing
+-- done).
 local sz, sm, meta, qz, qh = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local info = redis.call("HMGET", meta, "exp", "kind", "done", "action")
 if not info[1] then
   return redis.error_reply("undoNotFound")
 end
 if info[3] then
-  return {"done", 0, {}, {}, {}}
+  return {"done", 0, {}, {}, {}, {}}
 end
 local _, ms = now()
-local function finish(status, restored, present, gone, taken)
+local function finish(status, restored, present, gone, taken, foreign)
+  foreign = foreign or {}
   redis.call("HINCRBY", meta, "restored", restored)
   redis.call("HINCRBY", meta, "present", #present)
   redis.call("HINCRBY", meta, "gone", #gone)
   redis.call("HINCRBY", meta, "taken", #taken)
+  redis.call("HINCRBY", meta, "foreign", #foreign)
   if status ~= "more" then
     redis.call("HSET", meta, "done", int(ms))
     redis.call("UNLINK", sz, sm)
   end
-  return {status, restored, present, gone, taken}
+  return {status, restored, present, gone, taken, foreign}
 end
 if queue_missing(qh) then
   if info[2] == "queue" and redis.call("EXISTS", qh, qz) == 0 then
@@ -45,7 +48,7 @@ if queue_missing(qh) then
     redis.call("SADD", KEYS[6], ARGV[2])
     return finish("queue", n, {}, {}, {})
   end
-  return {"missing", 0, {}, {}, {}}
+  return {"missing", 0, {}, {}, {}, {}}
 end
 if info[2] == "queue" then
   redis.call("HSET", meta, "recreated", "1")
@@ -77,14 +80,18 @@ end
 -- messages: unpack's limit of 8000 values, 6 fields a message), per-message calls only to check and to take moved ones back
 local f = redis.call("HMGET", sm, unpack(fields))
 local restored = 0
-local present, gone, taken = {}, {}, {}
+local present, gone, taken, foreign = {}, {}, {}, {}
 local stray, kv, zadd = {}, {}, {}
 for k = 1, n do
   local id, score = ids[2 * k - 1], ids[2 * k]
   local j = 6 * (k - 1)
   local body, rc, fr, src, to, fresh = f[j + 1], f[j + 2], f[j + 3], f[j + 4], f[j + 5], f[j + 6]
   local back = false
-  if redis.call("ZSCORE", qz, id) then
+  if not rsmq_id(id) then
+    -- a member no RSMQ client makes (a field's name, another message's :rc): putting it
+    -- back would break the queue again for every client
+    foreign[#foreign + 1] = id
+  elseif redis.call("ZSCORE", qz, id) then
     present[#present + 1] = id
   elseif not body then
     -- not in the stash's hash: a purge interrupted before its drain moved it; its
@@ -151,6 +158,6 @@ end
 redis.call("ZREM", sz, unpack(looked))
 redis.call("HDEL", sm, unpack(fields))
 if n == #ids / 2 and #ids / 2 < chunk then
-  return finish("finished", restored, present, gone, taken)
+  return finish("finished", restored, present, gone, taken, foreign)
 end
-return finish("more", restored, present, gone, taken)
+return finish("more", restored, present, gone, taken, foreign)

@@ -159,7 +159,7 @@ def test_bad_lines_are_refused_by_number_and_nothing_is_written(
 
 
 def test_keeping_ids_needs_valid_ids(rsmq: RedisSMQ, queue: str):
-    with pytest.raises(BadLines, match="line 1: id must be 1 to 100 letters"):
+    with pytest.raises(BadLines, match="line 1: id must be an RSMQ message id"):
         check(['{"body": "x", "id": "a:rc"}'], keep_ids=True)
     with pytest.raises(BadLines, match="line 1: id must be"):
         check(['{"body": "x"}'], keep_ids=True)

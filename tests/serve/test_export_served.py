@@ -1,5 +1,5 @@
-"""A streamed export as `./run` serves it (dashboard/asgi.py ``streamer``): the served
-process sends an export piece by piece — its web workers' memory grows by a few MB while
+"""A streamed export as `./run` serves it (dashboard/serving/app.py ``Console.stream``): the
+served process sends an export piece by piece — its web workers' memory grows by a few MB while
 an export of over 100 MB goes out, where collecting the whole response (as every other
 answer is) would hold all of it — and the lines arrive whole and in order. The queue
 page's Import form works through the served process; a file over an import's 2 MB is the

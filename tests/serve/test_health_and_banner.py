@@ -40,6 +40,14 @@ def test_readyz_reports_each_redis_the_database_and_the_snapshot_age(console, an
     body = response.json()
     assert body["redis:default"] == "ok" and body["database"] == "ok"
     assert 11 <= body["snapshot_age_s"] <= 20 and body["snapshots_stale"] is False
+    assert body["snapshot_interval_s"] == 10 and body["snapshots_behind"] is False
+
+
+def test_readyz_says_when_snapshots_fall_two_intervals_behind(console, anon: Client) -> None:
+    snapshot(console, 25)  # past two intervals of 10 s, not yet three: no banner yet
+    body = anon.get("/readyz").json()
+    assert (body["snapshots_behind"], body["snapshots_stale"]) == (True, False)
+    assert anon.get("/readyz").status_code == 200  # the web server serves all the same
 
 
 def test_readyz_is_503_when_a_redis_does_not_answer(console, settings, anon: Client) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlencode
@@ -108,3 +109,22 @@ def test_a_rule_aimed_inward_is_a_form_error_naming_the_field(
     answer = post_form(served, "/alerts/new/", form)
     assert answer.status == 422, answer.text[:500]
     assert f"{field}: refused: {said}" in html.unescape(answer.text)
+
+
+def test_a_malformed_chunked_body_is_a_logged_400(served: Served) -> None:
+    """A chunk longer than its stated size: granian tells the application the body
+    ended; the console answers 400 and logs it (not granian's bare 500)."""
+    token = make_token(served, "chunked-bot", "operator")
+    assert call(served, "PUT", "/api/queues/chunked/", make_token(served, "c-admin", "admin"),
+                {}).status == 201  # fmt: skip
+    with socket.create_connection(("127.0.0.1", served.port), timeout=10) as s:
+        s.sendall(
+            b"POST /api/queues/chunked/messages/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Authorization: Bearer " + token.encode() + b"\r\n"
+            b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b'5\r\n{"message": "x"}\r\n0\r\n\r\n'
+        )
+        head = s.recv(65536).decode("latin1")
+    assert head.startswith("HTTP/1.1 400"), head[:300]
+    assert "malformed or was cut short" in head
+    assert "the request's body ended after" in served.output()

@@ -6,6 +6,7 @@ byte, a bad line is a 400 naming it, both are audited."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 import redis
@@ -140,7 +141,7 @@ def test_a_body_over_the_servers_limit_is_refused(q1: list[str], rsmq: RedisSMQ)
 # A response's close() ends its request as served (the connection closed): a real transaction.
 @pytest.mark.django_db(transaction=True)
 def test_an_export_past_the_process_slots_is_a_503_with_retry_after(q1, settings) -> None:
-    settings.RSMQ_WEB_THREADS = 2
+    settings.RSMQ_EXPORTS = 1
     api = client("viewer")
     first = api.get("/api/queues/q1/export/")
 
@@ -152,3 +153,29 @@ def test_an_export_past_the_process_slots_is_a_503_with_retry_after(q1, settings
     third = api.get("/api/queues/q1/export/")
     assert third.status_code == 200
     third.close()
+
+
+def test_an_import_counts_against_the_tokens_rate_by_its_messages(
+    q1: list[str], rsmq: RedisSMQ, ns_state
+) -> None:
+    if time.time() % tokens.WINDOW > tokens.WINDOW - 5:  # all in one window of the rate
+        time.sleep(tokens.WINDOW - time.time() % tokens.WINDOW)
+    _, token = tokens.mint("small", "operator", "test", 10)
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+    lines = b"".join(json.dumps({"body": f"m{i}"}).encode() + b"\n" for i in range(20))
+    before = ns_state()
+    big = api.post("/api/queues/q2/import/", data=lines, content_type="application/x-ndjson")
+    assert big.status_code == 429, big.content
+    assert "counts for 20" in big.json()["error"] and "rsmq message import" in big.json()["error"]
+    assert ns_state() == before  # nothing written, nothing counted
+    five = b"".join(lines.splitlines(keepends=True)[:5])  # the refused one counted 1
+    assert api.post("/api/queues/q2/import/", data=five,
+                    content_type="application/x-ndjson").status_code == 200  # fmt: skip
+    four = b"".join(lines.splitlines(keepends=True)[:4])
+    assert api.post("/api/queues/q2/import/", data=four,
+                    content_type="application/x-ndjson").status_code == 200  # fmt: skip
+    again = api.post("/api/queues/q2/import/", data=four, content_type="application/x-ndjson")
+    assert again.status_code == 429 and "try again in" in again.json()["error"]
+    assert rsmq.get_queue_attributes("q2").msgs == 9
+    row = AuditEntry.objects.filter(action="import", outcome="throttled").first()
+    assert row is not None

@@ -40,7 +40,7 @@ def test_an_admin_token_undoes_once(console, purged, r: redis.Redis, ns: str) ->
     body = response.json()
     assert body["text"] == "Undid the purge of q1: put back 3 messages."
     assert (body["restored"], body["skipped"], body["already"]) == (
-        3, {"present": 0, "gone": 0, "taken": 0}, False,
+        3, {"present": 0, "gone": 0, "taken": 0, "foreign": 0}, False,
     )  # fmt: skip
     assert (r.hgetall(f"{ns}:q1:Q"), r.zrange(f"{ns}:q1", 0, -1, withscores=True)) == before
     row = AuditEntry.objects.get()

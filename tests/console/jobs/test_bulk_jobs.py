@@ -4,6 +4,7 @@ celery.contrib.testing) and the test Redis: count → the confirmation stating i
 
 from __future__ import annotations
 
+import datetime as dt
 import html
 import re
 import time
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from dashboard.access.roles import Role
 from dashboard.acting import jobs
@@ -136,6 +138,8 @@ def test_pause_resume_and_cancel(console, queue, operator: Client, rsmq: RedisSM
         ({"kind": "visibility", "search": "x", "vt": "soon"}, "vt"),
         ({"kind": "requeue", "search": "x"}, "state"),
         ({"kind": "delete", "search": "x", "canary": "3", "watch": "1"}, "canary"),
+        ({"kind": "delete", "search": "a\x00b"}, "search"),  # no database stores a NUL
+        ({"kind": "move", "search": "x", "to": "q\x002"}, "to"),
     ],
 )
 def test_bad_input_is_refused_naming_the_field(
@@ -328,3 +332,67 @@ def test_a_counted_jobs_page_shows_when_its_queue_is_gone_meanwhile(
     rsmq.delete_queue("q1")
     page = operator.get(console.queue("q1", f"jobs/{pk}/"))
     assert page.status_code == 200 and "data-undo-note" in page.content.decode()
+
+
+def test_a_job_whose_queue_was_created_again_since_its_count_refuses_to_run(
+    console, queue, operator: Client, rsmq: RedisSMQ, worker
+) -> None:
+    """Its count was of another queue's messages: nothing of the new queue is touched."""
+    pk = start(operator, console, kind="delete", search="poison")
+    assert wait_for(pk, {"counted"}).matched == 200
+    time.sleep(1.1)  # `created` is whole seconds
+    rsmq.delete_queue("q1")
+    rsmq.create_queue("q1")
+    rsmq.send_messages("q1", ["new poison 1", "new poison 2", "new poison 3"])
+    response = operator.post(console.queue("q1", f"jobs/{pk}/confirm/"), {"confirm": "q1"})
+    assert response.status_code == 400
+    assert "was deleted and created again since it was counted" in response.content.decode()
+    assert BulkJob.objects.get(pk=pk).state == "counted"
+    assert rsmq.get_queue_attributes("q1").msgs == 3
+
+
+def test_a_running_job_stops_when_its_queue_is_created_again(
+    console, queue, operator: Client, rsmq: RedisSMQ, worker
+) -> None:
+    """Looked at before each step: the step after the queue came back acts on nothing."""
+    pk = start(operator, console, kind="delete", search="job", rate="2")
+    assert wait_for(pk, {"counted"}).matched == 600
+    time.sleep(1.1)  # `created` is whole seconds
+    operator.post(console.queue("q1", f"jobs/{pk}/confirm/"), {"confirm": "q1"})
+    until = time.monotonic() + 10
+    while BulkJob.objects.get(pk=pk).done == 0:  # its first step (1 at 2 a second) is done
+        assert time.monotonic() < until
+        time.sleep(0.01)
+    rsmq.delete_queue("q1")
+    rsmq.create_queue("q1")
+    rsmq.send_messages("q1", ["a new job 1", "a new job 2", "a new job 3"])
+    job = wait_for(pk, {"failed"})
+    assert "created again since it was counted" in job.note and job.done == 1
+    assert rsmq.get_queue_attributes("q1").msgs == 3
+
+
+def test_a_step_lost_with_its_task_is_queued_again_by_the_sweep_once(
+    console, queue, operator: Client, rsmq: RedisSMQ, worker
+) -> None:
+    pk = start(operator, console, kind="delete", search="poison")
+    assert wait_for(pk, {"counted"}).matched == 200
+    # started, but its first step's task never reached the worker (lost with a restart)
+    long_ago = timezone.now() - dt.timedelta(minutes=5)
+    BulkJob.objects.filter(pk=pk).update(state="running", started=long_ago, due=long_ago)
+    time.sleep(1)
+    assert BulkJob.objects.get(pk=pk).done == 0
+    assert jobs.sweep() == {"queued_again": 1, "abandoned": 0}
+    jobs.sweep()  # twice: a duplicate step does nothing
+    job = wait_for(pk, {"done"})
+    assert (job.done, rsmq.get_queue_attributes("q1").msgs) == (200, 400)
+
+
+def test_a_counted_job_never_confirmed_is_cancelled_by_the_sweep(
+    console, queue, operator: Client, worker
+) -> None:
+    pk = start(operator, console, kind="delete", search="poison")
+    wait_for(pk, {"counted"})
+    BulkJob.objects.filter(pk=pk).update(updated=timezone.now() - dt.timedelta(hours=2))
+    assert jobs.sweep()["abandoned"] == 1
+    job = BulkJob.objects.get(pk=pk)
+    assert job.state == "cancelled" and "Not confirmed within 1 h" in job.note

@@ -203,13 +203,13 @@ def test_a_request_over_the_servers_body_limit_is_refused_by_its_length(
 
 # A response's close() ends its request as served (the connection closed): a real transaction.
 @pytest.mark.django_db(transaction=True)
-def test_exports_leave_a_thread_for_pages_and_say_when_to_come_back(
+def test_exports_are_capped_per_process_and_say_when_to_come_back(
     console, q1, viewer: Client, settings
 ) -> None:
-    """A streamed export holds its thread to the end: with 2 threads a process streams
-    one at a time, and a second is a 503 with Retry-After, audited as nothing exported;
-    the slot is free again once the first is closed (its end, or its client gone)."""
-    settings.RSMQ_WEB_THREADS = 2
+    """At most RSMQ_EXPORTS at once in a web process (they hold no thread, but memory): one
+    more is a 503 with Retry-After, audited as nothing exported; the slot is free again
+    once the first is closed (its end, its client gone, or idle past RSMQ_EXPORT_IDLE)."""
+    settings.RSMQ_EXPORTS = 1
     first = viewer.get(export_url(console))
     assert first.status_code == 200
 
@@ -217,13 +217,13 @@ def test_exports_leave_a_thread_for_pages_and_say_when_to_come_back(
 
     assert second.status_code == 503 and second["Retry-After"] == "30"
     assert second.content.decode() == (
-        "1 export is already running in this web process (at most 1 at a time, so that its"
-        " pages keep a thread); try again when it ends, or use `rsmq message export`.\n"
+        "1 export is already running in this web process (at most 1 at a time:"
+        " RSMQ_EXPORTS); try again when it ends, or use `rsmq message export`.\n"
     )
     assert AuditEntry.objects.count() == 1  # the first only
     first.close()  # the client went away before the end
     assert len(lines(viewer.get(export_url(console)))) == 6
-    settings.RSMQ_WEB_THREADS = 4
+    settings.RSMQ_EXPORTS = 3
     held = [viewer.get(export_url(console)) for _ in range(3)]
     assert [r.status_code for r in held] == [200, 200, 200]
     assert viewer.get(export_url(console)).status_code == 503

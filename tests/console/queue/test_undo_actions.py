@@ -52,7 +52,7 @@ def test_purge_then_undo_from_its_answer(
     row = AuditEntry.objects.get(action="undo")
     assert (row.outcome, row.queue, row.count) == ("ok", "q1", 3)
     assert row.params["restored"] == 3 and row.params["skipped"] == {
-        "present": 0, "gone": 0, "taken": 0
+        "present": 0, "gone": 0, "taken": 0, "foreign": 0
     }  # fmt: skip
     assert row.params["of"] == purge_row.id
     e.refresh_from_db()
