@@ -13,6 +13,7 @@ from support.node_rsmq import NodeRsmq, install
 from support.postgres_fixtures import Backends, twins_last, with_twins
 from support.postgres_fixtures import report_header as postgres_report_header
 from support.redis_topologies import RedisClusterGroup, SentinelGroup
+from support.roles import remake_after_flushes
 
 from queues import RedisSMQ
 from queues.server import EmbeddedRedis
@@ -142,6 +143,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "postgres: the Postgres twin of a database test")
     config.stash[BACKENDS] = Backends(config)
+    remake_after_flushes()
 
 
 def pytest_report_header(config: pytest.Config) -> str:
