@@ -13,7 +13,6 @@ from support.node_rsmq import NodeRsmq, install
 from support.postgres_fixtures import Backends, twins_last, with_twins
 from support.postgres_fixtures import report_header as postgres_report_header
 from support.redis_topologies import RedisClusterGroup, SentinelGroup
-from support.roles import remake_after_flushes
 
 from queues import RedisSMQ
 from queues.server import EmbeddedRedis
@@ -143,6 +142,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "postgres: the Postgres twin of a database test")
     config.stash[BACKENDS] = Backends(config)
+    from support.roles import remake_after_flushes  # (Django's: not in client_fixtures' runs)
+
     remake_after_flushes()
 
 

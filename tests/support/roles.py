@@ -12,8 +12,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-ROLES: dict[str, list[str]] = importlib.import_module("dashboard.migrations.0002_roles").ROLES
-
 
 def make_roles(using: str = "default") -> None:
     """The role groups and their permissions, as migration 0002 makes them (on the
@@ -22,8 +20,9 @@ def make_roles(using: str = "default") -> None:
     from django.contrib.auth.management import create_permissions
     from django.contrib.auth.models import Group, Permission
 
+    roles = importlib.import_module("dashboard.migrations.0002_roles").ROLES
     create_permissions(apps.get_app_config("dashboard"), verbosity=0, using=using)
-    for name, codenames in ROLES.items():
+    for name, codenames in roles.items():
         group, _ = Group.objects.using(using).get_or_create(name=name)
         group.permissions.set(
             Permission.objects.using(using).filter(
