@@ -142,6 +142,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "postgres: the Postgres twin of a database test")
     config.stash[BACKENDS] = Backends(config)
+    from support.roles import remake_after_flushes  # (Django's: not in client_fixtures' runs)
+
+    remake_after_flushes()
 
 
 def pytest_report_header(config: pytest.Config) -> str:

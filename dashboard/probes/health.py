@@ -59,20 +59,26 @@ def snapshot_lag() -> tuple[float | None, bool]:
 
 
 def snapshot_banner(request: HttpRequest) -> dict[str, Any]:
-    """Context processor: ``snapshot_warning``, the banner's text, on logged-in pages."""
+    """Context processor: ``snapshot_warning``, the banner's text, on logged-in pages.
+
+    Read only by a template that shows it (base.html): Django calls a callable variable
+    when it is used, so a page's htmx refresh, which renders a part without the banner,
+    reads no snapshot."""
     if not request.user.is_authenticated:
         return {}
+    return {"snapshot_warning": _warning}
+
+
+def _warning() -> str:
     try:
         age, stale = snapshot_lag()
     except DatabaseError:
-        return {}
+        return ""
     if not stale:
-        return {}
+        return ""
     if age is None:
-        text = "No snapshots yet — is the Celery worker running?"
-    else:
-        text = f"Snapshots stopped {duration(age)} ago — is the Celery worker running?"
-    return {"snapshot_warning": text}
+        return "No snapshots yet — is the Celery worker running?"
+    return f"Snapshots stopped {duration(age)} ago — is the Celery worker running?"
 
 
 @require_safe

@@ -38,11 +38,10 @@ def accept_dialogs(page: Page) -> list[str]:
 
 
 def role_group(role: str) -> Group:
-    """The role's group, rebuilt if a transactional test's flush dropped migration 0002's rows."""
-    group, _ = Group.objects.get_or_create(name=role)
+    """The role's group (tests/support/roles.py keeps the roles through flushes)."""
+    group = Group.objects.get(name=role)
     perms = Permission.objects.filter(content_type__app_label="dashboard", codename__in=ROLES[role])
-    assert perms.count() == len(ROLES[role]), "the dashboard permissions are missing"
-    group.permissions.set(perms)
+    assert set(group.permissions.all()) == set(perms) and perms.count() == len(ROLES[role])
     return group
 
 

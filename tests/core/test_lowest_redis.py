@@ -22,6 +22,7 @@ import venv
 from pathlib import Path
 
 import pytest
+from support.parallel import exclusive
 
 from queues.server import redis_server_binary
 
@@ -100,6 +101,20 @@ def pip(python: Path, *args: str) -> None:
     assert done.returncode == 0, f"pip {' '.join(args)}:\n{done.stdout}{done.stderr}"[-4000:]
 
 
+def _install_the_client(python: Path, pins: list[str], source: Path) -> None:
+    """The client as it is now, from a copy of the project, alone beside ``pins``."""
+    files = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+        capture_output=True, text=True, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    for name in files:
+        if not name.startswith("tests/") and (ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
+    # (pip reinstalls a project from a folder every time; the pins must fit its ranges)
+    pip(python, "install", "--no-build-isolation", str(source), *pins)
+
+
 @pytest.fixture(scope="module")
 def lowest_venv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A virtualenv (its interpreter) with the lowest redis-py and hiredis, the tools
@@ -114,23 +129,15 @@ def lowest_venv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
     python, stamp = home / "bin" / "python", home / "installed"
     wanted = "\n".join([*pins, *tools, *build])
     started = time.monotonic()
-    if not (stamp.exists() and stamp.read_text() == wanted):
-        shutil.rmtree(home, ignore_errors=True)
-        venv.create(home, with_pip=True)
-        pip(python, "install", *pins, *tools, *build)
-        stamp.write_text(wanted)
-    ready = time.monotonic()
-    source = tmp_path_factory.mktemp("source")
-    files = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-        capture_output=True, text=True, check=True,
-    ).stdout.splitlines()  # fmt: skip
-    for name in files:
-        if not name.startswith("tests/") and (ROOT / name).is_file():
-            (source / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, source / name)
-    # (pip reinstalls a project from a folder every time; the pins must fit its ranges)
-    pip(python, "install", "--no-build-isolation", str(source), *pins)
+    # One worker at a time: the virtualenv is the cache's, not this worker's.
+    with exclusive(home):
+        if not (stamp.exists() and stamp.read_text() == wanted):
+            shutil.rmtree(home, ignore_errors=True)
+            venv.create(home, with_pip=True)
+            pip(python, "install", *pins, *tools, *build)
+            stamp.write_text(wanted)
+        ready = time.monotonic()
+        _install_the_client(python, pins, tmp_path_factory.mktemp("source"))
     print(
         f"lowest-redis: virtualenv {'made' if ready - started > 1 else 'cached'} in "
         f"{ready - started:.1f} s, the client installed in {time.monotonic() - ready:.1f} s"

@@ -8,13 +8,11 @@ from it (so that pytest still rewrites its asserts); helpers hang off the ``cons
 from __future__ import annotations
 
 import html
-import importlib
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
-from django.apps import apps as django_apps
 from django.contrib.auth.models import Group, User
 from django.http import HttpResponse
 from django.test import Client
@@ -121,11 +119,6 @@ def login(db) -> Callable[..., Client]:
     def make(username: str, group: str | None = None) -> Client:
         user = User.objects.create_user(username)  # no password: hashing one is slow
         if group:
-            if not Group.objects.filter(name=group).exists():
-                # A transactional test before this one flushed the database, and with it
-                # the roles the migration made: made again, as the migration makes them.
-                roles = importlib.import_module("dashboard.migrations.0002_roles")
-                roles.create_groups(django_apps, None)
             user.groups.add(Group.objects.get(name=group))
         client = Client()
         client.force_login(user)

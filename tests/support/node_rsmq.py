@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from support.parallel import exclusive
+
 NODE_DIR = Path(__file__).resolve().parents[1] / "node"
 RSMQ_VERSION = "0.12.4"
 
@@ -64,13 +66,14 @@ def install() -> Path:
     if not shutil.which("node") or not npm:
         pytest.skip("the Node interop tests need `node` and `npm` on PATH")
     installed = NODE_DIR / "node_modules" / "rsmq" / "package.json"
-    if not installed.exists():
-        subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund"],
-            cwd=NODE_DIR,
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
+    with exclusive(NODE_DIR):  # one worker installs, the others wait for it
+        if not installed.exists():
+            subprocess.run(
+                [npm, "ci", "--no-audit", "--no-fund"],
+                cwd=NODE_DIR,
+                check=True,
+                capture_output=True,
+                timeout=300,
+            )
     assert json.loads(installed.read_text())["version"] == RSMQ_VERSION
     return NODE_DIR / "driver.js"

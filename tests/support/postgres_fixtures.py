@@ -187,10 +187,13 @@ class Backends:
     def _point_at(entry: dict[str, Any], wrapper: Any) -> None:
         # This thread's connection object, and the settings other threads (the in-process
         # Celery worker) make theirs from: the same dict as settings.DATABASES.
+        from django.contrib.contenttypes.models import ContentType
         from django.db import connections
 
         connections.settings["default"] = entry
         connections["default"] = wrapper
+        # The content types' cache is by alias ("default" on both): the other database's ids.
+        ContentType.objects.clear_cache()
 
     def stop(self) -> None:
         if self.server is not None:

@@ -1,0 +1,42 @@
+"""The three roles (viewer ⊂ operator ⊂ admin), made again after every flush.
+
+Migration 0002 makes them as groups. A transactional test (``django_db(transaction=True)``,
+a live server) ends by flushing every table, the migration's rows with them; Django then
+sends ``post_migrate``, which makes the content types and permissions again, and
+``remake_after_flushes`` the roles too. So a test finds the roles whatever ran before it
+on its worker (pytest-xdist hands each worker its own order of tests).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+
+def make_roles(using: str = "default") -> None:
+    """The role groups and their permissions, as migration 0002 makes them (on the
+    installed apps: the migration's own function works on a migration's app registry)."""
+    from django.apps import apps
+    from django.contrib.auth.management import create_permissions
+    from django.contrib.auth.models import Group, Permission
+
+    roles = importlib.import_module("dashboard.migrations.0002_roles").ROLES
+    create_permissions(apps.get_app_config("dashboard"), verbosity=0, using=using)
+    for name, codenames in roles.items():
+        group, _ = Group.objects.using(using).get_or_create(name=name)
+        group.permissions.set(
+            Permission.objects.using(using).filter(
+                content_type__app_label="dashboard", codename__in=codenames
+            )
+        )
+
+
+def _after_migrate(sender: Any, using: str = "default", **_: Any) -> None:
+    if sender.label == "dashboard":
+        make_roles(using)
+
+
+def remake_after_flushes() -> None:
+    from django.db.models.signals import post_migrate
+
+    post_migrate.connect(_after_migrate, dispatch_uid="rsmq-tests-roles")
