@@ -10,6 +10,7 @@ from ..driver import Command, Endpoint, Op, operation
 from ..errors import InvalidArgument
 from ..limits import (
     FAILURES_SUFFIX,
+    FLOW_SUFFIX,
     TIMINGS_SUFFIX,
 )
 from ..urls import MAX_WAIT_REPLICAS, MAX_WAIT_TIMEOUT
@@ -111,6 +112,15 @@ class Base(Generic[R]):
     def _timings_key(self, qname: str) -> str:
         """The worker's wait and processing records of the queue (see TIMINGS_SUFFIX)."""
         return self._queue_keys(qname)[0] + TIMINGS_SUFFIX
+
+    def _flow_key(self, qname: str) -> str:
+        """The queue's flow flag: paused or throttled (see FLOW_SUFFIX, queues/ops/flow.py)."""
+        return self._queue_keys(qname)[0] + FLOW_SUFFIX
+
+    @property
+    def _flow_index_key(self) -> str:
+        """The namespace's flagged queues and their flags, in brief (queues/ops/flow.py)."""
+        return self._prefix + "@flow"
 
     def _purge_key(self, qname: str) -> str:
         """Where a purge parks a queue's messages while their bodies are deleted."""

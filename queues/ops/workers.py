@@ -1,8 +1,9 @@
 """The live-worker registry: each ``rsmq worker`` process registers itself (host, pid,
-queues, concurrency, started) and renews it with its heartbeat; its record expires a ttl
-after the last beat, so a worker that died disappears. Kept outside the RSMQ layout
-(``{ns}:@workers``, ``{ns}:@worker:{id}``: no queue name holds ``@``), so RSMQ clients
-in other languages never see it."""
+queues, concurrency, started, and that it honours a queue's pause and throttle) and
+renews it with its heartbeat; its record expires a ttl after the last beat, so a worker
+that died disappears. Kept outside the RSMQ layout (``{ns}:@workers``,
+``{ns}:@worker:{id}``: no queue name holds ``@``), so RSMQ clients in other languages
+never see it."""
 
 from __future__ import annotations
 
@@ -50,6 +51,8 @@ class Workers(Base[R]):
             "pid": str(int(pid)),
             "queues": ",".join(f"{q}={int(n)}" for q, n in sorted(queues.items())),
             "started": str(int(started)),
+            # it receives through receive.lua: a queue's pause and throttle hold it
+            "flow": "1",
         }
         args: list[Any] = [worker_id, round(ttl * 1000)]
         for k, val in record.items():
@@ -89,6 +92,7 @@ def _worker(wid: str, flat: list[Any]) -> WorkerInfo | None:
             queues=queues,
             started=int(fields["started"]),
             beat=int(fields["beat"]),
+            flow=fields.get("flow") == "1",
         )
     except (KeyError, ValueError):
         return None
