@@ -16,6 +16,12 @@ canary. Both the console's background job (dashboard/acting/jobs.py, in Celery) 
   the dead-letter queue). Else go on at the cap.
 * **Control**: after every step (and while watching or paused) the runner calls
   ``control(progress)``, which answers ``"run"``, ``"pause"`` or ``"cancel"``.
+* **Rescheduling** (``deliver``, ``shift``, ``spread``: ``When``): the delayed messages
+  due in a window, walked in the queue's order and given new times by ``reschedule``
+  (queues/ops/flow.py) — now, shifted by a duration, or spread evenly over another
+  window in their order — each only if still as read and never received. A message the
+  walk meets again where it put it is passed over. With ``keep`` its Undo puts each
+  score back exactly.
 """
 
 from __future__ import annotations
@@ -42,8 +48,10 @@ STEP = 200
 POLL = 0.25
 RATE_MAX = 100_000
 WATCH_MAX = 3600
+#: rescheduling delayed messages (``When``)
+RESCHEDULING = ("deliver", "shift", "spread")
 #: the actions that need the whole queue's admin when the filter does not narrow
-ACTIONS = CHECKED_ACTIONS
+ACTIONS = (*CHECKED_ACTIONS, *RESCHEDULING)
 
 RUN, PAUSE, CANCEL = "run", "pause", "cancel"
 Control = Callable[["Progress"], str]
@@ -106,8 +114,48 @@ def _whole(name: str, value: object, low: int, high: int) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class When:
+    """A rescheduling: which delayed messages it takes — those due in [due_from,
+    due_until) (epoch ms of the server's clock; None: unbounded) — and their new times:
+    ``deliver`` now, ``shift`` by ``shift_ms`` (later if positive), ``spread`` evenly over
+    [spread_from, spread_until) in their order."""
+
+    due_from: int | None = None
+    due_until: int | None = None
+    shift_ms: int = 0
+    spread_from: int = 0
+    spread_until: int = 0
+
+    def check(self, action: str) -> None:
+        for name in ("due_from", "due_until"):
+            value = getattr(self, name)
+            if value is not None:
+                v.integer(name, value, 0, 2**53)
+        if self.due_from is not None and self.due_until is not None:
+            if self.due_until <= self.due_from:
+                raise InvalidArgument("due_until", "due_until must be after due_from")
+        if action == "shift":
+            most = v.MAX_SECONDS * 1000
+            v.integer("shift", self.shift_ms, -most, most)
+            if not self.shift_ms:
+                raise InvalidArgument("shift", "shift: a duration, earlier (-) or later")
+        if action == "spread":
+            v.integer("spread_from", self.spread_from, 0, 2**53)
+            v.integer("spread_until", self.spread_until, 0, 2**53)
+            if self.spread_until <= self.spread_from:
+                raise InvalidArgument("spread_until", "spread_until must be after spread_from")
+
+    def holds(self, visible_at: int) -> bool:
+        """Whether a message due then is in the window."""
+        return (self.due_from is None or visible_at >= self.due_from) and (
+            self.due_until is None or visible_at < self.due_until
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
-    """What to do to which messages: ``match`` is a filter's ``browse_kwargs()``."""
+    """What to do to which messages: ``match`` is a filter's ``browse_kwargs()``; a
+    rescheduling's (``RESCHEDULING``) ``when`` says which window and to when."""
 
     qname: str
     action: str
@@ -116,11 +164,20 @@ class Plan:
     vt: int | None = None
     keep_counts: bool = False
     pace: Pace = Pace()
+    when: When | None = None
 
     def check(self) -> None:
         if self.action not in ACTIONS:
             raise InvalidArgument("action", f"action must be one of {', '.join(ACTIONS)}")
         v.qname(self.qname)
+        if self.action in RESCHEDULING:
+            if self.when is None:
+                raise InvalidArgument("when", f"{self.action}: which window, and to when")
+            if self.match.get("state") != "delayed":
+                raise InvalidArgument("state", f"{self.action}: state must be delayed")
+            self.when.check(self.action)
+        elif self.when is not None:
+            raise InvalidArgument("when", f"{self.action} takes no window")
         if self.action == "move" and not self.to:
             raise InvalidArgument("to", "to: the queue to move the messages to")
         if self.to is not None:
@@ -157,17 +214,24 @@ class Progress:
 
 
 def count_matches(
-    rsmq: RedisSMQ, qname: str, match: Mapping[str, Any], control: Control | None = None
+    rsmq: RedisSMQ,
+    qname: str,
+    match: Mapping[str, Any],
+    control: Control | None = None,
+    when: When | None = None,
 ) -> Progress:
-    """Every message ``match`` finds, counted with browse's bounded calls; ``control`` is
-    told after each page (and may cancel)."""
+    """Every message ``match`` finds (due in ``when``'s window, if given), counted with
+    browse's bounded calls; ``control`` is told after each page (and may cancel)."""
     p = Progress()
     after: Cursor | None = None
+    if when is not None and when.due_from is not None:
+        after = Cursor.at_time(when.due_from)
     while True:
         page = rsmq.browse(qname, after=after, limit=COUNT_PAGE, preview=1, step=SCAN_STEP, **match)
-        p.matched += len(page.items)
+        inside = [m for m in page.items if when is None or when.holds(m.visible_at)]
+        p.matched += len(inside)
         p.steps += 1
-        if page.at_end and page.complete:
+        if (page.at_end and page.complete) or len(inside) < len(page.items):
             break
         if control is not None and _wait(control, p) == CANCEL:
             p.phase = "cancelled"
@@ -197,6 +261,8 @@ def _wait(control: Control, p: Progress) -> str:
 
 #: the actions that remove messages from the queue: what an undo stash can keep
 REMOVING = ("delete", "move", "redrive")
+#: the actions whose Undo puts messages back (or their times)
+KEEPING = (*REMOVING, *RESCHEDULING)
 
 
 def run(
@@ -211,8 +277,10 @@ def run(
     every step of a delete, move or redrive removes, in the same call as the removal: one
     stash for the whole run."""
     plan.check()
-    if keep is not None and plan.action not in REMOVING:
+    if keep is not None and plan.action not in KEEPING:
         raise InvalidArgument("keep", f"keep: {plan.action} removes nothing to keep")
+    if plan.action in RESCHEDULING:
+        return _reschedule(rsmq, plan, limit, control or (lambda p: RUN), keep)
     pace = plan.pace
     ctl: Control = control or (lambda p: RUN)
     p = Progress(phase="canary" if pace.canary else "running", matched=limit)
@@ -278,6 +346,70 @@ def run(
                 return p
             watched, canary_left = True, 0
             paced_from, started = p.done, time.monotonic()
+        if walked_out:
+            break
+        if ask() == CANCEL:
+            return _end(p, "cancelled")
+    return _end(p, "done")
+
+
+def _reschedule(rsmq: RedisSMQ, plan: Plan, limit: int, ctl: Control, keep: str | None) -> Progress:
+    """``run`` for a rescheduling (``When``). A later shift walks the window from its
+    end, an earlier one (and deliver now, spread) from its start, so that what it moves
+    mostly lands behind the walk; what it meets again where it put it is passed over."""
+    when = plan.when
+    assert when is not None
+    p = Progress(phase="running", matched=limit)
+    backwards = plan.action == "shift" and when.shift_ms > 0
+    at: Cursor | None
+    if backwards:
+        at = Cursor.at_time(when.due_until) if when.due_until is not None else Cursor("", b"")
+    else:
+        at = Cursor.at_time(when.due_from) if when.due_from is not None else None
+    step = STEP
+    rate = plan.pace.rate
+    if rate:
+        step = max(1, min(STEP, math.ceil(rate / 4)))
+    moved: set[str] = set()
+    started = time.monotonic()
+    span = when.spread_until - when.spread_from
+    walked = 0  # messages handed to reschedule so far: a spread's place for the next
+
+    def ask() -> str:
+        nonlocal started
+        t0 = time.monotonic()
+        said = _wait(ctl, p)
+        started += time.monotonic() - t0
+        return said
+
+    while walked < limit:
+        if rate:
+            due = started + p.done / rate
+            while (wait := due - time.monotonic()) > 0:
+                time.sleep(min(wait, POLL))
+                if ask() == CANCEL:
+                    return _end(p, "cancelled")
+        kw: dict[str, Any] = {"before": at} if backwards else {"after": at}
+        page = rsmq.browse(plan.qname, limit=step, preview=1, step=SCAN_STEP, **kw, **plan.match)
+        inside = [m for m in page.items if when.holds(m.visible_at)]
+        walked_out = page.at_end or len(inside) < len(page.items)
+        fresh = [m for m in inside if m.id not in moved][: limit - walked]
+        triples: list[tuple[str | bytes, int, int | None]] = []
+        for m in fresh:
+            if plan.action == "deliver":
+                to = None
+            elif plan.action == "shift":
+                to = max(0, m.visible_at + when.shift_ms)
+            else:
+                to = when.spread_from + span * walked // limit
+            walked += 1
+            triples.append((m.member if m.member is not None else m.id, m.visible_at, to))
+        acted = rsmq.reschedule(plan.qname, triples, keep=keep)
+        moved.update(acted.ids)
+        p.steps += 1
+        p.done += acted.done
+        p.changed += acted.changed
+        at = page.resume if page.resume is not None else at
         if walked_out:
             break
         if ask() == CANCEL:
