@@ -18,7 +18,6 @@ import datetime as dt
 import getpass
 import json
 import os
-import re
 import shutil
 import signal
 import sys
@@ -102,19 +101,12 @@ def _queue_policy(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
     return {"name": a.name, "policy": dataclasses.asdict(policy) if policy else None}
 
 
-#: a duration: seconds, or a number with its unit (s, m, h, d), e.g. 90, 10m, 1h30m, -2h
-_DURATION = re.compile(r"(-)?((?:\d+(?:\.\d+)?[smhd]?)+)")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "": 1}
-
-
 def _duration(name: str, text: str) -> float:
     """Seconds of a duration as typed (``--for 10m``, ``--shift -1h30m``)."""
-    m = _DURATION.fullmatch(text.strip())
-    if not m:
-        raise InvalidArgument(name, f"--{name} must be a duration like 90, 10m, 2h or 1h30m")
-    parts = re.findall(r"(\d+(?:\.\d+)?)([smhd]?)", m.group(2))
-    seconds = sum(float(n) * _UNITS[u] for n, u in parts)
-    return -seconds if m.group(1) else seconds
+    try:
+        return v.duration(name, text, signed=True)
+    except InvalidArgument:
+        raise InvalidArgument(name, f"--{name} must be {v.DURATION_FORMAT}") from None
 
 
 def _by() -> str:

@@ -38,7 +38,7 @@ def test_throttle_then_resume(cli, rsmq: RedisSMQ, queue: str) -> None:
 
 def test_a_bad_duration_is_refused_naming_it(cli, queue: str) -> None:
     code, out, err = cli("queue", "pause", "-n", queue, "--for", "soon")
-    assert code == 1 and out is None and "--for must be a duration" in err
+    assert code == 1 and out is None and "--for must be seconds" in err
 
 
 def test_due_by_the_hour(cli, rsmq: RedisSMQ, queue: str) -> None:
