@@ -518,3 +518,13 @@ class Due:
     def busiest(self) -> DueBucket | None:
         best = max(self.buckets, key=lambda b: b.count, default=None)
         return best if best is not None and best.count else None
+
+
+@dataclass(frozen=True, slots=True)
+class FlowView:
+    """A queue's flow as its page shows it (``flow_view``): its flag (None: it runs
+    freely), the live workers that handle it, what is coming due."""
+
+    flow: Flow | None
+    workers: list[WorkerInfo]
+    due: Due

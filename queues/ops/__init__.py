@@ -71,11 +71,11 @@ class Operations(
     Messages[R],
     Failures[R],
     Read[R],
+    FlowOps[R],
     Workers[R],
     OrphanOps[R],
     Timings[R],
     Undo[R],
-    FlowOps[R],
 ):
     """The RSMQ API. A subclass is a driver (queues/driver.py): it supplies ``_drive``,
     and ``_open`` to set up the redis-py client ``R`` it runs on."""

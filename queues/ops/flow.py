@@ -46,15 +46,16 @@ from ..limits import (
     FLOW_REASON_MAX,
     FLOW_SECONDS_MAX,
 )
-from ..models import Acted, Due, DueBucket, Flow
+from ..models import Acted, Due, DueBucket, Flow, FlowView
 from ..parse import _pairs, _str, _text
-from .base import Base, R
+from .base import R
+from .workers import Workers, _workers
 
 #: how a day's busiest bucket is cut on the way to its peak: into hours first
 _CUTS = {"day": (3_600_000,), "hour": (), "minute": ()}
 
 
-class FlowOps(Base[R]):
+class FlowOps(Workers[R]):
     # -- the flag ------------------------------------------------------------------
 
     @operation
@@ -140,6 +141,32 @@ class FlowOps(Base[R]):
         flow index: one command whatever the namespace's size."""
         now, flat = yield Call(S.FLOW_INDEX, (self._flow_index_key,), ())
         return _index(flat, int(now))
+
+    @operation
+    def flow_view(self, qname: str, scale: str = "hour") -> Op[FlowView]:
+        """What the queue page shows of its flow, in one pipelined round trip: its flag
+        (with its counts), the live workers that handle it, and what is coming due."""
+        calls = [self._workers_call(), self._flow_call(qname), self._due_call(qname, scale)]
+        workers, flag, due = yield Batch(calls)
+        return FlowView(_flow(qname, flag), _workers(workers, qname), _dues([qname], scale, due)[0])
+
+    @operation
+    def flows_and_peaks(self, qnames: Iterable[str]) -> Op[tuple[dict[str, Flow], dict[str, Due]]]:
+        """The namespace's flagged queues (``flows``) and the peaks of ``qnames``
+        (``due_peaks``) in one pipelined round trip: what the overview's page adds."""
+        names = list(qnames)
+        keys = [self._queue_keys(q)[0] for q in names]
+        calls = [Call(S.FLOW_INDEX, (self._flow_index_key,), ())]
+        calls += [
+            _due_call(keys[k : k + DUE_CHUNK], "hour", DUE_PEAK_HOURS)
+            for k in range(0, len(keys), DUE_CHUNK)
+        ]
+        first, *replies = yield Batch(calls)
+        peaks: dict[str, Due] = {}
+        for k, reply in zip(range(0, len(names), DUE_CHUNK), replies, strict=True):
+            for d in _dues(names[k : k + DUE_CHUNK], "hour", reply):
+                peaks[d.qname] = d
+        return _index(first[1], int(first[0])), peaks
 
     # -- what is coming due ----------------------------------------------------------
 

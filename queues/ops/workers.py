@@ -66,16 +66,23 @@ class Workers(Base[R]):
         if queue is not None:
             v.qname(queue, "queue")
         # ids and records in one call: the queue page's budget of round trips
+        return _workers((yield self._workers_call()), queue)
+
+    def _workers_call(self) -> Call:
         index, prefix = self._workers_key(), self._worker_key("")
-        flat = yield Call(S.WORKERS, (index,), (MAX_WORKERS, prefix))
-        names = [_text(flat[i]) for i in range(0, len(flat), 2)]
-        records = [flat[i] for i in range(1, len(flat), 2)]
-        out = []
-        for wid, record in zip(names, records, strict=True):
-            info = _worker(wid, record)
-            if info is not None and (queue is None or queue in info.queues):
-                out.append(info)
-        return out
+        return Call(S.WORKERS, (index,), (MAX_WORKERS, prefix))
+
+
+def _workers(flat: list[Any], queue: str | None) -> list[WorkerInfo]:
+    """workers.lua's reply: the live workers (of ``queue``, if given)."""
+    names = [_text(flat[i]) for i in range(0, len(flat), 2)]
+    records = [flat[i] for i in range(1, len(flat), 2)]
+    out = []
+    for wid, record in zip(names, records, strict=True):
+        info = _worker(wid, record)
+        if info is not None and (queue is None or queue in info.queues):
+            out.append(info)
+    return out
 
 
 def _worker(wid: str, flat: list[Any]) -> WorkerInfo | None:

@@ -182,3 +182,31 @@ def test_it_refuses_to_flag_a_missing_queue(rsmq: RedisSMQ) -> None:
         rsmq.pause_queue("nope")
     with pytest.raises(QueueNotFound):
         rsmq.queue_flow("nope")
+
+
+def test_flow_view_reads_the_flag_the_workers_and_what_is_due_in_one_round_trip(
+    rsmq: RedisSMQ, queue: str
+) -> None:
+    rsmq.register_worker("w1", "host", 1, {queue: 2}, 0, 30)
+    rsmq.register_worker("w2", "host", 2, {"other": 1}, 0, 30)
+    rsmq.send_messages(queue, ["a", "b"], delay=120)
+    rsmq.pause_queue(queue, reason="r")
+    view = rsmq.flow_view(queue, "minute")
+    assert view.flow is not None and view.flow.reason == "r"
+    assert [w.id for w in view.workers] == ["w1"] and view.workers[0].flow
+    assert view.due.scale == "minute" and view.due.ahead == 2
+
+
+def test_flows_and_peaks_reads_the_index_and_each_queues_peak_together(
+    rsmq: RedisSMQ,
+) -> None:
+    for q in ("a", "b"):
+        rsmq.create_queue(q)
+    rsmq.send_messages("a", ["x"] * 3, delay=7200)
+    rsmq.throttle_queue("b", 4)
+    flows, peaks = rsmq.flows_and_peaks(["a", "b"])
+    assert set(flows) == {"b"} and flows["b"].rate == 4
+    assert peaks["a"].peak is not None and peaks["a"].peak.count == 3
+    assert peaks["b"].peak is None
+    again, none = rsmq.flows_and_peaks([])
+    assert set(again) == {"b"} and none == {}
