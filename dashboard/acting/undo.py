@@ -91,6 +91,11 @@ def keep(
     return Keep(opened.token, expires_ms=opened.expires_ms, bytes=opened.bytes, queue=qname)
 
 
+def times_fit(count: int) -> bool:
+    """Whether the times of ``count`` rescheduled messages fit RSMQ_UNDO_MAX_MB."""
+    return 0 < count * UNDO_MESSAGE_BYTES <= max_bytes()
+
+
 def keep_times(place: Place, action: str, qname: str, count: int) -> Keep:
     """A stash of the times of up to ``count`` messages a rescheduling gives new ones (a
     score and the one it got, about UNDO_MESSAGE_BYTES each: no body), if it fits the
