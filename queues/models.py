@@ -528,3 +528,22 @@ class FlowView:
     flow: Flow | None
     workers: list[WorkerInfo]
     due: Due
+
+
+@dataclass(frozen=True, slots=True)
+class DuePeak:
+    """A queue's peak of what is coming due as the console's snapshot task found it
+    (``found``: when, epoch ms of the server's clock)."""
+
+    peak: DueBucket
+    found: int
+
+
+@dataclass(frozen=True, slots=True)
+class Flagged:
+    """An overview page's read (``queue_stats_flagged``): its queues' stats, the
+    namespace's flagged queues, and the peaks the snapshot task last stored."""
+
+    stats: list[QueueStats]
+    flows: dict[str, Flow]
+    peaks: dict[str, DuePeak]

@@ -50,7 +50,7 @@ from dashboard.display.formatting import exact, per_second
 from dashboard.models import Alert, AnomalyFlag, QueueCondition, Snapshot
 from dashboard.places.connections import get_rsmq
 from dashboard.snapshots import runs
-from dashboard.triage import forecast, thresholds
+from dashboard.triage import due, forecast, thresholds
 from queues import RedisSMQ
 from queues.errors import RsmqError
 from queues.models import Flow, QueueStats
@@ -456,4 +456,8 @@ def take_snapshot() -> runs.Run:
             update(conn.name, ns, stats, get_rsmq(conn, ns))
         except Exception:  # noqa: BLE001 - the snapshot is stored; the next run judges again
             log.exception("conditions of %s/%s not judged", conn.name, ns)
+        try:  # what the overview calls out of what is coming due
+            due.refresh_peaks(get_rsmq(conn, ns), stats)
+        except (RsmqError, RedisError) as e:
+            log.warning("due peaks of %s/%s not found: %s", conn.name, ns, e)
     return run

@@ -14,11 +14,17 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.utils import timezone
 
 from dashboard.display.formatting import absolute, duration, epoch_ms, exact, per_second
+from queues import RedisSMQ
 from queues.limits import DUE_SCALES
-from queues.models import Due, DueBucket, Flow
+from queues.models import Due, DueBucket, Flow, QueueStats
+
+#: queues whose peak each snapshot finds for the overview, at most: those with the most
+#: delayed messages (each costs one due script's few dozen ZCOUNTs)
+PEAK_QUEUES = 200
 
 #: the view's chart (server-drawn SVG, its user units): its width, its bars' tallest
 WIDTH, BAR_HEIGHT = 600, 60
@@ -145,3 +151,15 @@ def _backlog(p: DueBucket, rate: float | None, paused: bool) -> str:
 def scale_of(raw: str | None) -> str:
     """The view's scale from a URL (?due=), the hour by default."""
     return raw if raw in DUE_SCALES else "hour"
+
+
+def refresh_peaks(rsmq: RedisSMQ, stats: list[QueueStats]) -> int:
+    """After a snapshot: the peaks of the namespace's queues with the most delayed
+    messages (PEAK_QUEUES), stored in Redis for the overview to read with its stats
+    (``RedisSMQ.queue_stats_flagged``), kept ten snapshot intervals (a minute at least)."""
+    delayed = sorted(
+        (s for s in stats if s.delayed and not s.unreadable), key=lambda s: (-s.delayed, s.qname)
+    )[:PEAK_QUEUES]
+    peaks = rsmq.due_peaks([s.qname for s in delayed]) if delayed else {}
+    keep = max(60.0, 10 * float(settings.RSMQ_SNAPSHOT_INTERVAL))
+    return rsmq.store_due_peaks(peaks, keep=keep)

@@ -71,10 +71,10 @@ class Operations(
     Messages[R],
     Failures[R],
     Read[R],
+    Timings[R],
     FlowOps[R],
     Workers[R],
     OrphanOps[R],
-    Timings[R],
     Undo[R],
 ):
     """The RSMQ API. A subclass is a driver (queues/driver.py): it supplies ``_drive``,

@@ -122,6 +122,12 @@ class Base(Generic[R]):
         """The namespace's flagged queues and their flags, in brief (queues/ops/flow.py)."""
         return self._prefix + "@flow"
 
+    @property
+    def _due_index_key(self) -> str:
+        """The namespace's peaks of what is coming due, as the console's snapshot task
+        last found them (queues/ops/flow.py ``store_due_peaks``)."""
+        return self._prefix + "@due"
+
     def _purge_key(self, qname: str) -> str:
         """Where a purge parks a queue's messages while their bodies are deleted."""
         return self._queue_keys(qname)[0] + ":purge"

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import scripts as S
@@ -36,6 +36,7 @@ from .. import validation as v
 from ..driver import Batch, Call, Op, operation
 from ..errors import InvalidArgument
 from ..limits import (
+    DEFAULT_SAMPLE,
     DUE_CHUNK,
     DUE_PEAK,
     DUE_PEAK_HOURS,
@@ -46,16 +47,17 @@ from ..limits import (
     FLOW_REASON_MAX,
     FLOW_SECONDS_MAX,
 )
-from ..models import Acted, Due, DueBucket, Flow, FlowView
-from ..parse import _pairs, _str, _text
+from ..models import Acted, Due, DueBucket, DuePeak, Flagged, Flow, FlowView, QueueStats
+from ..parse import NOT_A_QUEUE, _pairs, _str, _text
 from .base import R
+from .stats import Stats
 from .workers import Workers, _workers
 
 #: how a day's busiest bucket is cut on the way to its peak: into hours first
 _CUTS = {"day": (3_600_000,), "hour": (), "minute": ()}
 
 
-class FlowOps(Workers[R]):
+class FlowOps(Stats[R], Workers[R]):
     # -- the flag ------------------------------------------------------------------
 
     @operation
@@ -139,7 +141,7 @@ class FlowOps(Workers[R]):
     def flows(self) -> Op[dict[str, Flow]]:
         """The namespace's flagged queues and their flags, in brief (no counts), from its
         flow index: one command whatever the namespace's size."""
-        now, flat = yield Call(S.FLOW_INDEX, (self._flow_index_key,), ())
+        now, flat, _ = yield Call(S.FLOW_INDEX, (self._flow_index_key,), ())
         return _index(flat, int(now))
 
     @operation
@@ -151,22 +153,47 @@ class FlowOps(Workers[R]):
         return FlowView(_flow(qname, flag), _workers(workers, qname), _dues([qname], scale, due)[0])
 
     @operation
-    def flows_and_peaks(self, qnames: Iterable[str]) -> Op[tuple[dict[str, Flow], dict[str, Due]]]:
-        """The namespace's flagged queues (``flows``) and the peaks of ``qnames``
-        (``due_peaks``) in one pipelined round trip: what the overview's page adds."""
+    def queue_stats_flagged(
+        self, qnames: Iterable[str], sample: int = DEFAULT_SAMPLE
+    ) -> Op[Flagged]:
+        """``queue_stats(qnames)``, and in the same pipelined round trip the namespace's
+        flagged queues (``flows``) and the peaks the console's snapshot task last stored
+        (``store_due_peaks``): what an overview page shows, in the round trip it takes
+        anyway."""
         names = list(qnames)
-        keys = [self._queue_keys(q)[0] for q in names]
-        calls = [Call(S.FLOW_INDEX, (self._flow_index_key,), ())]
-        calls += [
-            _due_call(keys[k : k + DUE_CHUNK], "hour", DUE_PEAK_HOURS)
-            for k in range(0, len(keys), DUE_CHUNK)
-        ]
-        first, *replies = yield Batch(calls)
-        peaks: dict[str, Due] = {}
-        for k, reply in zip(range(0, len(names), DUE_CHUNK), replies, strict=True):
-            for d in _dues(names[k : k + DUE_CHUNK], "hour", reply):
-                peaks[d.qname] = d
-        return _index(first[1], int(first[0])), peaks
+        for q in names:
+            if not isinstance(q, str):
+                v.qname(q)  # raises: only text can be a listed name
+        v.integer("sample", sample, 1, 100_000)
+        calls, readable = self._stats_calls(names, sample)
+        index = Call(S.FLOW_INDEX, (self._flow_index_key, self._due_index_key), ())
+        *replies, flagged = yield Batch([*calls, index])
+        stats = self._parse_stats(readable, replies) if calls else []
+        if len(readable) != len(names):
+            by_name = {s.qname: s for s in stats}
+            now = int(flagged[0])
+            stats = [
+                by_name[n] if n in by_name else QueueStats.of_unreadable(n, NOT_A_QUEUE, now)
+                for n in names
+                if n in by_name or n not in readable
+            ]
+        now = int(flagged[0])
+        return Flagged(stats, _index(flagged[1], now), _peaks(flagged[2]))
+
+    @operation
+    def store_due_peaks(self, peaks: Mapping[str, Due], keep: float) -> Op[int]:
+        """Replace the namespace's due index with these queues' peaks (none: the queue
+        has nothing due in its view), kept ``keep`` s unless stored again: what the
+        console's snapshot task finds (dashboard/triage/due.py) and the overview reads
+        (``queue_stats_flagged``). Returns how many it holds."""
+        args: list[Any] = [max(1, round(keep * 1000))]
+        for q, d in peaks.items():
+            v.qname(q)
+            if d.peak is not None:
+                p = d.peak
+                args += [q, f"{p.start} {p.end} {p.count} {d.now}"]
+        n: int = yield Call(S.DUE_STORE, (self._due_index_key,), args)
+        return n
 
     # -- what is coming due ----------------------------------------------------------
 
@@ -302,6 +329,18 @@ def _index(flat: list[Any], now: int) -> dict[str, Flow]:
             reason=str(f.get("reason", "")), by=str(f.get("by", "")),
             since=_num(f.get("since")) or 0, until=until, now=int(now),
         )  # fmt: skip
+    return out
+
+
+def _peaks(flat: list[Any]) -> dict[str, DuePeak]:
+    """The due index: each queue's peak as the snapshot task found it."""
+    out: dict[str, DuePeak] = {}
+    for name, raw in _pairs(flat):
+        try:
+            start, end, count, at = (int(x) for x in _text(raw).split())
+        except ValueError:
+            continue
+        out[_text(name)] = DuePeak(DueBucket(start, end, count), at)
     return out
 
 

@@ -197,16 +197,18 @@ def test_flow_view_reads_the_flag_the_workers_and_what_is_due_in_one_round_trip(
     assert view.due.scale == "minute" and view.due.ahead == 2
 
 
-def test_flows_and_peaks_reads_the_index_and_each_queues_peak_together(
+def test_queue_stats_flagged_reads_the_flags_and_stored_peaks_with_the_stats(
     rsmq: RedisSMQ,
 ) -> None:
     for q in ("a", "b"):
         rsmq.create_queue(q)
     rsmq.send_messages("a", ["x"] * 3, delay=7200)
     rsmq.throttle_queue("b", 4)
-    flows, peaks = rsmq.flows_and_peaks(["a", "b"])
-    assert set(flows) == {"b"} and flows["b"].rate == 4
-    assert peaks["a"].peak is not None and peaks["a"].peak.count == 3
-    assert peaks["b"].peak is None
-    again, none = rsmq.flows_and_peaks([])
-    assert set(again) == {"b"} and none == {}
+    assert rsmq.store_due_peaks(rsmq.due_peaks(["a", "b"]), keep=60) == 1
+    got = rsmq.queue_stats_flagged(["a", "b", "bad name"])
+    assert [s.qname for s in got.stats] == ["a", "b", "bad name"]
+    assert got.stats[2].unreadable and got.stats[0].delayed == 3
+    assert set(got.flows) == {"b"} and got.flows["b"].rate == 4
+    assert set(got.peaks) == {"a"} and got.peaks["a"].peak.count == 3
+    assert rsmq.store_due_peaks({}, keep=60) == 0
+    assert rsmq.queue_stats_flagged(["a"]).peaks == {}
