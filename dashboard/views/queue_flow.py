@@ -55,6 +55,21 @@ def flow_context(place: Place, qname: str, params: QueryDict, stats: QueueStats)
         return flows.consumers(view.flow if view else None, view.workers if view else [])
 
     due_outlook: Any = SimpleLazyObject(outlook)
+
+    def bars() -> list[tuple[due.Bar, str]]:
+        """Each bar and its link (the page's query, this window picked): made here
+        once, not by a template tag per bar (60 of them by the minute)."""
+        if not due_outlook:
+            return []
+        q = params.copy()
+        for k in ("due", "due_from", "due_until"):
+            q.pop(k, None)
+        base = ("?" + q.urlencode() + "&") if q else "?"
+        return [
+            (b, f"{base}due={scale}&due_from={b.bucket.start}&due_until={b.bucket.end}#due-act")
+            for b in due_outlook.bars
+        ]
+
     return {
         "flow_view": view,
         "workers": SimpleLazyObject(lambda: view.workers if view else []),
@@ -67,6 +82,7 @@ def flow_context(place: Place, qname: str, params: QueryDict, stats: QueueStats)
             lambda: flows.held_text(view.flow) if view and view.flow and view.flow.paused else ""
         ),
         "due_outlook": due_outlook,
+        "due_bars": SimpleLazyObject(bars),
         "due_window": SimpleLazyObject(lambda: window_of(params, due_outlook)),
         "due_scale": scale,
         "due_scales": SCALES,
