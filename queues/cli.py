@@ -560,7 +560,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--due-from", metavar="TIME", help="those due at or after TIME")
     g.add_argument("--due-until", metavar="TIME", help="those due before TIME")
     g.add_argument("--deliver", action="store_true", help="make them visible now")
-    g.add_argument("--shift", metavar="DURATION", help="later (or -DURATION: earlier)")
+    g.add_argument("--shift", metavar="DURATION", help="later (--shift=-30m: earlier)")
     g.add_argument("--spread", nargs=2, metavar=("FROM", "UNTIL"),
                    help="evenly over [FROM, UNTIL), in their order")  # fmt: skip
     c.add_argument("--rate", help="at most this many messages a second")
