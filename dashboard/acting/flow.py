@@ -77,10 +77,13 @@ def read(verb: str, data: Mapping[str, Any]) -> Asked:
             )
     rate: float | None = None
     if verb == "throttle":
-        try:
-            rate = float(data.get("rate") if data.get("rate") not in (None, "") else "nan")
-        except (TypeError, ValueError):
-            rate = float("nan")
+        raw_rate = data.get("rate")
+        rate = float("nan")
+        if isinstance(raw_rate, (int, float, str)) and not isinstance(raw_rate, bool):
+            try:
+                rate = float(raw_rate)
+            except ValueError:
+                pass
         if not FLOW_RATE_MIN <= rate <= FLOW_RATE_MAX:
             raise InvalidArgument(
                 "rate", f"rate: receives a second, {FLOW_RATE_MIN} to {FLOW_RATE_MAX:,}"

@@ -159,7 +159,8 @@ def pause_queue(
     """Pause the queue's consumers (operator): this project's receive script — rsmq
     worker, this API, every client of this project — hands out nothing until it resumes
     (``duration``: by itself, after that long). Node rsmq and the other ports ignore it."""
-    return flow_json(_set(request, places.resolve(conn, ns), qname, "pause", body or PauseIn()))
+    body = body or PauseIn(reason="", duration=None)
+    return flow_json(_set(request, places.resolve(conn, ns), qname, "pause", body))
 
 
 @both("POST", "/queues/{qname}/throttle/", THROTTLE, "throttle_queue",

@@ -96,3 +96,15 @@ def test_a_queue_that_runs_freely_offers_the_forms_to_an_operator_only(
     assert "data-flow-forms" in operator.get(console.queue()).content.decode()
     page = viewer.get(console.queue()).content.decode()
     assert "data-flow-forms" not in page and "data-flow-none" in page
+
+
+def test_node_rsmq_still_receives_from_a_paused_queue_and_the_page_shows_it(
+    console, q: str, operator: Client, rsmq: RedisSMQ, node
+) -> None:
+    rsmq.pause_queue(q, reason="deploy 42")
+    assert rsmq.receive_message(q) is None  # ours: held
+    got = node.run(("receiveMessage", {"qname": q}), ("receiveMessage", {"qname": q}))
+    assert all(g["id"] for g in got)  # Node rsmq: never reads the flag
+    page = operator.get(console.queue()).content.decode()
+    assert "Bypassed: 2 messages were received" in page
+    assert "Node rsmq or another port is consuming this queue" in page
