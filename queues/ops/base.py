@@ -62,6 +62,7 @@ class Base(Generic[R]):
         self._prefix = ns + ":"
         self._keys: dict[str, tuple[str, str]] = {}
         self._fkeys: dict[str, tuple[str, str, str]] = {}
+        self._rkeys: dict[str, tuple[str, str, str, str]] = {}
         # The namespace's queue names as the last queue_stats() of all saw them: the
         # next one reads them and their counters in the same round trip.
         self._known_names: list[str] = []
@@ -107,6 +108,17 @@ class Base(Generic[R]):
             if len(self._fkeys) > 10_000:
                 self._fkeys.clear()
             keys = self._fkeys[qname] = (z, h, z + FAILURES_SUFFIX)
+        return keys
+
+    def _receive_keys(self, qname: str) -> tuple[str, str, str, str]:
+        """(zset, hash, failure key, flow key) of a queue: what the receive script takes
+        (made once per queue: a receive is the hottest call)."""
+        keys = self._rkeys.get(qname)
+        if keys is None:
+            z, h, f = self._with_failures(qname)
+            if len(self._rkeys) > 10_000:
+                self._rkeys.clear()
+            keys = self._rkeys[qname] = (z, h, f, z + FLOW_SUFFIX)
         return keys
 
     def _timings_key(self, qname: str) -> str:

@@ -146,7 +146,7 @@ class Messages(Stats[R]):
     ) -> Op[list[Any]]:
         """receive.lua's flat reply; with ``hint`` its last item says why the queue's flow
         flag (queues/ops/flow.py) held it back ("" if it did not)."""
-        keys = (*self._with_failures(qname), self._flow_key(qname))
+        keys = self._receive_keys(qname)
         t = "" if vt is None else v.seconds("vt", vt)
         args = (n, t, self._prefix, qname, "pop" if pop else "", FAILURES_SUFFIX,
                 "hint" if hint else "")  # fmt: skip
