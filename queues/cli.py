@@ -1,10 +1,13 @@
 """`rsmq`: the command line, a drop-in for rsmqctl (its verbs, flags, -r/--redis-url and
 REDIS_URL, its JSON keys: more keys are ours). JSON on stdout; errors on one line.
 
-rsmq queue list|create|describe|set|delete|purge
+rsmq queue list|create|describe|set|delete|purge|policy|pause|throttle|resume|flow|due
 rsmq message send|receive|pop|get|list|delete|visibility|requeue|move|redrive|export|import
-    (move, redrive: --rate --canary N --watch S --max-bounce P: counted, then paced)
+    |reschedule
+    (move, redrive: --rate --canary N --watch S --max-bounce P: counted, then paced;
+    reschedule: a window's delayed messages delivered now, shifted or spread, paced)
 rsmq failures QUEUE [ID]
+rsmq undo TOKEN (what a paced move / redrive / reschedule printed as its "undo")
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as dt
+import getpass
 import json
 import os
 import shutil
@@ -29,7 +33,7 @@ from . import pacing, transfer
 from . import validation as v
 from .client import RedisSMQ
 from .errors import InvalidArgument, QueueNotFound, QueueUnreadable, RsmqError
-from .limits import MAX_AGE
+from .limits import DUE_SCALES, MAX_AGE
 from .models import LIST_STATES, Cursor, Message
 from .server import default_redis_url
 from .urls import redacted
@@ -95,6 +99,91 @@ def _queue_policy(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
         rsmq.set_dead_letter_policy(a.name, a.dlq, a.maxrc)
     policy = rsmq.get_dead_letter_policy(a.name)
     return {"name": a.name, "policy": dataclasses.asdict(policy) if policy else None}
+
+
+def _duration(name: str, text: str) -> float:
+    """Seconds of a duration as typed (``--for 10m``, ``--shift -1h30m``)."""
+    try:
+        return v.duration(name, text, signed=True)
+    except InvalidArgument:
+        raise InvalidArgument(name, f"--{name} must be {v.DURATION_FORMAT}") from None
+
+
+def _by() -> str:
+    """Who sets a flag from the command line: the user, and that it was the CLI."""
+    try:
+        return f"{getpass.getuser()} (rsmq CLI)"
+    except (KeyError, OSError):
+        return "rsmq CLI"
+
+
+def _flow(a: argparse.Namespace) -> dict[str, Any]:
+    return {"reason": a.reason, "by": a.by or _by(),
+            "seconds": None if a.for_ is None else _duration("for", a.for_)}  # fmt: skip
+
+
+def _queue_pause(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    return rsmq.pause_queue(a.name, **_flow(a)).as_dict()
+
+
+def _queue_throttle(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    return rsmq.throttle_queue(a.name, a.rate, **_flow(a)).as_dict()
+
+
+def _queue_resume(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    was = rsmq.resume_queue(a.name)
+    return {"resumed": a.name, "was": was.as_dict() if was else None}
+
+
+def _queue_flow(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    flow = rsmq.queue_flow(a.name)
+    return {"name": a.name, "flow": flow.as_dict() if flow else None}
+
+
+def _queue_due(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    return dataclasses.asdict(rsmq.due(a.name, a.scale))
+
+
+def _server_ms(rsmq: RedisSMQ) -> int:
+    sec, usec = rsmq.redis.time()
+    return int(sec) * 1000 + int(usec) // 1000
+
+
+def _at(name: str, text: str | None, now: int) -> int | None:
+    """A time as typed: epoch seconds, ISO 8601 with its timezone, or +/-duration from
+    now (the Redis server's clock)."""
+    if text is None:
+        return None
+    if text.startswith(("+", "-")):
+        return max(0, now + round(_duration(name, text.lstrip("+")) * 1000))
+    when = _when(text)
+    seconds = when.timestamp() if isinstance(when, dt.datetime) else when
+    return round(seconds * 1000)
+
+
+def _message_reschedule(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    """A window's delayed messages delivered now, shifted or spread: counted, then (with
+    --yes) paced; its "undo" puts every score back (``rsmq undo TOKEN``)."""
+    now = _server_ms(rsmq)
+    chosen = [x for x in ("deliver", "shift", "spread") if getattr(a, x)]
+    if len(chosen) != 1:
+        raise InvalidArgument("deliver", "give one of --deliver, --shift DURATION, --spread A B")
+    action = chosen[0]
+    when = pacing.When(_at("due-from", a.due_from, now), _at("due-until", a.due_until, now))
+    if action == "shift":
+        when = dataclasses.replace(when, shift_ms=round(_duration("shift", a.shift) * 1000))
+    elif action == "spread":
+        start, end = (_at("spread", t, now) for t in a.spread)
+        when = dataclasses.replace(when, spread_from=start or 0, spread_until=end or 0)
+    match = {"state": "delayed"}
+    plan = pacing.Plan(a.name, action, match, pace=pacing.checked_pace(a.rate), when=when)
+    plan.check()
+    return _run_paced(rsmq, a, plan, "rescheduled")
+
+
+def _undo(rsmq: RedisSMQ, a: argparse.Namespace) -> Any:
+    r = rsmq.undo(a.token)
+    return dataclasses.asdict(r)
 
 
 def _message_body(a: argparse.Namespace) -> str:
@@ -231,22 +320,32 @@ def _is_paced(a: argparse.Namespace) -> bool:
 
 def _paced(rsmq: RedisSMQ, a: argparse.Namespace, action: str, verb: str) -> Any:
     """Count the matches, then (with --yes) act on them paced: progress on stderr (a JSON
-    line a second), Ctrl-C cancels after the current step; the result on stdout."""
+    line a second), Ctrl-C cancels after the current step; the result on stdout, with
+    the token of its Undo (``rsmq undo TOKEN``)."""
     state = a.state or ("visible" if action == "redrive" else "all")
     match = {"state": state, "min_rc": a.min_rc or 0, "contains": a.contains or ""}
     pace = pacing.checked_pace(a.rate, a.canary, a.watch, a.max_bounce)
     plan = pacing.Plan(a.name, action, match, a.to, None, a.keep_counts, pace)
     plan.check()
+    return _run_paced(rsmq, a, plan, verb)
+
+
+def _run_paced(rsmq: RedisSMQ, a: argparse.Namespace, plan: pacing.Plan, verb: str) -> Any:
+    action, pace, match = plan.action, plan.pace, plan.match
     if a.limit is not None:
         v.integer("limit", a.limit, 1, 2**53)
-    n = pacing.count_matches(rsmq, a.name, match).matched
+    n = pacing.count_matches(rsmq, a.name, match, when=plan.when).matched
     if a.limit is not None:
         n = min(n, a.limit)
-    pacing.checked_pace(a.rate, a.canary, a.watch, a.max_bounce, count=n)
+    pacing.checked_pace(pace.rate, pace.canary, pace.watch, pace.max_bounce, count=n)
     if not a.yes:
         raise InvalidArgument(
-            "yes", f"{n} message(s) of {a.name} match ({state}): add --yes to {action} them"
-        )
+            "yes", f"{n} message(s) of {a.name} match ({match['state']}): add --yes to "
+            f"{action} them"
+        )  # fmt: skip
+    # One stash for the whole run, filled by each step in the same call as its change
+    # (a redrive's to the queues its messages came from: opened without a destination).
+    token = rsmq.open_undo(f"{action}_matches", a.name, to=plan.to) if n else None
     cancelled = False
     last = [0.0]
 
@@ -262,11 +361,14 @@ def _paced(rsmq: RedisSMQ, a: argparse.Namespace, action: str, verb: str) -> Any
 
     before = signal.signal(signal.SIGINT, interrupt)
     try:
-        p = pacing.run(rsmq, plan, n, control)
+        p = pacing.run(rsmq, plan, n, control, keep=token)
     finally:
         signal.signal(signal.SIGINT, before)
+    if token is not None and not p.done:
+        rsmq.discard_undo(token)  # it kept nothing
+        token = None
     out: dict[str, Any] = {verb: p.done, "matched": n, "changed": p.changed,
-                           "skipped": p.skipped, "phase": p.phase}  # fmt: skip
+                           "skipped": p.skipped, "phase": p.phase, "undo": token}  # fmt: skip
     if pace.canary:
         out["canary"] = {"moved": len(p.canary_ids), "came_back": p.bounced}
     if p.note:
@@ -345,6 +447,13 @@ def _pacing_flags(c: argparse.ArgumentParser) -> None:
     g.add_argument("--yes", action="store_true", help="confirm, having seen the count")
 
 
+def _flow_flags(c: argparse.ArgumentParser) -> None:
+    c.add_argument("--reason", default="", help="why (shown on the queue page, audited)")
+    c.add_argument("--for", dest="for_", metavar="DURATION",
+                   help="resume by itself after this long: 90, 10m, 2h, 1d")  # fmt: skip
+    c.add_argument("--by", help="who sets it (default: this user, via the CLI)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="rsmq", description="RSMQ command line: rsmqctl's command lines work with rsmq."
@@ -358,7 +467,9 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument("-v", "--verbose", action="store_true", help="print tracebacks of errors")
     p.add_argument("--ns", help=f"key namespace (env RSMQ_NAMESPACE; default {DEFAULT_NS})")
-    groups = p.add_subparsers(dest="group", required=True, metavar="{queue,message,failures}")
+    groups = p.add_subparsers(
+        dest="group", required=True, metavar="{queue,message,failures,undo,worker}"
+    )
 
     def cmd(sub: Any, name: str, handler: Handler, help: str) -> argparse.ArgumentParser:
         c: argparse.ArgumentParser = sub.add_parser(name, help=help, description=help)
@@ -388,6 +499,18 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--dlq", help="dead-letter queue (exists already)")
     c.add_argument("--maxrc", type=int, help="receives before a message is dead-lettered")
     c.add_argument("--clear", action="store_true", help="remove the policy")
+    flow_help = " (this project's clients, rsmq worker and the console's API honour it; "
+    flow_help += "Node rsmq and the other ports do not)"
+    c = cmd(qs, "pause", _queue_pause, "pause the queue's consumers" + flow_help)
+    _flow_flags(c)
+    c = cmd(qs, "throttle", _queue_throttle, "let N receives a second through" + flow_help)
+    c.add_argument("--rate", type=float, required=True, help="receives a second, all together")
+    _flow_flags(c)
+    cmd(qs, "resume", _queue_resume, "take a pause or a throttle away")
+    cmd(qs, "flow", _queue_flow, "show the queue's pause or throttle, and who bypasses it")
+    c = cmd(qs, "due", _queue_due, "hidden messages by when they come due, and the peak")
+    c.add_argument("--scale", choices=tuple(DUE_SCALES), default="hour",
+                   help="minute: the next hour; hour: 48 hours; day: 30 days")  # fmt: skip
 
     m = groups.add_parser("message", help="send, receive, browse and act on messages")
     ms = m.add_subparsers(dest="verb", required=True)
@@ -431,6 +554,18 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--to", help="send them all to this queue instead")
     c.add_argument("--limit", type=int, help="at most this many")
     _pacing_flags(c)
+    c = cmd(ms, "reschedule", _message_reschedule,
+            "deliver now, shift or spread the delayed messages due in a window")  # fmt: skip
+    g = c.add_argument_group("when", "TIME: epoch seconds, ISO 8601 with timezone, or +/-DURATION")
+    g.add_argument("--due-from", metavar="TIME", help="those due at or after TIME")
+    g.add_argument("--due-until", metavar="TIME", help="those due before TIME")
+    g.add_argument("--deliver", action="store_true", help="make them visible now")
+    g.add_argument("--shift", metavar="DURATION", help="later (--shift=-30m: earlier)")
+    g.add_argument("--spread", nargs=2, metavar=("FROM", "UNTIL"),
+                   help="evenly over [FROM, UNTIL), in their order")  # fmt: skip
+    c.add_argument("--rate", help="at most this many messages a second")
+    c.add_argument("--limit", type=int, help="at most this many")
+    c.add_argument("--yes", action="store_true", help="confirm, having seen the count")
     c = cmd(ms, "export", _message_export, "write messages as JSON Lines, unchanged")
     c.add_argument("-o", "--output", required=True, help="a file, or - for stdout")
     c.add_argument("-s", "--state", choices=LIST_STATES, default="all")
@@ -448,6 +583,14 @@ def build_parser() -> argparse.ArgumentParser:
     f.set_defaults(handler=_failures)
     f.add_argument("name", metavar="QUEUE", help="queue name")
     f.add_argument("id", metavar="ID", nargs="?", help="a message id")
+
+    u = groups.add_parser(
+        "undo", help="put back what a paced move / redrive / reschedule changed",
+        description="Undo: the token a paced move, redrive or reschedule printed as its "
+        '"undo"; each message back exactly as it was, unless it changed since.',
+    )  # fmt: skip
+    u.set_defaults(handler=_undo)
+    u.add_argument("token", metavar="TOKEN")
 
     w = groups.add_parser("worker", help="run a worker: rsmq worker myapp.jobs:worker")
     w.set_defaults(handler=None)

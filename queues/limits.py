@@ -145,6 +145,31 @@ UNDO_CHUNK = 250
 #: take (bench/jobs.py's peer: bench/RESULTS.md, "Act on every match")
 MOVE_CHUNK = 250
 
+#: Pause / throttle (queues/ops/flow.py). A queue's flow flag lives in an extension key
+#: next to its own, {ns}:{qname}:x:flow (a hash; same prefix, so the same Cluster slot;
+#: the original never reads it), and the namespace's flagged queues in {ns}:@flow (no
+#: queue name holds '@'): what the overview and triage read in one command.
+FLOW_SUFFIX = ":x:flow"
+#: receives a second a throttle may allow, at most (and at least FLOW_RATE_MIN)
+FLOW_RATE_MAX = 100_000
+FLOW_RATE_MIN = 0.01
+#: the longest a flag may be set for (s): it resumes by itself then
+FLOW_SECONDS_MAX = 30 * 24 * 3600
+#: characters of a flag's reason and of who set it
+FLOW_REASON_MAX = 500
+FLOW_BY_MAX = 150
+#: What is coming due (queues/ops/flow.py ``due``): each scale's bucket width (ms) and
+#: how many buckets a view counts ahead; the peak is the busiest aligned window of
+#: DUE_PEAK ms, found by counting inside the busiest bucket, then inside its busiest
+#: part (a day: its hours): a few dozen ZCOUNTs a view, O(log n) each
+DUE_SCALES = {"minute": (60_000, 60), "hour": (3_600_000, 48), "day": (86_400_000, 30)}
+DUE_PEAK = 300_000
+#: the overview's peaks: the next DUE_PEAK_HOURS hours of each queue of its page with
+#: delayed messages (hour buckets, then the busiest hour's five-minute windows)
+DUE_PEAK_HOURS = 24
+#: queues per due script call in one pipelined read
+DUE_CHUNK = 10
+
 #: the longest zset member a message page reads by its bytes (``message_and_failures``):
 #: another client's id, not an RSMQ one (go-rsmq's are 22 characters); in a URL as hex
 MEMBER_MAX = 1024

@@ -289,6 +289,9 @@ class WorkerInfo:
     queues: dict[str, int]  # queue -> concurrency (handler threads)
     started: int  # epoch ms (the Redis server's clock)
     beat: int  # epoch ms of its last heartbeat
+    # whether it honours a queue's pause and throttle (queues/ops/flow.py): a worker of a
+    # release before them registers without saying so
+    flow: bool = False
 
     @property
     def concurrency(self) -> int:
@@ -417,3 +420,134 @@ class Restored:
     @property
     def skipped(self) -> int:
         return self.present + self.gone + self.taken + self.foreign
+
+
+#: a queue's flow flag (queues/ops/flow.py)
+FLOW_STATES = ("paused", "throttled")
+
+
+@dataclass(frozen=True, slots=True)
+class Flow:
+    """A queue's flow flag (queues/ops/flow.py): ``paused`` (the clients that honour it
+    receive nothing) or ``throttled`` to ``rate`` receives a second across all of them;
+    why, by whom, since when and until when (None: until resumed). Times are epoch ms of
+    the Redis server's clock; ``now`` is the reading's.
+
+    ``received``: receives the queue's ``totalrecv`` counted since it was set, by every
+    client; ``granted``: those the receive script let through under the flag (0 while
+    paused); the rest (``bypassed``) were made by clients that ignore it (Node rsmq and
+    the other ports). ``held``: receive calls that got nothing because of it, the last at
+    ``last_held``: the honouring consumers still asking."""
+
+    qname: str
+    state: str
+    rate: float | None
+    reason: str
+    by: str
+    since: int
+    until: int | None
+    now: int
+    received: int = 0
+    granted: int = 0
+    held: int = 0
+    last_held: int | None = None
+
+    @property
+    def paused(self) -> bool:
+        return self.state == "paused"
+
+    @property
+    def bypassed(self) -> int:
+        """Receives since it was set by clients that do not honour it."""
+        return max(0, self.received - self.granted)
+
+    @property
+    def left(self) -> float | None:
+        """Seconds until it resumes by itself (None: until resumed)."""
+        return None if self.until is None else max(0.0, (self.until - self.now) / 1000)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "queue": self.qname, "state": self.state, "rate": self.rate, "reason": self.reason,
+            "by": self.by, "since": self.since, "until": self.until, "now": self.now,
+            "received": self.received, "granted": self.granted, "bypassed": self.bypassed,
+            "held": self.held, "last_held": self.last_held,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """A receive that says why it got fewer than asked (``receive_flow``): ``held`` is
+    "paused" or "throttled" when the queue's flag held it back (else ""), and ``wait``
+    the seconds until a throttle lets the next receive through (0: now)."""
+
+    messages: list[Message]
+    held: str = ""
+    wait: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class DueBucket:
+    """Hidden messages that become visible in [start, end) (epoch ms)."""
+
+    start: int
+    end: int
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Due:
+    """When a queue's hidden messages become visible (``due``): ``buckets`` of one scale
+    ahead of ``now`` (the first starts at now, the others on the scale's UTC boundaries),
+    ``later`` past the last one, ``visible`` already due; ``peak``: the busiest aligned
+    five-minute window (DUE_PEAK) found inside the busiest bucket (None: nothing due in
+    the view). Hidden messages include those in flight (received, their vt running): a
+    delayed one is hidden and never received."""
+
+    qname: str
+    scale: str
+    now: int
+    visible: int
+    hidden: int
+    buckets: list[DueBucket]
+    later: int
+    peak: DueBucket | None
+
+    @property
+    def ahead(self) -> int:
+        """Messages due within the view."""
+        return sum(b.count for b in self.buckets)
+
+    @property
+    def busiest(self) -> DueBucket | None:
+        best = max(self.buckets, key=lambda b: b.count, default=None)
+        return best if best is not None and best.count else None
+
+
+@dataclass(frozen=True, slots=True)
+class FlowView:
+    """A queue's flow as its page shows it (``flow_view``): its flag (None: it runs
+    freely), the live workers that handle it, what is coming due."""
+
+    flow: Flow | None
+    workers: list[WorkerInfo]
+    due: Due
+
+
+@dataclass(frozen=True, slots=True)
+class DuePeak:
+    """A queue's peak of what is coming due as the console's snapshot task found it
+    (``found``: when, epoch ms of the server's clock)."""
+
+    peak: DueBucket
+    found: int
+
+
+@dataclass(frozen=True, slots=True)
+class Flagged:
+    """An overview page's read (``queue_stats_flagged``): its queues' stats, the
+    namespace's flagged queues, and the peaks the snapshot task last stored."""
+
+    stats: list[QueueStats]
+    flows: dict[str, Flow]
+    peaks: dict[str, DuePeak]

@@ -22,6 +22,12 @@ canary. Both the console's background job (dashboard/acting/jobs.py, in Celery) 
   never holds a worker. ``Progress.state()`` is JSON: the next step may run elsewhere.
 * **Control**: between steps (and while waiting or paused) ``run`` calls
   ``control(progress)``, which answers ``"run"``, ``"pause"`` or ``"cancel"``.
+* **Rescheduling** (``deliver``, ``shift``, ``spread``: ``When``): the delayed messages
+  due in a window, walked in the queue's order and given new times by ``reschedule``
+  (queues/ops/flow.py) — now, shifted by a duration, or spread evenly over another
+  window in their order — each only if still as read and never received. A message the
+  walk meets again where it put it is passed over. With ``keep`` its Undo puts each
+  score back exactly.
 """
 
 from __future__ import annotations
@@ -50,8 +56,10 @@ RATE_MAX = 100_000
 WATCH_MAX = 3600
 #: the most canary messages: their ids are kept (a job's row) and looked for while watched
 CANARY_MAX = 10_000
+#: rescheduling delayed messages (``When``)
+RESCHEDULING = ("deliver", "shift", "spread")
 #: the actions that need the whole queue's admin when the filter does not narrow
-ACTIONS = CHECKED_ACTIONS
+ACTIONS = (*CHECKED_ACTIONS, *RESCHEDULING)
 
 RUN, PAUSE, CANCEL = "run", "pause", "cancel"
 Control = Callable[["Progress"], str]
@@ -114,8 +122,48 @@ def _whole(name: str, value: object, low: int, high: int) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class When:
+    """A rescheduling: which delayed messages it takes — those due in [due_from,
+    due_until) (epoch ms of the server's clock; None: unbounded) — and their new times:
+    ``deliver`` now, ``shift`` by ``shift_ms`` (later if positive), ``spread`` evenly over
+    [spread_from, spread_until) in their order."""
+
+    due_from: int | None = None
+    due_until: int | None = None
+    shift_ms: int = 0
+    spread_from: int = 0
+    spread_until: int = 0
+
+    def check(self, action: str) -> None:
+        for name in ("due_from", "due_until"):
+            value = getattr(self, name)
+            if value is not None:
+                v.integer(name, value, 0, 2**53)
+        if self.due_from is not None and self.due_until is not None:
+            if self.due_until <= self.due_from:
+                raise InvalidArgument("due_until", "due_until must be after due_from")
+        if action == "shift":
+            most = v.MAX_SECONDS * 1000
+            v.integer("shift", self.shift_ms, -most, most)
+            if not self.shift_ms:
+                raise InvalidArgument("shift", "shift: a duration, earlier (-) or later")
+        if action == "spread":
+            v.integer("spread_from", self.spread_from, 0, 2**53)
+            v.integer("spread_until", self.spread_until, 0, 2**53)
+            if self.spread_until <= self.spread_from:
+                raise InvalidArgument("spread_until", "spread_until must be after spread_from")
+
+    def holds(self, visible_at: int) -> bool:
+        """Whether a message due then is in the window."""
+        return (self.due_from is None or visible_at >= self.due_from) and (
+            self.due_until is None or visible_at < self.due_until
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
-    """What to do to which messages: ``match`` is a filter's ``browse_kwargs()``."""
+    """What to do to which messages: ``match`` is a filter's ``browse_kwargs()``; a
+    rescheduling's (``RESCHEDULING``) ``when`` says which window and to when."""
 
     qname: str
     action: str
@@ -124,11 +172,20 @@ class Plan:
     vt: int | None = None
     keep_counts: bool = False
     pace: Pace = Pace()
+    when: When | None = None
 
     def check(self) -> None:
         if self.action not in ACTIONS:
             raise InvalidArgument("action", f"action must be one of {', '.join(ACTIONS)}")
         v.qname(self.qname)
+        if self.action in RESCHEDULING:
+            if self.when is None:
+                raise InvalidArgument("when", f"{self.action}: which window, and to when")
+            if self.match.get("state") != "delayed":
+                raise InvalidArgument("state", f"{self.action}: state must be delayed")
+            self.when.check(self.action)
+        elif self.when is not None:
+            raise InvalidArgument("when", f"{self.action} takes no window")
         if self.action == "move" and not self.to:
             raise InvalidArgument("to", "to: the queue to move the messages to")
         if self.to is not None:
@@ -169,6 +226,9 @@ class Progress:
     watch_until: float = 0.0  # epoch s: the canary's watch ends
     paced_from: int = 0  # the rate counts from this many done ...
     paced_at: float = 0.0  # ... at this time (epoch s)
+    walked: int = 0  # a rescheduling's messages given a time so far: a spread's place
+    #: a spread's messages put ahead of the walk, by id: their new time (passed over there)
+    moved: dict[str, int] = field(default_factory=dict)
 
     def state(self) -> dict[str, Any]:
         """All of it as JSON values (``from_state`` reads it back)."""
@@ -207,17 +267,21 @@ WATCH_POLL = 1.0
 
 def count_step(
     rsmq: RedisSMQ, qname: str, match: Mapping[str, Any], p: Progress,
-    budget: float = STEP_SECONDS,
+    budget: float = STEP_SECONDS, when: When | None = None,
 ) -> bool:  # fmt: skip
     """Count on, with browse's bounded calls, for about ``budget`` seconds from where
-    ``p`` stands; True when every match is counted (``p.phase`` "counted")."""
+    ``p`` stands (only those due in ``when``'s window, if given); True when every match
+    is counted (``p.phase`` "counted")."""
     until = time.monotonic() + budget
+    if p.at is None and when is not None and when.due_from is not None:
+        p.go_on_from(Cursor.at_time(when.due_from))
     while True:
         page = rsmq.browse(qname, after=p.cursor(), limit=COUNT_PAGE, preview=1,
                            step=SCAN_STEP, **match)  # fmt: skip
-        p.matched += len(page.items)
+        inside = [m for m in page.items if when is None or when.holds(m.visible_at)]
+        p.matched += len(inside)
         p.steps += 1
-        if (page.at_end and page.complete) or page.resume is None:
+        if (page.at_end and page.complete) or page.resume is None or len(inside) < len(page.items):
             p.phase = "counted"
             return True
         p.go_on_from(page.resume)
@@ -226,12 +290,16 @@ def count_step(
 
 
 def count_matches(
-    rsmq: RedisSMQ, qname: str, match: Mapping[str, Any], control: Control | None = None
+    rsmq: RedisSMQ,
+    qname: str,
+    match: Mapping[str, Any],
+    control: Control | None = None,
+    when: When | None = None,
 ) -> Progress:
-    """Every message ``match`` finds, counted with browse's bounded calls; ``control`` is
-    told after each page (and may cancel)."""
+    """Every message ``match`` finds (due in ``when``'s window, if given), counted with
+    browse's bounded calls; ``control`` is told after each page (and may cancel)."""
     p = Progress()
-    while not count_step(rsmq, qname, match, p, budget=0):
+    while not count_step(rsmq, qname, match, p, budget=0, when=when):
         if control is not None and _wait(control, p) == CANCEL:
             p.phase = "cancelled"
             return p
@@ -257,6 +325,8 @@ def _wait(control: Control, p: Progress) -> str:
 
 #: the actions that remove messages from the queue: what an undo stash can keep
 REMOVING = ("delete", "move", "redrive")
+#: the actions whose Undo puts messages back (or their times)
+KEEPING = (*REMOVING, *RESCHEDULING)
 
 
 def begin(plan: Plan, limit: int, now: float | None = None) -> Progress:
@@ -267,6 +337,15 @@ def begin(plan: Plan, limit: int, now: float | None = None) -> Progress:
     p.watched = not plan.pace.canary
     if plan.action == "visibility":
         p.at = ("", "")  # walked from the end: a message pushed later lands behind the walk
+    when = plan.when
+    if when is not None:
+        # a later shift walks the window from its end, the others from its start, so what
+        # it moves mostly lands behind the walk
+        if plan.action == "shift" and when.shift_ms > 0:
+            p.go_on_from(Cursor.at_time(when.due_until) if when.due_until is not None
+                         else Cursor("", b""))  # fmt: skip
+        elif when.due_from is not None:
+            p.go_on_from(Cursor.at_time(when.due_from))
     p.resumed(now)
     return p
 
@@ -285,11 +364,14 @@ def step(
     itself (a job's Celery task) does, between steps, holding nothing.
 
     ``keep``: an undo token (``open_undo``; a move's with ``to=plan.to``) that keeps what
-    every step of a delete, move or redrive removes, in the same call as the removal."""
-    if keep is not None and plan.action not in REMOVING:
+    every step of a delete, move or redrive removes (a rescheduling's: the times it
+    changes), in the same call as the change."""
+    if keep is not None and plan.action not in KEEPING:
         raise InvalidArgument("keep", f"keep: {plan.action} removes nothing to keep")
     if p.ended:
         return None
+    if plan.action in RESCHEDULING:
+        return _reschedule(rsmq, plan, p, keep, budget)
     pace = plan.pace
     size = STEP
     if pace.rate:
@@ -350,6 +432,64 @@ def step(
             return None
         if time.monotonic() >= until:
             return 0.0
+
+
+def _reschedule(
+    rsmq: RedisSMQ, plan: Plan, p: Progress, keep: str | None, budget: float
+) -> float | None:
+    """``step`` for a rescheduling (``When``): the window walked from where ``begin`` put
+    the cursor, each page's messages given their new times by ``reschedule``. Only a
+    spread can put a message ahead of the walk; it is remembered until the walk has
+    passed its new time, and passed over if met there."""
+    when = plan.when
+    assert when is not None
+    backwards = plan.action == "shift" and when.shift_ms > 0
+    size = STEP
+    if plan.pace.rate:
+        size = max(1, min(STEP, math.ceil(plan.pace.rate / 4)))
+    span = when.spread_until - when.spread_from
+    until = time.monotonic() + budget
+    while p.walked < p.matched:
+        if plan.pace.rate:
+            due = p.paced_at + (p.done - p.paced_from) / plan.pace.rate
+            if (wait := due - time.time()) > 0:
+                return wait
+        at = p.cursor()
+        kw: dict[str, Any] = {"before": at} if backwards else {"after": at}
+        page = rsmq.browse(plan.qname, limit=size, preview=1, step=SCAN_STEP, **kw, **plan.match)
+        inside = [m for m in page.items if when.holds(m.visible_at)]
+        walked_out = page.at_end or len(inside) < len(page.items)
+        fresh = [m for m in inside if p.moved.get(m.id) != m.visible_at]
+        fresh = fresh[: p.matched - p.walked]
+        triples: list[tuple[str | bytes, int, int | None]] = []
+        ahead: dict[str, int] = {}
+        for m in fresh:
+            to: int | None = None
+            if plan.action == "shift":
+                to = max(0, m.visible_at + when.shift_ms)
+            elif plan.action == "spread":
+                to = when.spread_from + span * p.walked // p.matched
+                if to > m.visible_at and when.holds(to):
+                    ahead[m.id] = to
+            p.walked += 1
+            triples.append((m.member if m.member is not None else m.id, m.visible_at, to))
+        acted = rsmq.reschedule(plan.qname, triples, keep=keep)
+        changed = set(acted.ids)
+        p.moved.update({i: t for i, t in ahead.items() if i in changed})
+        p.steps += 1
+        p.done += acted.done
+        p.changed += acted.changed
+        if page.resume is not None:
+            p.go_on_from(page.resume)
+        if p.moved and p.at is not None and p.at[0]:
+            passed = float(p.at[0])
+            p.moved = {i: t for i, t in p.moved.items() if t >= passed}
+        if walked_out:
+            break
+        if time.monotonic() >= until:
+            return 0.0
+    p.phase = "done"
+    return None
 
 
 def run(

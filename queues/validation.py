@@ -109,3 +109,36 @@ def state(value: object) -> str:
     if value not in LIST_STATES:
         raise InvalidArgument("state", f"state must be one of {', '.join(LIST_STATES)}")
     return value  # type: ignore[return-value]
+
+
+#: one part of a duration: a number and its unit ("90s", "5 min", "2h", "1.5d")
+_DURATION_PART = re.compile(
+    r"(\d+(?:\.\d+)?)\s*(seconds?|secs?|s|minutes?|mins?|m|hours?|h|days?|d)", re.I
+)
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+DURATION_FORMAT = "seconds (90) or a number with a unit (90s, 10m, 2h, 1h30m, 1d)"
+
+
+def duration(field: str, value: object, signed: bool = False) -> float:
+    """Seconds from a duration as typed: a number (seconds), or parts with units ("90s",
+    "5 min", "2h", "1h30m", "1d"); with ``signed`` a leading "-" (earlier) is kept."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if signed or value >= 0:
+            return float(value)
+    text = str(value).strip() if isinstance(value, str) else ""
+    sign = 1.0
+    if signed and text[:1] in "+-" and text:
+        sign = -1.0 if text[0] == "-" else 1.0
+        text = text[1:].strip()
+    if re.fullmatch(r"\d+(?:\.\d+)?", text):
+        return sign * float(text)
+    total, at = 0.0, 0
+    for part in _DURATION_PART.finditer(text):
+        if text[at : part.start()].strip():
+            break
+        total += float(part[1]) * _UNIT[part[2][0].lower()]
+        at = part.end()
+    else:
+        if at and not text[at:].strip():
+            return sign * total
+    raise InvalidArgument(field, f"{field} must be {DURATION_FORMAT}")

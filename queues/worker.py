@@ -40,6 +40,11 @@ How it behaves, per queue:
   until it returns.)
 * New messages wake the receiver at once through the queue's realtime channel (senders
   with ``realtime=True``); polling every ``poll_interval`` s is the fallback.
+* A queue's pause and throttle (queues/ops/flow.py) hold it: its receives go through the
+  receive script that honours them. Paused, it gets nothing and looks again every
+  ``poll_interval`` s (a realtime announcement does not wake it); throttled, it gets what
+  the queue's rate allows, shared with every other consumer that honours it, and asks
+  again when the throttle says the next receive may go.
 * It registers itself in Redis (host, pid, queues and their concurrency, when it
   started: ``RedisSMQ.live_workers``), renewed every ``REGISTRY_BEAT`` s and kept for
   ``registry_ttl`` s after the last renewal, so a worker that dies disappears from the
@@ -356,6 +361,7 @@ class Worker:
         """Receive for the free handler threads; delete what finished, in batches."""
         h = runner.handler
         next_poll = 0.0  # after an empty receive: when to look again (unless announced)
+        held = ""  # what the queue's flow flag said last: "paused", "throttled" or ""
         while True:
             now = time.monotonic()
             with runner.lock:
@@ -367,7 +373,9 @@ class Worker:
                 with runner.lock:
                     runner.ready.notify_all()  # no more help from this loop: all hands
                 return
-            if now < next_poll and not runner.announced:
+            # A queue held back by its flow flag waits for its poll (a pause) or for its
+            # throttle's next token: a realtime announcement would only be held again.
+            if now < next_poll and (held or not runner.announced):
                 runner.wake.wait(max(0.0, min(next_poll, due) - now))
                 runner.wake.clear()
                 continue
@@ -377,17 +385,25 @@ class Worker:
                 continue
             before, wall = time.monotonic(), time.time()
             try:
-                msgs = self.rsmq.receive_messages(h.queue, min(free, h.batch), vt=runner.vt)
+                got = self.rsmq.receive_flow(h.queue, min(free, h.batch), vt=runner.vt)
             except (redis.RedisError, RsmqError) as e:
                 log.warning(
                     "receive failed: %s", e, extra={"event": "receive_error", "queue": h.queue}
                 )
                 next_poll = time.monotonic() + self.poll_interval
                 continue
-            if not msgs:
+            msgs = got.messages
+            if got.held != held:
+                _said(h.queue, got.held, held, self.poll_interval)
+                held = got.held
+            if got.held == "paused" or (not msgs and not got.held):
                 next_poll = time.monotonic() + self.poll_interval
+            elif got.held:  # throttled: the next receive may go once its bucket refills
+                next_poll = time.monotonic() + min(self.poll_interval, got.wait)
+            else:
+                next_poll = 0.0
+            if not msgs:
                 continue
-            next_poll = 0.0
             deadline = before + runner.vt
             jobs = [_Job(m, before, before, deadline, wall=wall) for m in msgs]
             with runner.lock:
@@ -730,6 +746,17 @@ class Worker:
             log.exception("timings not recorded", extra={"event": "timings_error"})
         self._register(ttl=0)
         log.info("worker stopped", extra={"event": "stop", "pid": os.getpid()})
+
+
+def _said(queue: str, held: str, was: str, poll: float) -> None:
+    """Log a change of what the queue's flow flag does to this worker."""
+    extra = {"event": "flow", "queue": queue}
+    if held == "paused":
+        log.info("queue paused: receiving nothing, looking again every %g s", poll, extra=extra)
+    elif held == "throttled" and was != "throttled":
+        log.info("queue throttled: receiving as its rate allows", extra=extra)
+    elif not held and was:
+        log.info("queue %s no more: receiving as usual", was, extra=extra)
 
 
 def _timing(job: _Job, done: float) -> tuple[float, int, float, float]:

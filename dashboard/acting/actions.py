@@ -32,6 +32,12 @@ QUEUE_ACTIONS: Actions = {
     "import": Action(Role.OPERATOR, "import"),
     # Put back what a destructive action kept (dashboard/acting/undo.py): the admin's.
     "undo": Action(Role.ADMIN, "undo"),
+    # Hold or pace the queue's consumers (dashboard/acting/flow.py): the operator's, as
+    # moving messages is — it changes no message, is audited, and ends by itself or at a
+    # resume; purging and deleting stay the admin's.
+    "pause": Action(Role.OPERATOR, "pause_queue"),
+    "throttle": Action(Role.OPERATOR, "throttle_queue"),
+    "resume": Action(Role.OPERATOR, "resume_queue"),
 }
 
 # The message page's buttons (views/message.py).

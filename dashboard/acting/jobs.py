@@ -20,6 +20,7 @@ A queue deleted and created again since its count is never acted on (``recreated
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 from typing import Any, TypedDict
@@ -35,8 +36,10 @@ from dashboard.acting import undo as undos
 from dashboard.acting.message_filter import PARAMS, FilterError, MessageFilter, checked
 from dashboard.audit import log as audit
 from dashboard.celery import app
+from dashboard.display.formatting import duration
 from dashboard.models import AuditEntry, BulkJob, UndoEntry
 from dashboard.places.place import Place, resolve
+from dashboard.triage.due import moment, window
 from dashboard.web.text import refusal, storable
 from queues import QueueNotFound, RsmqError, pacing
 from queues import validation as v
@@ -51,6 +54,10 @@ KINDS = {
     "visibility": "Change the visibility of",
     "move": "Move",
     "redrive": "Redrive",
+    # the delayed messages due in a window (queues/pacing.py When): the due view's
+    "deliver": "Deliver now",
+    "shift": "Shift",
+    "spread": "Spread",
 }
 #: the audit log's name of each kind
 AUDIT = {k: f"{k}_matches" for k in KINDS}
@@ -70,6 +77,17 @@ class JobParams(TypedDict):
     max_bounce: float
 
 
+class WhenParams(TypedDict, total=False):
+    """A rescheduling's window and new times (``queues.pacing.When``'s fields, epoch ms;
+    ``shift_ms`` signed), beside ``JobParams`` in its ``params``."""
+
+    due_from: int | None
+    due_until: int | None
+    shift_ms: int
+    spread_from: int
+    spread_until: int
+
+
 class JobError(ValueError):
     """Bad input for a job: ``field`` names it; nothing was started or changed."""
 
@@ -82,15 +100,61 @@ def role_for(kind: str, f: MessageFilter, dead_letters: bool) -> Role:
     """As on the queue page: acting on what a filter narrows down (received ≥ N, a text in the body)
     is a message action, the operator's; every message of a state is a whole-queue one,
     the admin's (delete all, requeue all). A redrive from a dead-letter queue is the
-    operator's; from any other queue, the admin's."""
+    operator's; from any other queue, the admin's. Rescheduling a window's delayed
+    messages (deliver now, shift, spread) is the operator's: it removes nothing, and its
+    Undo puts every time back."""
+    if kind in pacing.RESCHEDULING:
+        return Role.OPERATOR
     if kind == "redrive":
         return Role.OPERATOR if dead_letters else Role.ADMIN
     return Role.OPERATOR if f.narrows else Role.ADMIN
 
 
+def _time(field: str, raw: Any) -> int | None:
+    """A time a form or an API body gives: epoch ms (a number), or ISO 8601 (UTC unless
+    it says otherwise); empty: none."""
+    if raw in (None, ""):
+        return None
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        return v.integer(field, int(raw), 0, 2**53)
+    text = str(raw).strip()
+    if text.isdigit():
+        return v.integer(field, int(text), 0, 2**53)
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidArgument(
+            field, f"{field} must be epoch ms or a time like 2026-11-28T03:00 (UTC)"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return round(when.timestamp() * 1000)
+
+
+def _when(kind: str, data: Any) -> pacing.When:
+    """A rescheduling's window and new times, as a form or an API body gives them."""
+    when = pacing.When(_time("due_from", data.get("due_from")),
+                       _time("due_until", data.get("due_until")))  # fmt: skip
+    if kind == "shift":
+        raw = data.get("shift")
+        if raw in (None, ""):
+            raise InvalidArgument("shift", "shift: a duration, earlier (-) or later: 30m, -2h")
+        ms = round(v.duration("shift", raw, signed=True) * 1000)
+        when = dataclasses.replace(when, shift_ms=ms)
+    elif kind == "spread":
+        start = _time("spread_from", data.get("spread_from"))
+        end = _time("spread_until", data.get("spread_until"))
+        if start is None or end is None:
+            raise InvalidArgument(
+                "spread_from", "spread: the window to spread over, from and until"
+            )
+        when = dataclasses.replace(when, spread_from=start, spread_until=end)
+    return when
+
+
 def read_request(data: Any, qname: str) -> tuple[str, MessageFilter, pacing.Plan]:
     """The kind, filter and plan a form or an API body asks for; JobError naming the
-    first bad field."""
+    first bad field. A rescheduling's filter is of delayed messages, always."""
     kind = data.get("kind") or ""
     if kind not in KINDS:
         raise JobError("kind", f"kind must be one of {', '.join(KINDS)}")
@@ -100,7 +164,12 @@ def read_request(data: Any, qname: str) -> tuple[str, MessageFilter, pacing.Plan
             raise JobError(name, refusal(name, value))
     try:
         # every field the one filter reads from a URL (message_filter.PARAMS), as text
-        f = checked({p: str(data.get(p) or "") for p in PARAMS.values()})
+        given = {p: str(data.get(p) or "") for p in PARAMS.values()}
+        if kind in pacing.RESCHEDULING:
+            if given["state"] not in ("", "all", "delayed"):
+                raise FilterError("state", f"{kind}: state must be delayed")
+            given["state"] = "delayed"
+        f = checked(given)
     except FilterError as e:
         raise JobError(e.field, str(e)) from None
     to = (data.get("to") or "").strip() or None
@@ -115,7 +184,8 @@ def read_request(data: Any, qname: str) -> tuple[str, MessageFilter, pacing.Plan
             data.get("rate"), data.get("canary"), data.get("watch"), data.get("max_bounce")
         )
         keep = str(data.get("keep_counts") or "").lower() in ("on", "1", "true", "yes")
-        plan = pacing.Plan(qname, kind, f.browse_kwargs(), to, vt, keep, pace)
+        when = _when(kind, data) if kind in pacing.RESCHEDULING else None
+        plan = pacing.Plan(qname, kind, f.browse_kwargs(), to, vt, keep, pace, when)
         plan.check()
     except InvalidArgument as e:
         raise JobError(e.field, str(e)) from None
@@ -146,6 +216,8 @@ def describe(job: BulkJob) -> str:
             if p.get("keep_counts")
             else ("; they start with a fresh receive count")
         )
+    if job.kind in pacing.RESCHEDULING:
+        what += _when_words(job)
     if p.get("rate"):
         what += f"; at most {p['rate']:g} a second"
     if p.get("canary"):
@@ -156,13 +228,42 @@ def describe(job: BulkJob) -> str:
     return what
 
 
+def _when_words(job: BulkJob) -> str:
+    """A rescheduling's window and new times, in words (the confirmation's)."""
+    w: WhenParams = job.params
+    start, end = w.get("due_from"), w.get("due_until")
+    if start is not None and end is not None:
+        text = f" due {window(start, end)}"
+    elif start is not None:
+        text = f" due from {moment(start)}"
+    elif end is not None:
+        text = f" due before {moment(end)}"
+    else:
+        text = ""
+    if job.kind == "deliver":
+        return text + ": visible now"
+    if job.kind == "shift":
+        ms = w.get("shift_ms", 0)
+        return text + f", each {duration(abs(ms) / 1000)} {'later' if ms > 0 else 'earlier'}"
+    spread = window(w.get("spread_from", 0), w.get("spread_until", 0))
+    return text + f", spread evenly over {spread} in their order"
+
+
 def plan_of(job: BulkJob) -> pacing.Plan:
     p: JobParams = job.params
     pace = pacing.Pace(p.get("rate"), p.get("canary", 0), p.get("watch", 0), p.get("max_bounce", 0))
     match = checked(job.filter).browse_kwargs()
+    when = None
+    if job.kind in pacing.RESCHEDULING:
+        w: WhenParams = job.params
+        when = pacing.When(
+            w.get("due_from"), w.get("due_until"), w.get("shift_ms", 0),
+            w.get("spread_from", 0), w.get("spread_until", 0),
+        )  # fmt: skip
     return pacing.Plan(
-        job.queue, job.kind, match, p.get("to"), p.get("vt"), p.get("keep_counts", False), pace
-    )
+        job.queue, job.kind, match, p.get("to"), p.get("vt"), p.get("keep_counts", False), pace,
+        when,
+    )  # fmt: skip
 
 
 def create(request: HttpRequest, place: Place, qname: str, data: Any, actor: str = "") -> BulkJob:
@@ -176,6 +277,13 @@ def create(request: HttpRequest, place: Place, qname: str, data: Any, actor: str
         "to": plan.to, "vt": plan.vt, "keep_counts": plan.keep_counts, "rate": pace.rate,
         "canary": pace.canary, "watch": pace.watch, "max_bounce": pace.max_bounce,
     }  # fmt: skip
+    if plan.when is not None:
+        when: WhenParams = {
+            "due_from": plan.when.due_from, "due_until": plan.when.due_until,
+            "shift_ms": plan.when.shift_ms, "spread_from": plan.when.spread_from,
+            "spread_until": plan.when.spread_until,
+        }  # fmt: skip
+        params.update(when)  # type: ignore[typeddict-item]
     # audited before it exists (nothing happens if the row can't be written: 503)
     row = audit.start(place, AUDIT[kind], actor=actor, user=request.user, queue=qname,
                       params={**params, "filter": f.query(), "step": "count"})  # fmt: skip
@@ -370,8 +478,9 @@ def count(job_id: int, turn: int | None = None) -> None:
             created = place.rsmq.get_queue_attributes(job.queue).created
         elif recreated(place, job):
             raise LookupError(recreated(place, job))
+        plan = plan_of(job)
         p = pacing.Progress.from_state(job.walk.get("progress", {}))
-        done = pacing.count_step(place.rsmq, job.queue, checked(job.filter).browse_kwargs(), p)
+        done = pacing.count_step(place.rsmq, job.queue, plan.match, p, when=plan.when)
     except (RsmqError, RedisError, LookupError, OSError) as e:
         _finish(job, BulkJob.State.FAILED, f"Counting failed: {e}")
         return
@@ -427,10 +536,14 @@ def execute(job_id: int, turn: int | None = None) -> None:
             p = pacing.Progress.from_state(walk["progress"])
         else:
             p = pacing.begin(plan, job.matched)
-        if "keep" not in walk and job.kind in pacing.REMOVING:
-            # one stash for the whole run (within RSMQ_UNDO_MAX_MB), filled by each step's
-            # removal in the same script call; remembered with the job's end audit row
-            k = undos.keep(place, AUDIT[job.kind], job.queue, to=plan.to)
+        if "keep" not in walk and job.kind in pacing.KEEPING:
+            # one stash for the whole run (within RSMQ_UNDO_MAX_MB), filled by each step in
+            # the same script call as its change (a rescheduling's: each message's time
+            # before); remembered with the job's end audit row
+            if job.kind in pacing.RESCHEDULING:
+                k = undos.keep_times(place, AUDIT[job.kind], job.queue, job.matched)
+            else:
+                k = undos.keep(place, AUDIT[job.kind], job.queue, to=plan.to)
             walk["keep"] = Kept(token=k.token, why=k.why, expires_ms=k.expires_ms,
                                 bytes=k.bytes, queue=k.queue)  # fmt: skip
             BulkJob.objects.filter(pk=job.pk).update(walk=walk)
@@ -455,16 +568,18 @@ def execute(job_id: int, turn: int | None = None) -> None:
 
 
 def _end_run(job: BulkJob, state: str, note: str) -> None:
-    """The run's end: the job finished (once), audited, its Undo remembered."""
-    row = _finish(job, state, note)
-    kept = _kept(job)
-    if row is None or kept is None or kept.token is None:
-        return
-    try:
-        place = _place(job)
-    except LookupError:
-        return  # the stash expires by itself
-    _remember(place, kept, row, job.done)
+    """The run's end: the job finished (once), audited, its Undo remembered — in one
+    transaction, so whoever reads the job ended reads its Undo too."""
+    with transaction.atomic():
+        row = _finish(job, state, note)
+        kept = _kept(job)
+        if row is None or kept is None or kept.token is None:
+            return
+        try:
+            place = _place(job)
+        except LookupError:
+            return  # the stash expires by itself
+        _remember(place, kept, row, job.done)
 
 
 def sweep() -> dict[str, int]:
@@ -501,7 +616,7 @@ def _remember(place: Place | None, kept: undos.Keep | None, row: AuditEntry | No
 
 def undo_of(job: BulkJob) -> UndoEntry | None:
     """The job's Undo (an ``UndoEntry``), once it ended having removed something."""
-    if job.kind not in pacing.REMOVING or job.finished is None:
+    if job.kind not in pacing.KEEPING or job.finished is None:
         return None
     return (
         UndoEntry.objects.filter(
@@ -514,7 +629,8 @@ def undo_of(job: BulkJob) -> UndoEntry | None:
 
 def outcome_text(job: BulkJob) -> str:
     verb = {"delete": "deleted", "requeue": "requeued", "visibility": "changed",
-            "move": "moved", "redrive": "redriven"}[job.kind]  # fmt: skip
+            "move": "moved", "redrive": "redriven", "deliver": "delivered",
+            "shift": "shifted", "spread": "spread"}[job.kind]  # fmt: skip
     text = f"{job.done:,} of {job.matched:,} {verb}"
     if job.changed:
         text += f"; {job.changed:,} had changed since they were read and were left alone"

@@ -99,6 +99,30 @@ def keep(
     return Keep(opened.token, expires_ms=opened.expires_ms, bytes=opened.bytes, queue=qname)
 
 
+def times_fit(count: int) -> bool:
+    """Whether the times of ``count`` rescheduled messages fit RSMQ_UNDO_MAX_MB."""
+    return 0 < count * UNDO_MESSAGE_BYTES <= max_bytes()
+
+
+def keep_times(place: Place, action: str, qname: str, count: int) -> Keep:
+    """A stash of the times of up to ``count`` messages a rescheduling gives new ones (a
+    score and the one it got, about UNDO_MESSAGE_BYTES each: no body), if it fits the
+    bound (else none, and why)."""
+    if max_bytes() <= 0:
+        return Keep(None, "undo is off (RSMQ_UNDO_MAX_MB is 0)")
+    size = count * UNDO_MESSAGE_BYTES
+    if size > max_bytes():
+        mb = float(settings.RSMQ_UNDO_MAX_MB)
+        return Keep(None, f"more than RSMQ_UNDO_MAX_MB ({mb:g} MB) to keep: it cannot be undone")
+    try:
+        token = place.rsmq.open_undo(action, qname, hours=hours())
+        info = place.rsmq.undo_info(token)
+    except (RsmqError, RedisError) as e:
+        return Keep(None, f"its data can't be read ({e}): it cannot be undone")
+    expires = info.expires_ms if info else 0
+    return Keep(token, expires_ms=expires, bytes=size, queue=qname)
+
+
 def remember(
     place: Place, kept: Keep, row: AuditEntry | None, count: int | None
 ) -> UndoEntry | None:
@@ -190,7 +214,12 @@ def entry(place: Place, token: str) -> UndoEntry | None:
 WHAT = {
     "delete_group": "the delete of a failure group from {queue}",
     "retry_group": "the retry of dead letters from {queue}",
+    "deliver_matches": "the delivery now of delayed messages of {queue}",
+    "shift_matches": "the shift of delayed messages of {queue}",
+    "spread_matches": "the spread of delayed messages of {queue}",
 }
+#: the rescheduling jobs' audit names: their Undo puts times back, not messages
+RESCHEDULED = ("deliver_matches", "shift_matches", "spread_matches")
 
 
 class Skipped(TypedDict):
@@ -302,8 +331,17 @@ def _words(what: str, e: UndoEntry, r: Restored) -> str:
             f"Undid {what}: {e.queue} had been created again, so its new attributes stay; "
             f"put back {_plural(r.restored, 'message')} into it."
         )
+    elif e.action in RESCHEDULED:
+        text = f"Undid {what}: {_plural(r.restored, 'message')} back at their times."
     else:
         text = f"Undid {what}: put back {_plural(r.restored, 'message')}."
+    if e.action in RESCHEDULED:
+        skipped = [f"{r.gone} no longer in the queue"] if r.gone else []
+        if r.taken:
+            skipped.append(f"{r.taken} received or moved since")
+        if skipped:
+            text += f" Left {', '.join(skipped)} as {'it is' if r.skipped == 1 else 'they are'}."
+        return text
     skipped = []
     if r.present:
         skipped.append(f"{r.present} whose id is in the queue again")

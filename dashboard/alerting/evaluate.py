@@ -2,7 +2,12 @@
 own, so a failure here never holds a snapshot up): every enabled rule against its
 namespace's last run; each (rule, queue) alert moves pending → firing → resolved, each
 move kept as an AlertEvent; the moves of one rule in one evaluation become one outbox
-row per receiver (delivery.py sends them), in the same transaction as the moves."""
+row per receiver (delivery.py sends them), in the same transaction as the moves.
+
+A queue an operator paused (queues/ops/flow.py) has its alerts **held**: one that would
+start pending or firing does not (nobody is told of what the pause does on purpose); one
+already firing stays as it is, and may resolve. ``Evaluation.held`` names them, with the
+pause's reason; the queue page says so too."""
 
 from __future__ import annotations
 
@@ -13,14 +18,19 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from django.db import connection, transaction
+from django.http import Http404
 from django.utils import timezone
+from redis.exceptions import RedisError
 
+from dashboard.acting.flow import held_text
 from dashboard.alerting import delivery
 from dashboard.alerting import rules as r
 from dashboard.models import Alert, AlertEvent, AlertRule, Notification
+from dashboard.places.place import resolve
 from dashboard.probes import redis_health
 from dashboard.snapshots import locks
 from dashboard.triage.owners import Owners
+from queues.errors import RsmqError
 from queues.locks import Busy
 
 log = logging.getLogger(__name__)
@@ -39,6 +49,7 @@ class Evaluation:
     skipped: list[str] = field(default_factory=list)  # "conn/ns": no recent snapshot
     failed: list[str] = field(default_factory=list)  # rules whose evaluation failed
     locked: bool = False
+    held: list[tuple[str, str, str]] = field(default_factory=list)  # rule, queue, why
 
 
 def evaluate() -> Evaluation:
@@ -63,10 +74,11 @@ def _evaluate() -> Evaluation:
         if run is None:
             ev.skipped.append(f"{conn}/{ns}")
             continue
+        paused = _paused(conn, ns)
         for rule in rules:
             try:
                 with transaction.atomic():
-                    _rule(rule, run, ev)
+                    _rule(rule, run, ev, paused)
             except Exception:  # noqa: BLE001 - one broken rule must not silence the others
                 log.exception("alert rule %r (%s) not evaluated", rule.name, rule.pk)
                 ev.failed.append(rule.name)
@@ -100,8 +112,22 @@ def holds(rule: AlertRule, value: float) -> bool:
     return value > rule.threshold if rule.op == AlertRule.Op.ABOVE else value < rule.threshold
 
 
-def _rule(rule: AlertRule, run: r.Run, ev: Evaluation) -> None:
+def _paused(conn: str, ns: str) -> dict[str, str]:
+    """The namespace's paused queues and why (its flow index: one command); none when
+    it can't be read (then nothing is held)."""
+    try:
+        flows = resolve(conn, ns).rsmq.flows()
+    except (Http404, RsmqError, RedisError) as e:
+        log.info("paused queues of %s/%s not read: %s", conn, ns, e)
+        return {}
+    return {q: held_text(f) for q, f in flows.items() if f.paused}
+
+
+def _rule(
+    rule: AlertRule, run: r.Run, ev: Evaluation, paused: dict[str, str] | None = None
+) -> None:
     now = run.taken_at
+    paused = paused or {}
     values = _values(rule, run)
     # Not rule.alerts: that would set the rule on each of thousands of alerts, a large
     # share of a pattern's time over a big namespace (bench/RESULTS.md,
@@ -117,6 +143,9 @@ def _rule(rule: AlertRule, run: r.Run, ev: Evaluation) -> None:
         if queue in values and value is None:
             continue  # no value this time (a rate's first run): the state stays
         if value is not None and holds(rule, value):
+            if queue in paused and (alert is None or alert.state != State.FIRING):
+                ev.held.append((rule.name, queue, paused[queue]))
+                continue  # held: a paused queue's alert neither starts nor fires
             if alert is None or alert.state == State.RESOLVED:
                 alert = alert or Alert(
                     rule_id=rule.pk,

@@ -16,6 +16,7 @@ from ninja.errors import HttpError, ValidationError
 from ninja.parser import Parser
 
 from dashboard.api import annotate, native, rest_rsmq
+from dashboard.api import flow as flow  # pause / throttle / resume, due: on native's router
 from dashboard.api import jobs as jobs  # act on every match: its routes are on native's router
 from dashboard.api.bodies import refusal, unstorable
 from dashboard.api.calls import BadInput, answer_error

@@ -65,6 +65,10 @@ RANGES = {
     "at": "an ISO 8601 time within the last 366 days and the next 24 hours",
     "queue": f"a queue name ({v.QNAME_FORMAT})",
     "pattern": "a pattern of queue names of at most 160 characters",
+    # pause / throttle (api/flow.py)
+    "rate": "a number of receives a second, 0.01 to 100,000",
+    "reason": "a string of at most 500 characters",
+    "duration": "a duration: seconds, or 90s, 10m, 2h, 1d",
 }
 
 ANONYMOUS = "anonymous"  # the audit log's actor of a call without a token it knows

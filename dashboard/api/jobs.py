@@ -45,6 +45,18 @@ class JobIn(Known):
     canary: int = Field(0, description="move, redrive: the first N, then watched")
     watch: float = Field(0, description=f"seconds the canary is watched, to {WATCH_MAX}")
     max_bounce: float = Field(0, description="stop if more than this % of the canary came back")
+    due_from: int | str | None = Field(
+        None, description="deliver, shift, spread: the delayed messages due at or after this "
+        "(epoch ms, or ISO 8601: UTC unless it says otherwise)",
+    )  # fmt: skip
+    due_until: int | str | None = Field(None, description="... and before this")
+    shift: str | float | None = Field(
+        None, description="shift: by this long, later (a duration: 90, 30m, 2h; -30m: earlier)"
+    )
+    spread_from: int | str | None = Field(
+        None, description="spread: evenly over [spread_from, spread_until), in their order"
+    )
+    spread_until: int | str | None = Field(None, description="... and the window's end")
 
 
 class ConfirmIn(Known):
@@ -69,16 +81,21 @@ class JobOut(Schema):
     what: str = Field(description="what it does, in words (the confirmation's)")
     note: str
     by: str
+    undo: str | None = Field(
+        description="once it ended having kept what it changed: the token to POST "
+        "/api/undo/{token}/ (an admin's) to put it back, exactly; else null"
+    )
 
 
 def _out(job: BulkJob) -> dict[str, Any]:
     job.refresh_from_db()
+    undo = jobs.undo_of(job)
     return {
         "id": job.pk, "kind": job.kind, "queue": job.queue, "filter": job.filter,
         "params": job.params, "state": job.state, "phase": job.phase, "matched": job.matched,
         "done": job.done, "changed": job.changed, "skipped": job.skipped,
         "canary": job.canary, "bounced": job.bounced, "what": jobs.describe(job),
-        "note": job.note, "by": job.username,
+        "note": job.note, "by": job.username, "undo": undo.token if undo else None,
     }  # fmt: skip
 
 

@@ -193,3 +193,9 @@ def _recent_rates(rows: QuerySet[Snapshot], now_ms: int) -> dict[str, Interval]:
         if rate is not None:
             out[qname] = rate
     return out
+
+
+def queue_rate(conn: str, ns: str, qname: str, now_ms: int) -> Interval | None:
+    """One queue's rates over the last rate_window() (None: too few recent snapshots)."""
+    rows = Snapshot.objects.filter(connection=conn, namespace=ns, queue=qname)
+    return _recent_rates(rows, now_ms).get(qname)

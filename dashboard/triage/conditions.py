@@ -16,6 +16,10 @@ too) and, for a crash loop, from the receive counts of a few hidden messages:
   (delayed messages only: scheduled);
 * **healthy**: otherwise.
 
+A queue an operator paused (queues/ops/flow.py) is never judged to have no consumers nor
+to fall behind: its consumers are held on purpose, and its reason says so ("paused: deploy
+42"); a throttled one's reason names its rate.
+
 The score is how bad (the state, a growing backlog, the oldest over its SLO, dead letters
 arriving, the pipeline's open flags, firing alerts) times how big
 (``log10(10 + backlog + 60 × rate)``): a queue with nothing consuming a big growing
@@ -31,7 +35,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,16 +43,17 @@ from django.conf import settings
 from django.db import connection as db
 from django.db import transaction
 from django.db.models import Max, Min
+from redis.exceptions import RedisError
 
 from dashboard.display.formatting import duration as _duration
 from dashboard.display.formatting import exact, per_second
 from dashboard.models import Alert, AnomalyFlag, QueueCondition, Snapshot
 from dashboard.places.connections import get_rsmq
 from dashboard.snapshots import runs
-from dashboard.triage import forecast, thresholds
+from dashboard.triage import due, forecast, thresholds
 from queues import RedisSMQ
 from queues.errors import RsmqError
-from queues.models import QueueStats
+from queues.models import Flow, QueueStats
 
 log = logging.getLogger(__name__)
 
@@ -171,9 +176,12 @@ def judge(
     dead_letter_queues: Collection[str],
     pipeline_flags: dict[str, set[str]],
     rsmq: RedisSMQ | None,
+    flows: Mapping[str, Flow] | None = None,
 ) -> list[Judged]:
     """Every readable queue's condition. ``prev``: each queue's last condition
-    (taken_at, created, msgs, totalsent, totalrecv, recv_since)."""
+    (taken_at, created, msgs, totalsent, totalrecv, recv_since); ``flows``: the
+    namespace's paused and throttled queues."""
+    flows = flows or {}
     quiet_after = float(settings.RSMQ_NO_CONSUMER_AFTER)
     crash_receives = int(settings.RSMQ_CRASH_LOOP_RECEIVES)
     growth = thresholds.Growth.from_settings()
@@ -207,7 +215,13 @@ def judge(
         quiet = (s.now - j.recv_since) / 1000
         if b is not None:
             j.figures = {"span": span, "rise": rise, "received": received, "deleted": deleted}
-        if s.visible > 0 and quiet >= quiet_after and (oldest or 0) >= quiet_after:
+        flow = flows.get(s.qname)
+        if flow is not None:
+            what = "paused" if flow.paused else f"throttled to {per_second(flow.rate)}"
+            j.parts.append(f"{what}: {flow.reason}" if flow.reason else what)
+        if flow is not None and flow.paused:
+            pass  # held on purpose: neither "no consumers" nor "falling behind"
+        elif s.visible > 0 and quiet >= quiet_after and (oldest or 0) >= quiet_after:
             j.state = State.NO_CONSUMERS
             j.parts.append(f"no consumer for {duration(quiet)}")
             j.kinds[Kind.CONSUMERS_STALLED] = {"visible_max": float(s.visible)}
@@ -293,7 +307,7 @@ def update(conn: str, ns: str, stats: list[QueueStats], rsmq: RedisSMQ | None) -
     for q, kind in flags.exclude(source=AnomalyFlag.Source.CONSOLE).values_list("queue", "kind"):
         pipeline_flags[q].add(kind)
     firing = firing_counts(conn, ns)
-    judged = judge(conn, ns, readable, prev, base, dlqs, pipeline_flags, rsmq)
+    judged = judge(conn, ns, readable, prev, base, dlqs, pipeline_flags, rsmq, flows_of(rsmq))
     # Every queue's outlook, for the orders of a namespace too big to read live (one
     # GROUP BY over the window: bench/RESULTS.md, "Dashboard pages (`bench/dashboard.py
     # --queues 100000`)").
@@ -420,6 +434,18 @@ def refresh_alerts(conn: str, ns: str) -> int:
     return len(changes)
 
 
+def flows_of(rsmq: RedisSMQ | None) -> dict[str, Flow]:
+    """The namespace's paused and throttled queues (one command); none when they can't
+    be read (the queues are judged as if none were)."""
+    if rsmq is None:
+        return {}
+    try:
+        return rsmq.flows()
+    except (RsmqError, RedisError) as e:
+        log.warning("flow flags not read: %s", e)
+        return {}
+
+
 def take_snapshot() -> runs.Run:
     """A snapshot run (what Celery beat runs), then each namespace it read judged: each
     queue's condition and the console's flags, stored apart from the run, so that a
@@ -430,4 +456,8 @@ def take_snapshot() -> runs.Run:
             update(conn.name, ns, stats, get_rsmq(conn, ns))
         except Exception:  # noqa: BLE001 - the snapshot is stored; the next run judges again
             log.exception("conditions of %s/%s not judged", conn.name, ns)
+        try:  # what the overview calls out of what is coming due
+            due.refresh_peaks(get_rsmq(conn, ns), stats)
+        except (RsmqError, RedisError) as e:
+            log.warning("due peaks of %s/%s not found: %s", conn.name, ns, e)
     return run

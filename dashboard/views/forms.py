@@ -11,6 +11,7 @@ from typing import Any
 from django import forms
 from django.core.validators import URLValidator
 
+from dashboard.acting import flow as flows
 from dashboard.acting.exports import IMPORT_MAX_BYTES, too_large
 from dashboard.alerting import outbound
 from dashboard.models import AlertRule, Ownership
@@ -275,6 +276,7 @@ def queue_page_forms(stats: QueueStats) -> dict[str, forms.Form]:
         "policy_form": PolicyForm(initial={"dlq": stats.dlq, "maxrc": stats.maxrc}),
         "redrive_form": RedriveForm(qname=stats.qname),
         "import_form": ImportForm(),
+        "flow_form": FlowForm(),
     }
 
 
@@ -508,3 +510,37 @@ class UndoForm(forms.Form):
     )
 
     prefix = "undo"
+
+
+class FlowForm(forms.Form):
+    """Pause / throttle a queue's consumers (dashboard/acting/flow.py checks it, for the
+    API too): a throttle's rate, why, and for how long (empty: until resumed)."""
+
+    rate = forms.CharField(
+        label="Receives a second", required=False,
+        widget=forms.TextInput(attrs={"inputmode": "decimal", "size": 6}),
+    )  # fmt: skip
+    reason = forms.CharField(
+        label="Reason", required=False, max_length=500,
+        widget=forms.TextInput(attrs={"size": 24, "placeholder": "why"}),
+    )  # fmt: skip
+    duration = forms.CharField(
+        label="For", required=False,
+        widget=forms.TextInput(attrs={"size": 8, "placeholder": "1h", "list": "flow-durations"}),
+        help_text="empty: until resumed",
+    )  # fmt: skip
+
+    def __init__(self, *args: Any, verb: str = "pause", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.verb = verb
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        given = {"rate": data.get("rate"), "reason": data.get("reason") or "",
+                 "for": data.get("duration")}  # fmt: skip
+        try:
+            data["asked"] = flows.read(self.verb, given)
+        except InvalidArgument as e:
+            field = {"for": "duration"}.get(e.field, e.field)
+            self.add_error(field if field in self.fields else None, str(e))
+        return data

@@ -81,7 +81,7 @@ def _page(
         undoable=(
             job.state == BulkJob.State.COUNTED and job.kind in pacing.REMOVING
             and _fits(place, job.queue)
-        ),
+        ) or (job.kind in pacing.RESCHEDULING and undos.times_fit(job.matched)),
     )  # fmt: skip
     polled = request.htmx and request.method == "GET" and request.htmx.target == "job-progress"
     return render(request, "job.html#progress" if polled else "job.html", ctx, status=status)

@@ -39,9 +39,10 @@ from dashboard.views.common import (
     template,
 )
 from dashboard.views.forms import QueueCreateForm
+from dashboard.views.overview_flow import overview_flow
 from dashboard.web.htmx import HtmxHttpRequest
 from queues import RedisSMQ, RsmqError
-from queues.models import Leftovers, QueueStats
+from queues.models import Flagged, Leftovers, QueueStats
 
 #: the default order: what needs the eye first (the score: dashboard/triage/conditions.py)
 ATTENTION = "attention"
@@ -158,7 +159,9 @@ def snapshot_rows(
         names = latest.ordered_names(rows, sort, search)
     page_obj = Paginator(names, per_page).get_page(page)
     names = list(dict.fromkeys(page_obj.object_list))
-    return page_obj, place.rsmq.queue_stats(names), taken_at
+    # (the flagged queues and peaks in the same round trip: overview_flow.py)
+    triage.flagged = place.rsmq.queue_stats_flagged(names)
+    return page_obj, triage.flagged.stats, taken_at
 
 
 def queue_rows(
@@ -173,8 +176,10 @@ def queue_rows(
     if key == "name" and len(names) > latest.LIVE_MAX:
         names.sort(reverse=reverse_)
         page_obj = Paginator(names, per_page).get_page(page)
-        return page_obj, rsmq.queue_stats(list(page_obj.object_list))
-    every = rsmq.queue_stats(names)
+        triage.flagged = rsmq.queue_stats_flagged(list(page_obj.object_list))
+        return page_obj, triage.flagged.stats
+    triage.flagged = rsmq.queue_stats_flagged(names)
+    every = triage.flagged.stats
     triage.read(every)
     if key in CONDITION_ORDER:
         stats = sorted(every, key=triage.key(key), reverse=reverse_)
@@ -250,6 +255,7 @@ class Triage:
         self.totals: dict[str, int] = {}
         self.exact = True
         self.outlooks: dict[str, forecast.Outlook] = {}  # every queue's, when sorted by them
+        self.flagged: Flagged | None = None  # paused / throttled queues, due peaks
 
     def read(self, every: list[QueueStats]) -> None:
         """Learn from every queue's stats (a namespace read live) and their conditions."""
@@ -392,6 +398,8 @@ def render_overview(
         # queue hashes a client's delete-queue left behind (go-rsmq's): bounded SCAN
         # steps over the whole database, so only when asked (?leftovers=1)
         leftover_queues=leftover_queues(place) if params.get("leftovers") else None,
+        # paused / throttled badges and the peaks of what is coming due (overview_flow.py)
+        **overview_flow(triage.flagged, stats),
     )
     return render(request, template(request, "overview.html", "queue-table"), ctx, status=status)
 

@@ -16,7 +16,6 @@ from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
 from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_safe
-from redis.exceptions import RedisError
 
 from dashboard.access.guard import place_for
 from dashboard.access.roles import Role, can
@@ -33,10 +32,11 @@ from dashboard.triage import forecast
 from dashboard.views.common import context, current, int_param, query_of, template
 from dashboard.views.context import refresh_seconds
 from dashboard.views.forms import SaveFilterForm, queue_page_forms
+from dashboard.views.queue_flow import flow_context
 from dashboard.web.htmx import HtmxHttpRequest
 from queues import QueueUnreadable, RsmqError
 from queues import validation as v
-from queues.models import Cursor, FailureGroup, MessageInfo, Orphans, QueueStats, WorkerInfo
+from queues.models import Cursor, FailureGroup, MessageInfo, Orphans, QueueStats
 from queues.ops import DEFAULT_SAMPLE
 
 log = logging.getLogger(__name__)
@@ -404,7 +404,8 @@ def render_queue(
             lambda: queue_analytics(place.conn.name, place.ns, qname, stats.now)
         ),
         condition=SimpleLazyObject(lambda: condition_of(place, qname)),
-        workers=SimpleLazyObject(lambda: live_workers(place, qname)),
+        # its pause / throttle, its workers and what is coming due: one read (queue_flow.py)
+        **flow_context(place, qname, params, stats),
         saved_filters=SimpleLazyObject(lambda: saved_filters.listed(request.user, place, qname)),
         save_filter_form=SaveFilterForm(),
         job_filter=from_params(params),  # act on every match (_bulk_job.html)
@@ -427,16 +428,6 @@ def condition_of(place: Place, qname: str) -> QueueCondition | None:
     return QueueCondition.objects.filter(
         connection=place.conn.name, namespace=place.ns, queue=qname
     ).first()
-
-
-def live_workers(place: Place, qname: str) -> list[WorkerInfo]:
-    """The project's workers that registered for this queue and are alive; none when the
-    registry can't be read (the page goes on without it)."""
-    try:
-        return place.rsmq.live_workers(qname)
-    except (RsmqError, RedisError) as e:
-        log.warning("live workers of %s not read: %s", qname, e)
-        return []
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 
 from dashboard.access.roles import Role
 from dashboard.acting import exports
+from dashboard.acting import flow as flows
 from dashboard.acting import undo as undos
 from dashboard.acting.actions import QUEUE_ACTIONS
 from dashboard.views.actions import (
@@ -27,6 +28,7 @@ from dashboard.views.actions import (
 from dashboard.views.common import back, query_of
 from dashboard.views.forms import (
     ConfirmNameForm,
+    FlowForm,
     ImportForm,
     MoveForm,
     PolicyForm,
@@ -323,6 +325,29 @@ def _undo(post: Posted) -> Result:
     return Result(go=post.place.url("rsmq-queue", post.qname))
 
 
+def _flow(verb: str) -> Handler:
+    """Pause, throttle or resume the queue's consumers (dashboard/acting/flow.py)."""
+
+    def run(post: Posted) -> Result:
+        form = FlowForm(post.data, verb=verb)
+        if not form.is_valid():
+            return Result(invalid={"flow_form": form})
+        asked: flows.Asked = form.cleaned_data["asked"]
+        params: dict[str, Any] = {}
+
+        def work() -> tuple[str, int | None]:
+            who = post.request.user.get_username()
+            text, flag = flows.apply(post.place, post.qname, asked, who)
+            params.update(asked.params(flag))
+            return text, None
+
+        if not post.act(work, params=params):
+            return Result(invalid={"flow_form": form})
+        return DONE
+
+    return run
+
+
 # The button's value → its handler (its role and audit name: dashboard/acting/actions.py).
 QUEUE_HANDLERS: Handlers = {
     "send": _send,
@@ -346,4 +371,7 @@ QUEUE_HANDLERS: Handlers = {
     "import": _import,
     # Put back what one of the above kept (the admin's: dashboard/acting/actions.py).
     "undo": _undo,
+    "pause": _flow("pause"),
+    "throttle": _flow("throttle"),
+    "resume": _flow("resume"),
 }

@@ -19,6 +19,8 @@ carry that work to Redis: `RedisSMQ` runs it on a thread's own redis-py connecti
 * `orphans.py` — what other ports leave behind: orphaned message fields, leftover hashes.
 * `timings.py` — the worker's wait and processing records, and wait readings.
 * `undo.py` — undo stashes: what a destructive action removed, kept and put back.
+* `flow.py` — pause / throttle / resume a queue's consumers (a flag beside the RSMQ
+  layout), what is coming due, rescheduling delayed messages.
 
 `console_api.py` — the console API's audited calls, audit stream and token counters — is
 not part of it: only the console's clients have them (`queues.console`).
@@ -42,6 +44,7 @@ from .base import R
 from .console_api import AUDITED_MODES, ApiRate
 from .dead_letters import DeadLetters
 from .failures import Failures
+from .flow import FlowOps
 from .messages import Messages
 from .orphans import OrphanOps
 from .read import Read
@@ -68,9 +71,10 @@ class Operations(
     Messages[R],
     Failures[R],
     Read[R],
+    Timings[R],
+    FlowOps[R],
     Workers[R],
     OrphanOps[R],
-    Timings[R],
     Undo[R],
 ):
     """The RSMQ API. A subclass is a driver (queues/driver.py): it supplies ``_drive``,

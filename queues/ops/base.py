@@ -10,6 +10,7 @@ from ..driver import Command, Endpoint, Op, operation
 from ..errors import InvalidArgument
 from ..limits import (
     FAILURES_SUFFIX,
+    FLOW_SUFFIX,
     TIMINGS_SUFFIX,
 )
 from ..urls import MAX_WAIT_REPLICAS, MAX_WAIT_TIMEOUT
@@ -61,6 +62,7 @@ class Base(Generic[R]):
         self._prefix = ns + ":"
         self._keys: dict[str, tuple[str, str]] = {}
         self._fkeys: dict[str, tuple[str, str, str]] = {}
+        self._rkeys: dict[str, tuple[str, str, str, str]] = {}
         # The namespace's queue names as the last queue_stats() of all saw them: the
         # next one reads them and their counters in the same round trip.
         self._known_names: list[str] = []
@@ -108,9 +110,35 @@ class Base(Generic[R]):
             keys = self._fkeys[qname] = (z, h, z + FAILURES_SUFFIX)
         return keys
 
+    def _receive_keys(self, qname: str) -> tuple[str, str, str, str]:
+        """(zset, hash, failure key, flow key) of a queue: what the receive script takes
+        (made once per queue: a receive is the hottest call)."""
+        keys = self._rkeys.get(qname)
+        if keys is None:
+            z, h, f = self._with_failures(qname)
+            if len(self._rkeys) > 10_000:
+                self._rkeys.clear()
+            keys = self._rkeys[qname] = (z, h, f, z + FLOW_SUFFIX)
+        return keys
+
     def _timings_key(self, qname: str) -> str:
         """The worker's wait and processing records of the queue (see TIMINGS_SUFFIX)."""
         return self._queue_keys(qname)[0] + TIMINGS_SUFFIX
+
+    def _flow_key(self, qname: str) -> str:
+        """The queue's flow flag: paused or throttled (see FLOW_SUFFIX, queues/ops/flow.py)."""
+        return self._queue_keys(qname)[0] + FLOW_SUFFIX
+
+    @property
+    def _flow_index_key(self) -> str:
+        """The namespace's flagged queues and their flags, in brief (queues/ops/flow.py)."""
+        return self._prefix + "@flow"
+
+    @property
+    def _due_index_key(self) -> str:
+        """The namespace's peaks of what is coming due, as the console's snapshot task
+        last found them (queues/ops/flow.py ``store_due_peaks``)."""
+        return self._prefix + "@due"
 
     def _purge_key(self, qname: str) -> str:
         """Where a purge parks a queue's messages while their bodies are deleted."""

@@ -23,6 +23,7 @@ from ..models import (
     Acted,
     ImportRecord,
     Message,
+    Receipt,
 )
 from ..parse import (
     _epoch_ms,
@@ -140,10 +141,15 @@ class Messages(Stats[R]):
             raise MessageGone(qname, id)
         return _str(new)
 
-    def _receive(self, qname: str, n: int, vt: int | None, pop: bool = False) -> Op[list[Any]]:
-        keys = self._with_failures(qname)
+    def _receive(
+        self, qname: str, n: int, vt: int | None, pop: bool = False, hint: bool = False
+    ) -> Op[list[Any]]:
+        """receive.lua's flat reply; with ``hint`` its last item says why the queue's flow
+        flag (queues/ops/flow.py) held it back ("" if it did not)."""
+        keys = self._receive_keys(qname)
         t = "" if vt is None else v.seconds("vt", vt)
-        args = (n, t, self._prefix, qname, "pop" if pop else "", FAILURES_SUFFIX)
+        args = (n, t, self._prefix, qname, "pop" if pop else "", FAILURES_SUFFIX,
+                "hint" if hint else "")  # fmt: skip
         r: list[Any] = yield Call(S.RECEIVE, keys, args, qname)
         # Bodies the script left unread (long, or past its byte room: their size, an
         # int, in their place): plain HGETs, small ones together (the messages are in
@@ -176,6 +182,19 @@ class Messages(Stats[R]):
         v.integer("n", n, 1, v.MAX_BATCH)
         r = yield from self._receive(qname, n, vt)
         return [_message(r, i) for i in range(0, len(r), 4)]
+
+    @operation
+    def receive_flow(self, qname: str, n: int, vt: int | None = None) -> Op[Receipt]:
+        """``receive_messages``, saying whether the queue's flow flag held it back: a
+        ``Receipt`` with the messages, ``held`` ("paused", "throttled" or "") and, when
+        throttled, ``wait``: the seconds until the next receive may get one (how the
+        worker paces its polls: queues/worker.py)."""
+        v.integer("n", n, 1, v.MAX_BATCH)
+        r = yield from self._receive(qname, n, vt, hint=True)
+        why = _str(r.pop()) if r else ""
+        held, _, wait = why.partition(" ")
+        messages = [_message(r, i) for i in range(0, len(r), 4)]
+        return Receipt(messages, held, int(wait) / 1000 if wait else 0.0)
 
     @operation
     def pop_message(self, qname: str) -> Op[Message | None]:

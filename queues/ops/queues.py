@@ -56,9 +56,11 @@ class Queues(Base[R]):
     @operation
     def delete_queue(self, qname: str, keep: str | None = None) -> Op[None]:
         """``keep``: an undo token (``open_undo``): the queue's keys become the stash's
-        (renamed: attributes, totals and messages kept exactly) instead of being freed."""
+        (renamed: attributes, totals and messages kept exactly) instead of being freed.
+        Its flow flag (queues/ops/flow.py) goes with it."""
         z, h, f = self._with_failures(qname)
-        keys = (h, z, self.queues_key, self._purge_key(qname), f, *self._kept(keep))
+        keys = (h, z, self.queues_key, self._purge_key(qname), f, self._flow_key(qname),
+                self._flow_index_key, *self._kept(keep))  # fmt: skip
         yield Call(S.DELETE_QUEUE, keys, (qname,), qname)
 
     @operation

@@ -1,8 +1,9 @@
 """The live-worker registry: each ``rsmq worker`` process registers itself (host, pid,
-queues, concurrency, started) and renews it with its heartbeat; its record expires a ttl
-after the last beat, so a worker that died disappears. Kept outside the RSMQ layout
-(``{ns}:@workers``, ``{ns}:@worker:{id}``: no queue name holds ``@``), so RSMQ clients
-in other languages never see it."""
+queues, concurrency, started, and that it honours a queue's pause and throttle) and
+renews it with its heartbeat; its record expires a ttl after the last beat, so a worker
+that died disappears. Kept outside the RSMQ layout (``{ns}:@workers``,
+``{ns}:@worker:{id}``: no queue name holds ``@``), so RSMQ clients in other languages
+never see it."""
 
 from __future__ import annotations
 
@@ -50,6 +51,8 @@ class Workers(Base[R]):
             "pid": str(int(pid)),
             "queues": ",".join(f"{q}={int(n)}" for q, n in sorted(queues.items())),
             "started": str(int(started)),
+            # it receives through receive.lua: a queue's pause and throttle hold it
+            "flow": "1",
         }
         args: list[Any] = [worker_id, round(ttl * 1000)]
         for k, val in record.items():
@@ -63,16 +66,23 @@ class Workers(Base[R]):
         if queue is not None:
             v.qname(queue, "queue")
         # ids and records in one call: the queue page's budget of round trips
+        return _workers((yield self._workers_call()), queue)
+
+    def _workers_call(self) -> Call:
         index, prefix = self._workers_key(), self._worker_key("")
-        flat = yield Call(S.WORKERS, (index,), (MAX_WORKERS, prefix))
-        names = [_text(flat[i]) for i in range(0, len(flat), 2)]
-        records = [flat[i] for i in range(1, len(flat), 2)]
-        out = []
-        for wid, record in zip(names, records, strict=True):
-            info = _worker(wid, record)
-            if info is not None and (queue is None or queue in info.queues):
-                out.append(info)
-        return out
+        return Call(S.WORKERS, (index,), (MAX_WORKERS, prefix))
+
+
+def _workers(flat: list[Any], queue: str | None) -> list[WorkerInfo]:
+    """workers.lua's reply: the live workers (of ``queue``, if given)."""
+    names = [_text(flat[i]) for i in range(0, len(flat), 2)]
+    records = [flat[i] for i in range(1, len(flat), 2)]
+    out = []
+    for wid, record in zip(names, records, strict=True):
+        info = _worker(wid, record)
+        if info is not None and (queue is None or queue in info.queues):
+            out.append(info)
+    return out
 
 
 def _worker(wid: str, flat: list[Any]) -> WorkerInfo | None:
@@ -89,6 +99,7 @@ def _worker(wid: str, flat: list[Any]) -> WorkerInfo | None:
             queues=queues,
             started=int(fields["started"]),
             beat=int(fields["beat"]),
+            flow=fields.get("flow") == "1",
         )
     except (KeyError, ValueError):
         return None

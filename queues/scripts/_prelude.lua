@@ -306,3 +306,24 @@ local function stash_close(keep)
   redis.call("HINCRBY", keep.meta, "n", keep.n)
   redis.call("HINCRBY", keep.meta, "bytes", keep.bytes)
 end
+
+-- The namespace's flow index (queues/ops/flow.py): one field per flagged queue, its flag
+-- in brief as JSON. Lines whose flag expired (it resumed by itself) are dropped when a
+-- flag is set or cleared; readers skip them meanwhile (their `until` is past).
+local function flow_index_prune(index, ms)
+  local flat = redis.call("HGETALL", index)
+  for i = 1, #flat, 2 do
+    local ok, f = pcall(cjson.decode, flat[i + 1])
+    local untl = ok and type(f) == "table" and tonumber(f["until"])
+    if not ok or type(f) ~= "table" or (untl and untl <= ms) then
+      redis.call("HDEL", index, flat[i])
+    end
+  end
+end
+
+-- A queue's flow flag as the flow scripts return it: now, the queue's totalrecv, then
+-- the flag's fields (HGETALL: field, value, ...; empty: no flag).
+local function flow_reply(fkey, qkey, ms)
+  local recv = redis.call("HGET", qkey, "totalrecv")
+  return {int(ms), recv or "0", redis.call("HGETALL", fkey)}
+end

@@ -1,9 +1,9 @@
--- KEYS: queue hash, zset, QUEUES set, purge key, failure key[, undo stash: zset, hash,
--- record]. ARGV: qname
+-- KEYS: queue hash, zset, QUEUES set, purge key, failure key, flow key, flow index[,
+-- undo stash: zset, hash, record]. ARGV: qname
 -- UNLINK frees a big queue's memory in a background thread instead of blocking Redis.
 -- With a stash the queue's zset and hash become the stash's (RENAME: O(1), the whole
 -- hash -- attributes, totals, every message's fields -- kept exactly as it was).
-local keep, refused = stash_open(6)
+local keep, refused = stash_open(8)
 if refused then
   return refused
 end
@@ -22,7 +22,8 @@ if keep then
   redis.call("RENAME", KEYS[1], keep.m)
   redis.call("PEXPIREAT", keep.m, keep.exp)
   redis.call("SREM", KEYS[3], ARGV[1])
-  redis.call("UNLINK", KEYS[4], KEYS[5])
+  redis.call("UNLINK", KEYS[4], KEYS[5], KEYS[6])
+  redis.call("HDEL", KEYS[7], ARGV[1])
   redis.call("HSET", keep.meta, "n", n, "kind", "queue")
   return 1
 end
@@ -31,5 +32,6 @@ redis.call("SREM", KEYS[3], ARGV[1])
 if n == 0 then
   return not_found()
 end
-redis.call("UNLINK", KEYS[4], KEYS[5])
+redis.call("UNLINK", KEYS[4], KEYS[5], KEYS[6])
+redis.call("HDEL", KEYS[7], ARGV[1])
 return 1

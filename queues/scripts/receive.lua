@@ -1,9 +1,11 @@
--- KEYS: zset, queue hash, failure key. ARGV: n, vt ("" = the queue's), key prefix
--- ("{ns}:"), qname, "pop" to delete each message as it is received (the original
+-- KEYS: zset, queue hash, failure key, flow key. ARGV: n, vt ("" = the queue's), key
+-- prefix ("{ns}:"), qname, "pop" to delete each message as it is received (the original
 -- popMessage: it still counts as a receive in rc and totalrecv), the failure key's
--- suffix (a dead-lettered message's failure history goes to its DLQ's failure key)
+-- suffix (a dead-lettered message's failure history goes to its DLQ's failure key),
+-- "hint" to end the reply with why the flow flag held it back
 -- Returns id, body, rc, fr for each message received (FIFO by score), flat; a body not
--- read here (a receive's long one) is its size, an integer.
+-- read here (a receive's long one) is its size, an integer. With "hint", one more item:
+-- "" (not held back), "paused", or "throttled <ms until the next receive may go>".
 -- Dead-letter policy (x:maxrc, x:dlq): a message that would be handed out for the
 -- (maxrc+1)-th time goes to the dead-letter queue instead, in this same script; the
 -- receive goes on with the next message. Without the policy (or with its dead-letter
@@ -31,6 +33,39 @@ end
 local n = tonumber(ARGV[1])
 local pop = ARGV[5] == "pop"
 local _, ms = now()
+local hint = ARGV[7] == "hint"
+-- The queue's flow flag (queues/ops/flow.py), beside the RSMQ layout: paused, nothing
+-- is handed out; throttled, no more than the whole receives its token bucket holds
+-- (`rate` a second across every consumer that runs this script, a second's worth at
+-- most, refilled by the server's clock). A receive it holds back changes no message and
+-- no counter of the queue: only the flag's count of held receives.
+local flow = redis.call("HMGET", KEYS[4], "state", "rate", "until", "tokens", "ts")
+local tokens, rate
+if flow[1] and not (tonumber(flow[3]) and tonumber(flow[3]) <= ms) then
+  local wait
+  if flow[1] == "throttled" then
+    rate = tonumber(flow[2])
+    if rate and rate > 0 then
+      local cap = math.max(1, rate)
+      local last = tonumber(flow[5]) or ms
+      tokens = math.min(cap, (tonumber(flow[4]) or cap) + math.max(0, ms - last) * rate / 1000)
+      if tokens < 1 then
+        wait = "throttled " .. int(math.ceil((1 - tokens) * 1000 / rate))
+      else
+        n = math.min(n, math.floor(tokens))
+      end
+    else
+      rate = nil
+    end
+  else
+    wait = "paused"
+  end
+  if wait then
+    redis.call("HINCRBY", KEYS[4], "held", 1)
+    redis.call("HSET", KEYS[4], "lastheld", int(ms))
+    return hint and {wait} or {}
+  end
+end
 local score = int(ms + vt * 1000)
 local out = {}
 local received, dead = 0, 0
@@ -120,5 +155,17 @@ end
 forget_failures(KEYS[3], popped)
 if dead > 0 then
   redis.call("HINCRBY", KEYS[2], "x:deadlettered", dead)
+end
+local why = ""
+if rate then
+  tokens = tokens - received
+  redis.call("HSET", KEYS[4], "tokens", string.format("%.6f", tokens), "ts", int(ms))
+  redis.call("HINCRBY", KEYS[4], "granted", received)
+  if received >= n and n < tonumber(ARGV[1]) then
+    why = "throttled " .. (tokens >= 1 and "0" or int(math.ceil((1 - tokens) * 1000 / rate)))
+  end
+end
+if hint then
+  out[#out + 1] = why
 end
 return out

@@ -8,7 +8,8 @@
 -- it); or one whose id no RSMQ client makes ("foreign": rsmq_id). A message taken back
 -- from another queue leaves it (its failure history there is dropped). A deleted queue (kind "queue") that nobody re-created comes back whole: its
 -- keys are renamed back (O(1)), attributes and totals as they were; one re-created
--- meanwhile keeps its new attributes and gets the messages one by one.
+-- meanwhile keeps its new attributes and gets the messages one by one. A rescheduling's
+-- stash (kind "rescore") puts scores back instead (see below).
 -- Stops early past MOVE_BYTES of bodies. Returns {status, restored, present ids, gone
 -- ids, taken ids, foreign ids}: status "more" (call again), "finished", "done" (undone
 -- before), "queue" (the whole queue renamed back), "missing" (the queue is gone: nothing
@@ -54,6 +55,40 @@ if info[2] == "queue" then
   redis.call("HSET", meta, "recreated", "1")
 end
 local chunk = tonumber(ARGV[3])
+if info[2] == "rescore" then
+  -- A rescheduling's (reschedule.lua): the stash holds each message's score before it
+  -- (zset) and the one it was given (hash). A message gets its score back only while it
+  -- still has the one it was given; else it was received or moved since ("taken"), or
+  -- it left the queue ("gone"): left as it is.
+  local ids = redis.call("ZRANGE", sz, 0, chunk - 1, "WITHSCORES")
+  if #ids == 0 then
+    return finish("finished", 0, {}, {}, {})
+  end
+  local names = {}
+  for k = 1, #ids, 2 do
+    names[#names + 1] = ids[k]
+  end
+  local given = redis.call("HMGET", sm, unpack(names))
+  local restored, gone, taken, zadd = 0, {}, {}, {}
+  for k, id in ipairs(names) do
+    local cur = redis.call("ZSCORE", qz, id)
+    if not cur then
+      gone[#gone + 1] = id
+    elseif not given[k] or tonumber(cur) ~= tonumber(given[k]) then
+      taken[#taken + 1] = id
+    else
+      zadd[#zadd + 1] = ids[2 * k]
+      zadd[#zadd + 1] = id
+      restored = restored + 1
+    end
+  end
+  if #zadd > 0 then
+    redis.call("ZADD", qz, "XX", unpack(zadd))
+  end
+  redis.call("ZREM", sz, unpack(names))
+  redis.call("HDEL", sm, unpack(names))
+  return finish(#names < chunk and "finished" or "more", restored, {}, gone, taken)
+end
 local ids = redis.call("ZRANGE", sz, 0, chunk - 1, "WITHSCORES")
 -- how many this call takes: MOVE_BYTES of bodies (one at least)
 local n, bytes = 0, 0

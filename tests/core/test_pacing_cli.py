@@ -4,6 +4,7 @@ counts unless --keep-counts, bad input refused naming the field."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 
@@ -42,6 +43,7 @@ def test_a_paced_redrive_of_a_filter_with_fresh_receive_counts(
                        "--yes")  # fmt: skip
     took = time.monotonic() - start
     assert code == 0
+    assert isinstance(out, dict) and re.fullmatch(r"[0-9a-f]{32}", out.pop("undo"))
     assert out == {"redriven": 10, "matched": 10, "changed": 0, "skipped": 0, "phase": "done"}
     assert took >= 0.25  # steps of 5 at 20 a second: the second starts 0.25 s after the first
     assert {rsmq.get_message("jobs", i).rc for i in dead[:10]} == {0}  # type: ignore[union-attr]
@@ -99,3 +101,25 @@ def test_bad_input_is_refused_naming_the_field(
     assert code == 1 and out is None
     assert field in err
     assert rsmq.get_queue_attributes("dlq").msgs == 50
+
+
+def test_a_paced_move_prints_its_undo_and_rsmq_undo_takes_them_back(
+    cli, rsmq: RedisSMQ, dead: list[str]
+) -> None:
+    rsmq.create_queue("other")
+    before = {m.id: m.visible_at for m in rsmq.list_messages("dlq", limit=100).items}
+    code, out, _ = cli("message", "move", "-n", "dlq", "--to", "other", "--contains", "poison",
+                       "--yes")  # fmt: skip
+    assert code == 0 and out["moved"] == 10  # type: ignore[index]
+    token = out["undo"]  # type: ignore[index]
+    code, undone, _ = cli("undo", token)
+    assert code == 0 and undone["restored"] == 10  # type: ignore[index]
+    after = {m.id: m.visible_at for m in rsmq.list_messages("dlq", limit=100).items}
+    assert after == before and rsmq.get_queue_attributes("other").msgs == 0
+    code, again, _ = cli("undo", token)
+    assert code == 0 and again["already"] is True  # type: ignore[index]
+
+
+def test_a_run_that_changed_nothing_has_no_undo(cli, rsmq: RedisSMQ, dead: list[str]) -> None:
+    code, out, _ = cli("message", "redrive", "-n", "dlq", "--contains", "nothing like it", "--yes")
+    assert code == 0 and out["redriven"] == 0 and out["undo"] is None  # type: ignore[index]

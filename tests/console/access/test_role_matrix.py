@@ -141,6 +141,16 @@ ACTS: dict[str, Act] = {
         "q1", lambda ids: {"kind": "redrive", "to": "q2"}, "redrive_matches", False,
         "jobs/", False,
     ),
+    # pause / throttle / resume (dashboard/acting/flow.py); a resume of a queue that runs
+    # freely changes nothing, and says so
+    "pause": Act("q1", lambda ids: {"action": "pause", "reason": "deploy"}, "pause_queue"),
+    "throttle": Act("q1", lambda ids: {"action": "throttle", "rate": "5"}, "throttle_queue"),
+    "resume": Act("q1", lambda ids: {"action": "resume"}, "resume_queue", changes=False),
+    # a due window's delayed messages, as a job (it counts first: nothing changes yet)
+    "reschedule_matches": Act(
+        "q1", lambda ids: {"kind": "shift", "shift": "30m"}, "shift_matches", False,
+        "jobs/", False,
+    ),
     # the fixture's kept delete of q1's third message (its token: ids[-1])
     "undo": Act(
         "q1", lambda ids: {"action": "undo", "undo-token": ids[-1], "undo-confirm": "yes"}, "undo"

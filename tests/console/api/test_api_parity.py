@@ -318,6 +318,37 @@ def cases(w: World) -> dict[str, list[tuple[str, Case]]]:
             ("404", Case("POST", job_path + "explode/")),
             *common("POST", job_path + "pause/", True),
         ],
+        # pause / throttle / resume, and what is coming due (api/flow.py)
+        "pause_queue": [
+            ("200", Case("POST", "/queues/q1/pause/", {"reason": "deploy", "duration": "1h"})),
+            ("200 no body", Case("POST", "/queues/q1/pause/")),
+            ("400", Case("POST", "/queues/q1/pause/", {"duration": "soon"})),
+            ("404", Case("POST", "/queues/nope/pause/")),
+            *common("POST", "/queues/q1/pause/", True, {"reason": "deploy"}),
+        ],
+        "throttle_queue": [
+            ("200", Case("POST", "/queues/q1/throttle/", {"rate": 5, "reason": "slow"})),
+            ("400", Case("POST", "/queues/q1/throttle/", {"rate": 0})),
+            ("400 missing", Case("POST", "/queues/q1/throttle/", {})),
+            ("404", Case("POST", "/queues/nope/throttle/", {"rate": 5})),
+            *common("POST", "/queues/q1/throttle/", True, {"rate": 5}),
+        ],
+        "resume_queue": [
+            ("200", Case("POST", "/queues/q1/resume/")),
+            ("404", Case("POST", "/queues/nope/resume/")),
+            *common("POST", "/queues/q1/resume/", True),
+        ],
+        "queue_flow": [
+            ("200", Case("GET", "/queues/q1/flow/")),
+            ("404", Case("GET", "/queues/nope/flow/")),
+            *common("GET", "/queues/q1/flow/", False),
+        ],
+        "queue_due": [
+            ("200", Case("GET", "/queues/q1/due/", query="scale=minute")),
+            ("400", Case("GET", "/queues/q1/due/", query="scale=week")),
+            ("404", Case("GET", "/queues/nope/due/")),
+            *common("GET", "/queues/q1/due/", False),
+        ],
         "create_annotation": [
             ("201", Case("POST", "/annotations/", {"text": "deploy 42", "queue": "q1"})),
             ("400", Case("POST", "/annotations/", {"text": ""})),
@@ -359,6 +390,9 @@ MADE = {
     # how long ago, or how long ahead, as the call is made
     "oldest_age": re.compile(r"[\d.]+"), "delay_ms": re.compile(r"\d+"),
     "token": re.compile(r"[0-9a-f]{32}"),
+    # a flag's times (pause, throttle: api/flow.py; its audit row's until: epoch ms)
+    "since": TIME, "until": re.compile(TIME.pattern + r"|\d{13}"), "last_held": TIME,
+    "start": TIME, "end": TIME,
 }  # fmt: skip
 
 

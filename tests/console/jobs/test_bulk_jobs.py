@@ -223,6 +223,9 @@ GUIDE_ROWS = {
     "redrive from a dead-letter queue (one some queue's policy names)": [
         ("redrive", {}, True), ("redrive", {"search": "x"}, True)],
     "redrive from any other queue": [("redrive", {}, False), ("redrive", {"rc": "3"}, False)],
+    "deliver now, shift or spread the delayed messages due in a window (the Coming due card)": [
+        ("deliver", {"state": "delayed"}, False), ("shift", {}, False),
+        ("spread", {"state": "delayed"}, True)],
 }  # fmt: skip
 
 
