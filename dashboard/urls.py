@@ -19,6 +19,7 @@ from dashboard.views import (
     redis_page,
     saved_filters,
     tokens,
+    triage,
 )
 from dashboard.views import transfer as transfer_views
 from dashboard.views.common import favicon
@@ -39,6 +40,7 @@ place_patterns = [
         name="rsmq-filter-delete",
     ),  # fmt: skip
     path("q/<str:qname>/failing/act/", failing.failing_action, name="rsmq-failing-action"),
+    path("q/<str:qname>/triage/", triage.queue_triage, name="rsmq-queue-triage"),
     path("q/<str:qname>/jobs/", jobs.job_start, name="rsmq-job-start"),
     path("q/<str:qname>/jobs/<int:pk>/", jobs.job_page, name="rsmq-job"),
     path("q/<str:qname>/jobs/<int:pk>/<str:verb>/", jobs.job_control, name="rsmq-job-control"),

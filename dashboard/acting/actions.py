@@ -50,6 +50,16 @@ FAILING_ACTIONS: Actions = {
     "delete_group": Action(Role.ADMIN, "delete_group"),
 }
 
+# What an operator says of a queue's flags and of the queue itself (views/triage.py):
+# acknowledge or snooze its open flags, take that back; mark it expected idle (nothing
+# consumes it by design), or not.
+TRIAGE_ACTIONS: Actions = {
+    "ack": Action(Role.OPERATOR, "flag_ack"),
+    "snooze": Action(Role.OPERATOR, "flag_snooze"),
+    "unack": Action(Role.OPERATOR, "flag_unack"),
+    "expect": Action(Role.OPERATOR, "expected_idle"),
+}
+
 # Two the console has no button for, at the roles theirs need: creating a queue
 # (overview.queue_create: admin) and receiving (it hides the message and counts a
 # receive, as an operator's requeue or visibility change does).

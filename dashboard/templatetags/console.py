@@ -14,6 +14,7 @@ from django.utils.html import format_html
 
 from dashboard.display import formatting
 from dashboard.triage import thresholds
+from dashboard.triage.flags import SNOOZES
 from queues import validation as v
 from queues.models import MessageInfo, QueueStats
 
@@ -208,3 +209,9 @@ def undo_of(message: object) -> tuple[str, str] | None:
     if len(parts) == 3 and parts[0] == "undo":
         return parts[1], parts[2]
     return None
+
+
+@register.simple_tag
+def snooze_choices() -> list[str]:
+    """How long a flag may be snoozed for, by its button's choice (dashboard/triage/flags.py)."""
+    return list(SNOOZES)

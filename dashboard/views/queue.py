@@ -29,7 +29,7 @@ from dashboard.places import place as places
 from dashboard.places.place import Place
 from dashboard.snapshots.history import RANGES, queue_history
 from dashboard.templatetags.console import state_label
-from dashboard.triage import forecast
+from dashboard.triage import conditions, flags, forecast
 from dashboard.views.common import context, current, int_param, query_of, template
 from dashboard.views.context import refresh_seconds
 from dashboard.views.forms import SaveFilterForm, queue_page_forms
@@ -404,6 +404,12 @@ def render_queue(
             lambda: queue_analytics(place.conn.name, place.ns, qname, stats.now)
         ),
         condition=SimpleLazyObject(lambda: condition_of(place, qname)),
+        expectation=SimpleLazyObject(
+            lambda: conditions.expectation(place.conn.name, place.ns, qname, bool(around[1]))
+        ),
+        queue_flags=SimpleLazyObject(
+            lambda: flags.of_queue(place.conn.name, place.ns, qname, stats.now)
+        ),
         workers=SimpleLazyObject(lambda: live_workers(place, qname)),
         saved_filters=SimpleLazyObject(lambda: saved_filters.listed(request.user, place, qname)),
         save_filter_form=SaveFilterForm(),

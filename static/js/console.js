@@ -152,14 +152,16 @@ document.addEventListener("htmx:confirm", (event) => {
 // -- Feedback -------------------------------------------------------------------------------
 // The button an action was posted with: its answer is shown next to it, focused.
 let clicked = null;
-let clickedIn = null; // the id of the closest part of the page around the button
+let clickedIn = []; // the ids of the parts of the page around the button, closest first
 document.addEventListener(
   "submit",
   (event) => {
     const button = event.submitter;
     clicked = button && button.name === "action" ? button.value : null;
-    const part = button && button.parentElement.closest("[id]");
-    clickedIn = part ? part.id : null;
+    clickedIn = [];
+    for (let part = button && button.parentElement.closest("[id]"); part; part = part.parentElement && part.parentElement.closest("[id]")) {
+      clickedIn.push(part.id);
+    }
   },
   true,
 );
@@ -173,12 +175,20 @@ const ON_SELECTION = ["requeue", "delete", "move", "requeue_all", "delete_all", 
 // there, links and buttons with it, not copied. A sticky bar (.bulk) is not split: the
 // answer goes just above it. Only when it has no such place does the banner stay.
 const showFeedback = (action, where) => {
-  const place = where && document.querySelector(`#content #${CSS.escape(where)}`);
+  // The closest part around the button that the answer left on the page (the part itself
+  // may be gone: a flag acknowledged leaves the list), and the button again inside it.
+  const parts = where
+    .filter((id) => id !== "content")
+    .map((id) => document.querySelector(`#content #${CSS.escape(id)}`));
+  const place = parts.find(Boolean);
+  const gone = place && place !== parts[0];
   const flashes = Array.from(document.querySelectorAll("#flash .flash"));
   const invalid = document.querySelector(
     "#content .field.invalid input, #content .field.invalid textarea, #content .field.invalid select",
   );
-  const button = action && document.querySelector(`#content button[name=action][value="${action}"]`);
+  const pressed = `button[name=action][value="${action}"]`;
+  const button =
+    action && !gone && (place ? place.querySelector(pressed) : document.querySelector(`#content ${pressed}`));
   let focus = null;
   if (invalid && (!button || button.form === invalid.form)) {
     focus = invalid;
@@ -310,7 +320,8 @@ document.addEventListener("htmx:afterSettle", (event) => {
     pendingPost = false;
     const action = clicked;
     const where = clickedIn;
-    clicked = clickedIn = null;
+    clicked = null;
+    clickedIn = [];
     const failed = document.querySelector("#content .field.invalid, #flash .flash.error");
     if (ON_SELECTION.includes(action) && !failed) {
       forgetSelection();

@@ -52,17 +52,21 @@ def mixed(console, settings, rsmq: RedisSMQ, lake: Path) -> None:
 
 
 def test_it_orders_what_needs_attention_first(console, mixed, viewer: Client) -> None:
-    # growing: 15 points x log10(10 + 60); jobs-dlq: 10 x log10(14); slow-1: 10 x
-    # log10(11); flagged: 5 x log10(11); then the fullest of the rest.
+    # growing: 15 points x log10(10 + 60); slow-1: 10 x log10(11); jobs, whose dead
+    # letters arrive in jobs-dlq: 10 x log10(10); flagged: 5 x log10(11); then the
+    # fullest of the rest: jobs-dlq is expected idle (a dead-letter queue), never first.
     assert _names(viewer.get(console.overview())) == [
-        "growing", "jobs-dlq", "slow-1", "flagged", "big", "jobs",
+        "growing", "slow-1", "jobs", "flagged", "big", "jobs-dlq",
     ]  # fmt: skip
 
 
 def test_it_says_why_a_queue_needs_attention(console, mixed, viewer: Client) -> None:
     page = viewer.get(console.overview()).content.decode()
     assert re.search(r'<span class="reason">backlog \+55 in under a second \(60\)</span>', page)
-    assert '<span class="reason">dead letters arriving (+3)</span>' in page
+    # The dead letters arriving count on the queue that fails them; the dead-letter queue
+    # says how many came, nothing more.
+    assert '<span class="reason">dead-lettering: +3 to jobs-dlq in under a second</span>' in page
+    assert '<span class="reason">+3 dead letters in under a second</span>' in page
     assert '<span class="reason">flag: redelivery storm</span>' in page
     over = r'<span class="reason">oldest [^<]* \(SLO under a second\)</span>'
     assert len(re.findall(over, page)) == 1

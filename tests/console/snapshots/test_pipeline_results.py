@@ -48,10 +48,10 @@ def test_the_overview_shows_open_flags_only(console, queue, now, viewer):
          visible_max=5.0, received=0.0)  # fmt: skip
     flag(console, queue="elsewhere", start=now, ns="other")
     page = viewer.get(console.overview()).content.decode()
-    assert "Open anomaly flags" in page
+    assert "Open flags by queue" in page
     assert "oldest message over its SLO" in page and "10 min ago" in page
     assert "consumers stalled" not in page and "elsewhere" not in page
-    assert 'class="queue-flag"' in page
+    assert 'class="queue-flag sev-low"' in page
 
 
 def test_the_overview_says_nothing_without_open_flags(console, queue, viewer):
