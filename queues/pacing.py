@@ -149,6 +149,7 @@ class Progress:
     bounced: int = 0  # canary messages that came back
     note: str = ""  # why it stopped, in words
     steps: int = 0
+    until: float = 0.0  # epoch s (wall clock) a timed phase ends at: the canary's watch
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -288,6 +289,7 @@ def run(
 def _watch(rsmq: RedisSMQ, plan: Plan, p: Progress, ctl: Control) -> bool:
     """The canary's watch: False (and the run stopped, saying why) if too many came back."""
     p.phase = "watching"
+    p.until = time.time() + plan.pace.watch
     ids = p.canary_ids
     allowed = plan.pace.max_bounce / 100 * len(ids)
     until = time.monotonic() + plan.pace.watch
@@ -317,6 +319,7 @@ def _watch(rsmq: RedisSMQ, plan: Plan, p: Progress, ctl: Control) -> bool:
         f"(at most {plan.pace.max_bounce:g}% allowed): going on."
     )
     p.phase = "running"
+    p.until = 0.0
     return True
 
 
