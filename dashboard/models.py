@@ -686,6 +686,8 @@ class BulkJob(models.Model):
     canary = models.IntegerField(default=0)
     bounced = models.IntegerField(default=0)
     phase = models.CharField(max_length=12, blank=True)
+    # epoch ms a timed phase ends at (a canary's watch: the page counts down to it)
+    phase_until = models.BigIntegerField(null=True, blank=True)
     note = models.TextField(blank=True)
     username = models.CharField(max_length=150)
     created = models.DateTimeField(default=timezone.now)

@@ -121,9 +121,9 @@ def describe(job: BulkJob) -> str:
     what += f" of {job.queue} matching {f.describe()}"
     p: JobParams = job.params
     if job.kind == "move" or p.get("to"):
-        what += f" to {p['to']}"
+        what += f", to {p['to']}"
     elif job.kind == "redrive":
-        what += " back to the queues they came from"
+        what += ", back to the queues they came from"
     if job.kind == "visibility":
         what += f" (visible again in {p['vt']} s)"
     if job.kind in ("move", "redrive"):
@@ -248,6 +248,7 @@ class _Saver:
                     done=p.done, changed=p.changed, skipped=p.skipped, canary=len(p.canary_ids),
                     bounced=p.bounced, note=p.note,
                     state=BulkJob.State.PAUSED if p.phase == "paused" else BulkJob.State.RUNNING,
+                    phase_until=round(p.until * 1000) if p.until else None,
                 )  # fmt: skip
             BulkJob.objects.filter(pk=self.job.pk).update(**fields)
             self.word = BulkJob.objects.values_list("control", flat=True).get(pk=self.job.pk)
@@ -299,7 +300,7 @@ def execute(job_id: int) -> None:
              "stopped": BulkJob.State.STOPPED}[p.phase]  # fmt: skip
     BulkJob.objects.filter(pk=job_id).update(
         done=p.done, changed=p.changed, skipped=p.skipped, canary=len(p.canary_ids),
-        bounced=p.bounced, phase=p.phase, note=p.note,
+        bounced=p.bounced, phase=p.phase, note=p.note, phase_until=None,
     )  # fmt: skip
     job.refresh_from_db()
     _remember(place, kept, _finish(job, state, p.note), p.done)

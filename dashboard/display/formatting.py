@@ -62,6 +62,18 @@ def duration(seconds: float | None) -> str:
     return f"{s / 86400:.0f} d"
 
 
+def countdown(seconds: float | None) -> str:
+    """Time left, to the second, as a countdown reads: "45 s", "2 min 05 s", "1 h 02 min"."""
+    if seconds is None:
+        return "–"
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
 def epoch_ms(value: float | int | None) -> dt.datetime | None:
     """Epoch ms as a time; None for none, and for a number no calendar holds (another
     client may have stored 10^17 as a first-receive time)."""

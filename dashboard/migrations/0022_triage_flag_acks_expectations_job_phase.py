@@ -10,6 +10,11 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.AddField(
+            model_name="bulkjob",
+            name="phase_until",
+            field=models.BigIntegerField(blank=True, null=True),
+        ),
         migrations.AlterField(
             model_name="queuecondition",
             name="state",

@@ -23,6 +23,7 @@ register = template.Library()
 register.filter("compact", formatting.compact)
 register.filter("exact", formatting.exact)
 register.filter("duration", formatting.duration)
+register.filter("duration_left", formatting.countdown)
 register.filter("epoch_ms", formatting.epoch_ms)
 register.filter("per_second", formatting.per_second)
 

@@ -267,6 +267,20 @@ document.addEventListener("keydown", (event) => {
   }
 });
 
+// -- Act on every match ------------------------------------------------------------------------
+// Only the chosen action's fields show (each says which actions it is for: data-for); a
+// field hidden is also left out of what is sent.
+const showJobFields = (form) => {
+  const kind = form.querySelector("[data-job-kind]");
+  if (!kind) return;
+  form.querySelectorAll("[data-for]").forEach((el) => {
+    const wanted = el.dataset.for.split(" ").includes(kind.value);
+    el.hidden = !wanted;
+    el.querySelectorAll("input, select").forEach((i) => (i.disabled = !wanted));
+  });
+};
+const settleJobForms = () => document.querySelectorAll("form[data-job-form]").forEach(showJobFields);
+
 // -- Wiring ---------------------------------------------------------------------------------
 document.addEventListener("change", (event) => {
   // The connection selector navigates as soon as an option is picked.
@@ -280,6 +294,7 @@ document.addEventListener("change", (event) => {
     saveSelection();
     updateBulkBar();
   }
+  if (event.target.matches("[data-job-kind]")) showJobFields(event.target.form);
   updateLiveState();
 });
 
@@ -312,6 +327,7 @@ const settle = () => {
   updateBulkBar();
   updateLiveState();
   watchPolls();
+  settleJobForms();
 };
 document.addEventListener("DOMContentLoaded", settle);
 document.addEventListener("htmx:afterSettle", (event) => {
