@@ -66,9 +66,20 @@ TRIAGE_ACTIONS: Actions = {
 CREATE_QUEUE = Action(Role.ADMIN, "create_queue")
 RECEIVE = Action(Role.OPERATOR, "receive")
 
-# API-only too: a token marks the timeline (api/annotate.py: POST /api/annotations/).
+# Marking the timeline: a token (api/annotate.py: POST /api/annotations/), or an operator
+# from the incident timeline or under a queue's charts (views/annotate.py).
 ANNOTATE = Action(Role.OPERATOR, "annotation_create")
 
 # A download, no button: a viewer reads what it holds on the pages already; audited
 # (views/transfer.py, api/native.py).
 EXPORT = Action(Role.VIEWER, "export")
+
+#: the audit names of the actions that change messages or queues, the console's and the
+#: API's: the operator actions a queue's charts mark (a saved filter, an acknowledged flag
+#: or an export is on the incident timeline, never on the charts); a bulk job's are its
+#: kinds' (dashboard/acting/jobs.py's AUDIT, added there)
+CHANGES: frozenset[str] = frozenset(
+    a.audit_name
+    for table in (QUEUE_ACTIONS, MESSAGE_ACTIONS, FAILING_ACTIONS)
+    for a in table.values()
+) | {CREATE_QUEUE.audit_name, RECEIVE.audit_name}

@@ -20,14 +20,11 @@ from dashboard.api.calls import run
 from dashboard.api.routes import register
 from dashboard.models import Annotation
 from dashboard.places import place as places
-from queues import InvalidArgument
-from queues import validation as v
+from dashboard.triage import annotation
 
 router = Router(tags=["timeline"])
 
-MAX_TEXT = 500
-PAST = 366 * 86400  # s: how far back an annotation may be dated
-FUTURE = 86400  # s: and ahead (a planned deploy)
+MAX_TEXT = annotation.MAX_TEXT
 
 
 class AnnotationIn(Schema):
@@ -61,29 +58,6 @@ class Error(Schema):
 ERRORS: dict[int, type[Schema]] = {400: Error, 401: Error, 403: Error, 404: Error, 429: Error}
 
 
-def _check(body: AnnotationIn, now: float) -> tuple[int, str, str, str]:
-    """(at in epoch ms, text, queue, pattern); InvalidArgument naming the field."""
-    text = body.text.strip()
-    if not 1 <= len(text) <= MAX_TEXT:
-        raise InvalidArgument("text", f"text must be 1 to {MAX_TEXT} characters")
-    queue, pattern = body.queue.strip(), body.pattern.strip()
-    if queue and pattern:
-        raise InvalidArgument("queue", "queue or pattern: give one of the two (or neither)")
-    if queue:
-        v.qname(queue, "queue")
-    if len(pattern) > 160:
-        raise InvalidArgument("pattern", "pattern must be at most 160 characters")
-    if body.at is None:
-        return int(now * 1000), text, queue, pattern
-    when = body.at if body.at.tzinfo else body.at.replace(tzinfo=dt.UTC)
-    seconds = when.timestamp()
-    if not now - PAST <= seconds <= now + FUTURE:
-        raise InvalidArgument(
-            "at", "at must be within the last 366 days and the next 24 hours (ISO 8601)"
-        )
-    return int(seconds * 1000), text, queue, pattern
-
-
 def _out(a: Annotation) -> dict[str, Any]:
     at = dt.datetime.fromtimestamp(a.at / 1000, tz=dt.UTC)
     return {
@@ -104,11 +78,8 @@ def create_annotation(
     target = body.queue.strip() or body.pattern.strip()
 
     def work() -> tuple[Annotation, None]:
-        at, text, queue, pattern = _check(body, time.time())
-        made = Annotation.objects.create(
-            at=at, connection=place.conn.name, namespace=place.ns, queue=queue,
-            pattern=pattern, text=text, created_by=caller(request).actor,
-        )  # fmt: skip
+        checked = annotation.check(body.text, body.queue, body.pattern, body.at, time.time())
+        made = annotation.create(place.conn.name, place.ns, checked, caller(request).actor)
         return made, None
 
     params = {"text": body.text[:MAX_TEXT], "pattern": body.pattern[:160]}

@@ -32,7 +32,9 @@ def exact(n: int | float | None) -> str:
 
 
 def amount(value: float) -> str:
-    """A count or a rate, short: 12k, 340, 2.5, 0.017."""
+    """A count or a rate, short: 12k, 340, 2.5, 0.017 (−3.5 below 0)."""
+    if value < 0:
+        return "−" + amount(-value)
     if value >= 1000:
         return compact(value)
     if value >= 10 or value == int(value):

@@ -387,6 +387,20 @@ const hideMarker = (marker) => {
   }),
 );
 
+// -- Mark an event from a chart -----------------------------------------------------------------
+// A click on a chart dates the page's *Mark an event* form at that point's time (each hover
+// strip holds it: data-at, epoch ms) and opens it, ready to type what happened.
+document.addEventListener("click", (event) => {
+  const hit = event.target instanceof Element ? event.target.closest(".chart .hit[data-at]") : null;
+  const at = document.querySelector("input[data-annotate-at]");
+  if (!hit || !at) return;
+  at.value = new Date(Number(hit.dataset.at)).toISOString().slice(0, 19); // UTC, to the second
+  for (let d = at.closest("details"); d; d = d.parentElement.closest("details")) d.open = true;
+  const text = at.form.querySelector("input[name=text]");
+  text.scrollIntoView({ block: "center" });
+  text.focus({ preventScroll: true });
+});
+
 // -- Chart values on hover ----------------------------------------------------------------
 // Each chart's hit areas hold their values (dashboard/display/charts.py): the hovered one is also
 // written under the chart, where a phone's tap shows it too.
