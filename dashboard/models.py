@@ -244,24 +244,6 @@ class AnomalyFlag(models.Model):
     def open(self) -> bool:
         return self.end is None
 
-    @property
-    def summary(self) -> str:
-        """What happened, in figures."""
-        f = self.figures
-        n = f"{self.intervals} minute{'' if self.intervals == 1 else 's'}"
-        if self.kind == self.Kind.BACKLOG_GROWING:
-            return f"{f['backlog_from']:.0f} → {f['backlog_to']:.0f} messages over {n}"
-        if self.kind == self.Kind.CONSUMERS_STALLED:
-            return f"up to {f['visible_max']:.0f} messages waiting, none received for {n}"
-        if self.kind == self.Kind.OLDEST_AGE:
-            return f"oldest visible message {f['oldest_age_max']:.0f} s old (SLO {f['slo']:.0f} s)"
-        if self.kind == self.Kind.REDELIVERY_STORM:
-            return (
-                f"{f['received']:.0f} receives for {f['sent']:.0f} sends over {n}"
-                f" (up to {f['receive_rate_max']:.1f}/s)"
-            )
-        return ""
-
 
 class CensusResult(models.Model):
     """What one queue's messages looked like at the last census (pipeline/census.py)."""
@@ -372,7 +354,7 @@ class AlertRule(models.Model):
     def condition(self) -> str:
         if self.flag or self.consumer_state:
             return self.get_metric_display()
-        return f"{self.get_metric_display()} {self.get_op_display()} {self.threshold:g}"
+        return f"{self.get_metric_display()} {self.get_op_display()} {self.threshold:,.10g}"
 
     @property
     def recipients(self) -> list[str]:

@@ -450,8 +450,9 @@ def time_chart(history: History) -> SafeString:
 
 
 def seconds(value: float) -> str:
-    """A time in seconds as a hover says it: 0.012 s, 1.5 s, 340 s."""
-    return f"{amount(value)} s"
+    """A wait or processing time: 0.012 s, 1.5 s, 45 s; from 90 s on in the unit a person
+    reads it in ("15 min", not "896 s")."""
+    return duration(value) if value >= 90 else f"{amount(value)} s"
 
 
 SPARK_W, SPARK_H = 100, 24

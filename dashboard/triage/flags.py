@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from django.db.models import Case, Count, IntegerField, Max, Min, QuerySet, Value, When
 
+from dashboard.display.formatting import duration, exact
 from dashboard.models import AnomalyFlag, FlagAck, QueueCondition
 
 Kind = AnomalyFlag.Kind
@@ -51,10 +52,35 @@ class Shown:
 
     @property
     def summary(self) -> str:
-        try:
-            return self.flag.summary
-        except (KeyError, TypeError, ValueError):  # figures of another pipeline version
-            return ""
+        return in_figures(self.flag)
+
+
+def _age(seconds: float) -> str:
+    """An age as a person reads it: "15 min", "3 d"; under a second as seconds ("0 s")."""
+    return duration(seconds) if seconds >= 1 else f"{seconds:g} s"
+
+
+def in_figures(flag: AnomalyFlag) -> str:
+    """What a flag found, in figures as the pages write them ("150,080 → 162,120 messages
+    over 10 minutes", "oldest visible message 10 min old (SLO 5 min)"); "" for figures
+    it can't read (another pipeline version's)."""
+    f = flag.figures
+    n = f"{flag.intervals} minute{'' if flag.intervals == 1 else 's'}"
+    try:
+        if flag.kind == Kind.BACKLOG_GROWING:
+            return f"{exact(f['backlog_from'])} → {exact(f['backlog_to'])} messages over {n}"
+        if flag.kind == Kind.CONSUMERS_STALLED:
+            return f"up to {exact(f['visible_max'])} messages waiting, none received for {n}"
+        if flag.kind == Kind.OLDEST_AGE:
+            return f"oldest visible message {_age(f['oldest_age_max'])} old (SLO {_age(f['slo'])})"
+        if flag.kind == Kind.REDELIVERY_STORM:
+            return (
+                f"{exact(f['received'])} receives for {exact(f['sent'])} sends over {n}"
+                f" (up to {f['receive_rate_max']:.1f}/s)"
+            )
+    except (KeyError, TypeError, ValueError):
+        return ""
+    return ""
 
 
 #: the states whose queue is not in trouble whatever its flags say (its row says why)

@@ -20,6 +20,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from dashboard.models import AlertEvent, Annotation, AnomalyFlag, AuditEntry
+from dashboard.triage import flags
 
 #: the kinds of event, in the order the filters list them, with their names
 KINDS = {
@@ -145,7 +146,7 @@ def _alerts(f: Filter) -> Iterator[Event]:
         a = e.alert
         if not f.wants(a.queue):
             continue
-        value = "" if e.value is None else f" (value {e.value:g})"
+        value = "" if e.value is None else f" (value {e.value:,.10g})"
         where = "" if a.queue else f" (Redis {a.connection})"
         text = f"alert {a.rule.name}{where}: {e.state}{value}"
         yield Event(e.at, "alert", a.connection, a.namespace, a.queue, text, "", f"alert:{e.pk}")
@@ -158,10 +159,7 @@ def _flags(f: Filter, end: bool) -> Iterator[Event]:
         if not f.wants(flag.queue):
             continue
         label = flag.get_kind_display()
-        try:
-            summary = flag.summary
-        except (KeyError, TypeError, ValueError):  # figures of another pipeline version
-            summary = ""
+        summary = flags.in_figures(flag)
         text = f"{label} ended" if end else f"{label}: {summary}" if summary else label
         yield Event(getattr(flag, at), "flag", flag.connection, flag.namespace, flag.queue, text,
                     flag.source, f"flag:{flag.pk}:{at}")  # fmt: skip

@@ -13,6 +13,7 @@ import pytest
 from django.test import Client
 
 from dashboard.models import AnomalyFlag
+from dashboard.triage import flags
 from dashboard.triage.conditions import take_snapshot
 from queues import RedisSMQ
 
@@ -172,7 +173,7 @@ def test_the_consoles_flag_stays_one_and_tells_its_figures_as_of_now(
     [flag] = AnomalyFlag.objects.filter(queue="growing", source="console")
     assert flag.open and flag.kind == "backlog_growing"
     assert (flag.figures["backlog_from"], flag.figures["backlog_to"]) == (5, 80)
-    assert "5 → 80 messages" in flag.summary
+    assert "5 → 80 messages" in flags.in_figures(flag)
 
 
 def test_a_firing_alert_marks_its_queue_raises_it_and_counts_in_the_header(

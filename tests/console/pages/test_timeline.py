@@ -92,8 +92,8 @@ def texts(f: Filter) -> list[tuple[int, str, str]]:
 def test_every_source_in_time_order(story: str) -> None:
     assert texts(Filter(at(-1), at(60), "default", story)) == [
         (0, "annotation", "deploy payments v2.3"),
-        (5, "flag", "consumers stalled: up to 1200 messages waiting, none received for 5 minutes"),
-        (10, "alert", "alert backlog: firing (value 1200)"),
+        (5, "flag", "consumers stalled: up to 1,200 messages waiting, none received for 5 minutes"),
+        (10, "alert", "alert backlog: firing (value 1,200)"),
         (15, "action", "requeue (40)"),
         (17, "action", "delete (1)"),
         (20, "annotation", "rollback everything"),
@@ -106,8 +106,8 @@ def test_every_source_in_time_order(story: str) -> None:
 def test_a_queue_sees_its_events_its_patterns_and_namespace_wide_ones(story: str) -> None:
     got = texts(Filter(at(-1), at(60), "default", story, queue="payments"))
     assert [t for _, _, t in got] == [
-        "deploy payments v2.3", "consumers stalled: up to 1200 messages waiting, none received"
-        " for 5 minutes", "alert backlog: firing (value 1200)", "requeue (40)",
+        "deploy payments v2.3", "consumers stalled: up to 1,200 messages waiting, none received"
+        " for 5 minutes", "alert backlog: firing (value 1,200)", "requeue (40)",
         "rollback everything", "consumers stalled ended", "alert backlog: resolved (value 3)",
     ]  # fmt: skip
 
@@ -185,8 +185,8 @@ def test_the_incident_page_lays_out_a_range(story: str, viewer: Client) -> None:
     response = viewer.get("/incidents/", {**query, "kind": ["flag", "alert"], "order": "newest"})
     assert page_rows(response.content.decode()) == [
         "alert backlog: resolved (value 3)", "consumers stalled ended",
-        "alert backlog: firing (value 1200)",
-        "consumers stalled: up to 1200 messages waiting, none received for 5 minutes",
+        "alert backlog: firing (value 1,200)",
+        "consumers stalled: up to 1,200 messages waiting, none received for 5 minutes",
     ]  # fmt: skip
 
 
