@@ -141,6 +141,14 @@ ACTS: dict[str, Act] = {
         "q1", lambda ids: {"kind": "redrive", "to": "q2"}, "redrive_matches", False,
         "jobs/", False,
     ),
+    # what an operator says of a queue, and a mark on its timeline: the database only
+    "expected_idle": Act(
+        "q1", lambda ids: {"action": "expect", "idle": "idle"}, "expected_idle", False,
+        "triage/", False,
+    ),
+    "annotate": Act(
+        "q1", lambda ids: {"text": "deploy v2"}, "annotation_create", False, "annotate/", False,
+    ),
     # the fixture's kept delete of q1's third message (its token: ids[-1])
     "undo": Act(
         "q1", lambda ids: {"action": "undo", "undo-token": ids[-1], "undo-confirm": "yes"}, "undo"
