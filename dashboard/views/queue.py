@@ -228,15 +228,19 @@ def browse(
         else:
             rank = (page_no - 1) * size
     # In flight / delayed hold none by the counts (a delayed tab beside 20,000 in flight):
-    # counted exactly, nothing to read; estimated from a sample, a look within the budget,
-    # not three more (patience is for a page that will find something), saying where it
-    # stopped. Reading 20,000 hidden messages for none took the page past its budget.
+    # counted exactly, nothing to read; estimated from a sample, one script call's look
+    # (the page says where it stopped; Next goes on), not the budget and the patience a
+    # page that will find something gets. Reading 20,000 hidden messages for none took
+    # the page past its budget (bench/RESULTS.md, "Dashboard pages").
     none_counted = state in ("inflight", "delayed") and count.total == 0
     if none_counted and count.exact and stats is not None:
         b = Browse([], 0, True, True, None, stats.hidden, None, now=stats.now)
     else:
+        reading = bounds(patience=not none_counted)
+        if none_counted:
+            reading["budget"] = 0.0  # one call
         b = place.rsmq.browse(qname, state, after=after, before=before, rank=rank, limit=size,
-                              preview=preview, **bounds(patience=not none_counted))  # fmt: skip
+                              preview=preview, **reading)  # fmt: skip
     if not b.items and b.at_end and (after or before) and b.state_size:
         # A stale link (the messages it pointed between are gone, or it points past the
         # end): the nearest real page instead of an empty one.
