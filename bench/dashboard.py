@@ -28,6 +28,11 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="100,000 messages instead of 1,000,000")
     ap.add_argument("--write", action="store_true", help="record the results in bench/RESULTS.md")
     ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument(
+        "--size",
+        type=int,
+        help="--browse: only the queue of this many visible messages (1000000: the 1M queue)",
+    )
     ap.add_argument("--queues", type=int, help="only the overview of this many queues")
     ap.add_argument(
         "--browse",
@@ -52,6 +57,12 @@ def main() -> None:
         help="only the due-time view (Coming due) of a queue of 1,000,000 delayed messages"
         " (--quick: 100,000): the queue page at each scale, the API's due read, the script",
     )
+    ap.add_argument(
+        "--tabs",
+        action="store_true",
+        help="only the queue page's four tabs on the 1,000,000-message queue of the default"
+        " run (20,000 in flight, none delayed) and a live refresh of each",
+    )
     args = ap.parse_args()
 
     from bench.machine import console_env, pinned_redis
@@ -73,7 +84,10 @@ def main() -> None:
         if args.due:
             publish(render_due(*run_due(server.url, args), args), args.write)
             return
-        rows = run_big(server.url, args) if args.queues else run(server.url, args)
+        if args.tabs:
+            rows = run_tabs(server.url, args)
+        else:
+            rows = run_big(server.url, args) if args.queues else run(server.url, args)
     publish(render(rows, args), args.write)
 
 
@@ -190,7 +204,10 @@ def run(url: str, args: argparse.Namespace) -> list[tuple[str, float, float, int
             f"/c/default/bench/q/big/?page={n_msgs // 100}",
             100,
         ),
+        (f"queue page, visible tab, {n_msgs:,}", "/c/default/bench/q/big/?state=visible", 100),
         (f"queue page, in-flight tab, {n_msgs:,}", "/c/default/bench/q/big/?state=inflight", 100),
+        # none delayed among the 20,000 hidden: the tab the counts say is empty
+        (f"queue page, delayed tab, {n_msgs:,}", "/c/default/bench/q/big/?state=delayed", 100),
         (f"message page, {n_msgs:,} messages", f"/c/default/bench/q/big/m/{some_id}/", 100),
         ("live refresh of the queue page (htmx partial)", "/c/default/bench/q/big/", 100),
     ]
@@ -379,6 +396,46 @@ def render_due(
     return "\n".join(lines) + "\n"
 
 
+def run_tabs(url: str, args: argparse.Namespace) -> list[tuple[str, float, float, int, str]]:
+    """The default run's 1,000,000-message queue (20,000 of them in flight, none delayed):
+    each tab of its page, and each tab's live refresh (the htmx partial)."""
+    import django
+
+    django.setup()
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+    from django.test import Client
+    from django.test.utils import setup_test_environment
+    from redis.connection import AbstractConnection
+
+    from queues import RedisSMQ
+
+    setup_test_environment()
+    call_command("migrate", verbosity=0)
+    call_command("collectstatic", interactive=False, verbosity=0)
+    client = Client()
+    client.force_login(User.objects.create_superuser("bench", "b@example.com", "bench"))
+    rsmq = RedisSMQ(url=url, ns="bench")
+    n_msgs = 100_000 if args.quick else 1_000_000
+    print(f"filling 'big' with {n_msgs:,} messages ...", flush=True)
+    rsmq.create_queue("big")
+    body = '{"order_id": 12345, "sku": "SKU-42", "qty": 2, "note": "' + "x" * 100 + '"}'
+    for _ in range(n_msgs // 1000):
+        rsmq.send_messages("big", [body] * 1000)
+    for _ in range(20):
+        rsmq.receive_messages("big", 1000, vt=3600)  # 20,000 in flight
+    sent, original = count_sends()
+    rows = []
+    for tab in ("all", "visible", "inflight", "delayed"):
+        path = f"/c/default/bench/q/big/?state={tab}"
+        rows.append(measure(client, sent, f"queue page, {tab} tab, {n_msgs:,}", path, 100,
+                            args.rounds))  # fmt: skip
+        rows.append(measure(client, sent, f"live refresh of the queue page, {tab} tab", path,
+                            100, args.rounds))  # fmt: skip
+    AbstractConnection.send_packed_command = original
+    return rows
+
+
 def fill_browse_queue(url: str, qname: str, visible: int) -> None:
     """``visible`` messages, 30,000 of which then in flight (vt 2 h) and 20,000 delayed (2 h)
     interleaved by visible-at time, then 5 poison messages (received 6 times, hidden 3 h):
@@ -429,7 +486,7 @@ def run_browse(url: str, args: argparse.Namespace) -> list[tuple[str, float, flo
     client = Client()
     client.force_login(User.objects.create_superuser("bench", "b@example.com", "bench"))
     rsmq = RedisSMQ(url=url, ns="bench")
-    sizes = [100_000] if args.quick else [1_000_000, 10_000_000]
+    sizes = [args.size] if args.size else [100_000] if args.quick else [1_000_000, 10_000_000]
     slowlog = SlowLog(url, micros=1000)  # every call over 1 ms, to find the longest
     sent, original = count_sends()
     rows = []
@@ -750,7 +807,7 @@ def measure(
 def render(rows: list[tuple[str, float, float, int, str]], args: argparse.Namespace) -> str:
     from bench.machine import describe
 
-    big = f" --queues {args.queues}" if args.queues else ""
+    big = f" --queues {args.queues}" if args.queues else " --tabs" if args.tabs else ""
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     lines = [
         "## Dashboard pages (`bench/dashboard.py" + (" --quick" if args.quick else "") + big + "`)",
@@ -762,7 +819,7 @@ def render(rows: list[tuple[str, float, float, int, str]], args: argparse.Namesp
             f" last, among {3 * args.queues:,} snapshot rows;"
             f" load average at the end {load}.{args.note}"
             if args.queues
-            else ""
+            else f" Load average at the end {load}."
         ),
         "",
         "| page | median | p90 | Redis round trips | budget |",

@@ -247,24 +247,6 @@ class AnomalyFlag(models.Model):
     def open(self) -> bool:
         return self.end is None
 
-    @property
-    def summary(self) -> str:
-        """What happened, in figures."""
-        f = self.figures
-        n = f"{self.intervals} minute{'' if self.intervals == 1 else 's'}"
-        if self.kind == self.Kind.BACKLOG_GROWING:
-            return f"{f['backlog_from']:.0f} → {f['backlog_to']:.0f} messages over {n}"
-        if self.kind == self.Kind.CONSUMERS_STALLED:
-            return f"up to {f['visible_max']:.0f} messages waiting, none received for {n}"
-        if self.kind == self.Kind.OLDEST_AGE:
-            return f"oldest visible message {f['oldest_age_max']:.0f} s old (SLO {f['slo']:.0f} s)"
-        if self.kind == self.Kind.REDELIVERY_STORM:
-            return (
-                f"{f['received']:.0f} receives for {f['sent']:.0f} sends over {n}"
-                f" (up to {f['receive_rate_max']:.1f}/s)"
-            )
-        return ""
-
 
 class CensusResult(models.Model):
     """What one queue's messages looked like at the last census (pipeline/census.py)."""
@@ -375,7 +357,7 @@ class AlertRule(models.Model):
     def condition(self) -> str:
         if self.flag or self.consumer_state:
             return self.get_metric_display()
-        return f"{self.get_metric_display()} {self.get_op_display()} {self.threshold:g}"
+        return f"{self.get_metric_display()} {self.get_op_display()} {self.threshold:,.10g}"
 
     @property
     def recipients(self) -> list[str]:
@@ -577,6 +559,10 @@ class QueueCondition(models.Model):
         FALLING_BEHIND = "falling_behind", "falling behind"
         HEALTHY = "healthy", "healthy"
         IDLE = "idle", "idle"
+        # a few messages, nothing sent or received for a while: left behind, not an incident
+        STALE = "stale", "stale"
+        # nothing consumes it by design (a dead-letter queue, unless told otherwise)
+        EXPECTED_IDLE = "expected_idle", "expected idle"
 
     connection = models.CharField(max_length=100)
     namespace = models.CharField(max_length=200)
@@ -685,6 +671,8 @@ class BulkJob(models.Model):
     canary = models.IntegerField(default=0)
     bounced = models.IntegerField(default=0)
     phase = models.CharField(max_length=12, blank=True)
+    # epoch ms a timed phase ends at (a canary's watch: the page counts down to it)
+    phase_until = models.BigIntegerField(null=True, blank=True)
     note = models.TextField(blank=True)
     username = models.CharField(max_length=150)
     created = models.DateTimeField(default=timezone.now)
@@ -750,3 +738,60 @@ class UndoEntry(models.Model):
     def offered(self) -> bool:
         """Whether an Undo button is shown for it: neither done nor expired."""
         return self.undone_at is None and not self.expired
+
+
+class FlagAck(models.Model):
+    """An operator's word on a queue's open anomaly flag of one kind (console's or the
+    pipeline's): acknowledged (``until`` None: while the flag that was open then stays
+    open; a flag opened after ``at`` is news again) or snoozed until ``until`` (epoch ms).
+    The flag itself goes on; the overview folds it (dashboard/triage/flags.py). Written
+    and removed with an audit row (views/triage.py)."""
+
+    connection = models.CharField(max_length=100)
+    namespace = models.CharField(max_length=200)
+    queue = models.CharField(max_length=160)
+    kind = models.CharField(max_length=20, choices=AnomalyFlag.Kind.choices)
+    at = models.BigIntegerField()  # epoch ms of the acknowledgement
+    until = models.BigIntegerField(null=True, blank=True)  # epoch ms; None: while it is open
+    by = models.CharField(max_length=150)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["connection", "namespace", "queue", "kind"], name="flag_ack_target"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.connection}/{self.namespace}/{self.queue}: {self.kind} acknowledged"
+
+    def covers(self, flag: AnomalyFlag, now_ms: int) -> bool:
+        """Whether it quiets ``flag`` now: a snooze until its time, an acknowledgement
+        while the flag it was given for is open."""
+        if self.until is not None:
+            return now_ms < self.until
+        return flag.start <= self.at
+
+
+class QueueExpectation(models.Model):
+    """What an operator said a queue is for, beside what its counters say: ``idle``
+    True, nothing consumes it by design (never an incident: dashboard/triage/conditions.py);
+    False, it must be consumed even though it is a dead-letter queue (one is expected
+    idle unless told otherwise)."""
+
+    connection = models.CharField(max_length=100)
+    namespace = models.CharField(max_length=200)
+    queue = models.CharField(max_length=160)
+    idle = models.BooleanField()
+    by = models.CharField(max_length=150)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["connection", "namespace", "queue"], name="queue_expectation_target"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.connection}/{self.namespace}/{self.queue}: idle {self.idle}"

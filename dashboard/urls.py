@@ -6,6 +6,7 @@ from dashboard.api import api
 from dashboard.probes import health, metrics
 from dashboard.views import (
     alerts,
+    annotate,
     audit,
     failing,
     incidents,
@@ -19,6 +20,7 @@ from dashboard.views import (
     redis_page,
     saved_filters,
     tokens,
+    triage,
 )
 from dashboard.views import transfer as transfer_views
 from dashboard.views.common import favicon
@@ -39,6 +41,8 @@ place_patterns = [
         name="rsmq-filter-delete",
     ),  # fmt: skip
     path("q/<str:qname>/failing/act/", failing.failing_action, name="rsmq-failing-action"),
+    path("q/<str:qname>/triage/", triage.queue_triage, name="rsmq-queue-triage"),
+    path("q/<str:qname>/annotate/", annotate.queue_annotate, name="rsmq-queue-annotate"),
     path("q/<str:qname>/jobs/", jobs.job_start, name="rsmq-job-start"),
     path("q/<str:qname>/jobs/<int:pk>/", jobs.job_page, name="rsmq-job"),
     path("q/<str:qname>/jobs/<int:pk>/<str:verb>/", jobs.job_control, name="rsmq-job-control"),
@@ -64,6 +68,7 @@ urlpatterns = [
     path("c/<slug:conn>/<str:ns>/", include(place_patterns)),
     path("redis/<slug:conn>/", redis_page.redis_page, name="rsmq-redis"),
     path("incidents/", incidents.incidents, name="rsmq-incidents"),
+    path("incidents/annotate/", annotate.annotate, name="rsmq-annotate"),
     path("owners/", owners.owners_page, name="rsmq-owners"),
     path("owners/<int:pk>/", owners.owner_edit, name="rsmq-owner"),
     path("owners/<int:pk>/delete/", owners.owner_delete, name="rsmq-owner-delete"),

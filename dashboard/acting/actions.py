@@ -56,15 +56,36 @@ FAILING_ACTIONS: Actions = {
     "delete_group": Action(Role.ADMIN, "delete_group"),
 }
 
+# What an operator says of a queue's flags and of the queue itself (views/triage.py):
+# acknowledge or snooze its open flags, take that back; mark it expected idle (nothing
+# consumes it by design), or not.
+TRIAGE_ACTIONS: Actions = {
+    "ack": Action(Role.OPERATOR, "flag_ack"),
+    "snooze": Action(Role.OPERATOR, "flag_snooze"),
+    "unack": Action(Role.OPERATOR, "flag_unack"),
+    "expect": Action(Role.OPERATOR, "expected_idle"),
+}
+
 # Two the console has no button for, at the roles theirs need: creating a queue
 # (overview.queue_create: admin) and receiving (it hides the message and counts a
 # receive, as an operator's requeue or visibility change does).
 CREATE_QUEUE = Action(Role.ADMIN, "create_queue")
 RECEIVE = Action(Role.OPERATOR, "receive")
 
-# API-only too: a token marks the timeline (api/annotate.py: POST /api/annotations/).
+# Marking the timeline: a token (api/annotate.py: POST /api/annotations/), or an operator
+# from the incident timeline or under a queue's charts (views/annotate.py).
 ANNOTATE = Action(Role.OPERATOR, "annotation_create")
 
 # A download, no button: a viewer reads what it holds on the pages already; audited
 # (views/transfer.py, api/native.py).
 EXPORT = Action(Role.VIEWER, "export")
+
+#: the audit names of the actions that change messages or queues, the console's and the
+#: API's: the operator actions a queue's charts mark (a saved filter, an acknowledged flag
+#: or an export is on the incident timeline, never on the charts); a bulk job's are its
+#: kinds' (dashboard/acting/jobs.py's AUDIT, added there)
+CHANGES: frozenset[str] = frozenset(
+    a.audit_name
+    for table in (QUEUE_ACTIONS, MESSAGE_ACTIONS, FAILING_ACTIONS)
+    for a in table.values()
+) | {CREATE_QUEUE.audit_name, RECEIVE.audit_name}

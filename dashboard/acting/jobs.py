@@ -205,9 +205,9 @@ def describe(job: BulkJob) -> str:
     what += f" of {job.queue} matching {f.describe()}"
     p: JobParams = job.params
     if job.kind == "move" or p.get("to"):
-        what += f" to {p['to']}"
+        what += f", to {p['to']}"
     elif job.kind == "redrive":
-        what += " back to the queues they came from"
+        what += ", back to the queues they came from"
     if job.kind == "visibility":
         what += f" (visible again in {p['vt']} s)"
     if job.kind in ("move", "redrive"):
@@ -558,6 +558,7 @@ def execute(job_id: int, turn: int | None = None) -> None:
     BulkJob.objects.filter(pk=job.pk).update(
         done=p.done, changed=p.changed, skipped=p.skipped, canary=len(p.canary_ids),
         bounced=p.bounced, phase=p.phase, note=p.note, walk=walk, updated=timezone.now(),
+        phase_until=round(p.watch_until * 1000) if p.phase == "watching" else None,
     )  # fmt: skip
     job.refresh_from_db()
     if wait is None:

@@ -7,8 +7,12 @@ default: a hand-edited URL still shows a page), ``checked`` as an action does (a
 is refused, naming the field and its allowed range, before anything changes).
 
 Beyond the state, received >= N and body-contains: a field filter on JSON bodies
-(``where``: ``amount > 100 and status in (failed, retry)``, see queues/fields.py) and
-ages, as "sent more than ``older`` minutes ago" / "less than ``younger`` minutes ago".
+(``where``: ``amount > 100 and status in (failed, retry)``, see queues/fields.py),
+ages, as "sent more than ``older`` minutes ago" / "less than ``younger`` minutes ago",
+and the failure the worker recorded last (``record_failure``): its error type
+(``error``, exactly), a text in its error line (``error_text``), its attempt at least
+(``attempt``: the receive count it failed at) — a failure group of the Failing view is
+``error=<its type>``.
 Ages are relative, not times of day, so that a bookmarked or saved filter keeps
 meaning "the stale ones" tomorrow; they are measured by the Redis server's clock (the
 id's send time against TIME), never the web server's."""
@@ -22,7 +26,7 @@ from django.http import QueryDict
 
 from queues import InvalidArgument
 from queues import fields as F
-from queues.limits import MAX_AGE
+from queues.limits import FAILURE_TYPE_MAX, LUA_NEEDLE_MAX, MAX_AGE
 from queues.models import LIST_STATES
 
 #: the URL's name of each field
@@ -33,8 +37,14 @@ PARAMS = {
     "where": "where",
     "older": "older",
     "younger": "younger",
+    "error": "error",
+    "error_text": "error_text",
+    "min_attempt": "attempt",
 }
 RC_MAX = 2**31
+#: a failure filter's bounds (queues/ops/read.py checks them too)
+ERROR_MAX = FAILURE_TYPE_MAX
+ERROR_TEXT_MAX = LUA_NEEDLE_MAX
 #: an age's bound, in minutes
 AGE_MAX = MAX_AGE // 60
 
@@ -57,6 +67,9 @@ class BrowseArgs(TypedDict, total=False):
     where: str
     older_than: int
     younger_than: int
+    error: str
+    error_text: str
+    min_attempt: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,11 +83,25 @@ class MessageFilter:
     older: int = 0
     #: sent less than this many minutes ago (0: any)
     younger: int = 0
+    #: the last recorded failure's type, exactly ("": any)
+    error: str = ""
+    #: a text in the last recorded failure's error line ("": any)
+    error_text: str = ""
+    #: the last recorded failure came at this attempt or later (0: any)
+    min_attempt: int = 0
 
     @property
     def narrows(self) -> bool:
         """Whether it looks inside the state (a scan), not only at the state."""
-        return bool(self.min_rc or self.contains or self.where or self.older or self.younger)
+        return bool(
+            self.min_rc or self.contains or self.where or self.older or self.younger
+            or self.failure
+        )  # fmt: skip
+
+    @property
+    def failure(self) -> bool:
+        """Whether it filters on the last recorded failure."""
+        return bool(self.error or self.error_text or self.min_attempt)
 
     def browse_kwargs(self) -> BrowseArgs:
         """``RedisSMQ.browse``'s arguments (``BrowseArgs``)."""
@@ -85,6 +112,12 @@ class MessageFilter:
             out["older_than"] = self.older * 60
         if self.younger:
             out["younger_than"] = self.younger * 60
+        if self.error:
+            out["error"] = self.error
+        if self.error_text:
+            out["error_text"] = self.error_text
+        if self.min_attempt:
+            out["min_attempt"] = self.min_attempt
         return out
 
     def query(self) -> dict[str, str]:
@@ -109,6 +142,12 @@ class MessageFilter:
             words.append(f"sent more than {_minutes(self.older)} ago")
         if self.younger:
             words.append(f"sent less than {_minutes(self.younger)} ago")
+        if self.error:
+            words.append(f"whose last failure is a {self.error}")
+        if self.error_text:
+            words.append(f"whose last error says {self.error_text!r}")
+        if self.min_attempt:
+            words.append(f"that last failed at attempt {self.min_attempt} or later")
         return ", ".join(words)
 
 
@@ -140,7 +179,27 @@ def checked(params: QueryDict | dict[str, str]) -> MessageFilter:
         raise FilterError(
             "younger", "younger must be more minutes than older (sent between the two)."
         )
-    return MessageFilter(state, min_rc, params.get("search") or "", where, older, younger)
+    error = (params.get("error") or "").strip()
+    if len(error) > ERROR_MAX:
+        raise FilterError(
+            "error", f"error must be an error type of at most {ERROR_MAX} characters."
+        )
+    error_text = params.get("error_text") or ""
+    if len(error_text) > ERROR_TEXT_MAX:
+        raise FilterError("error_text", f"error_text must be at most {ERROR_TEXT_MAX} characters.")
+    raw = (params.get("attempt") or "").strip()
+    try:
+        attempt = int(raw) if raw else 0
+    except ValueError:
+        raise FilterError(
+            "attempt", f"attempt must be a whole number from 0 to {RC_MAX}."
+        ) from None
+    if not 0 <= attempt <= RC_MAX:
+        raise FilterError("attempt", f"attempt must be a whole number from 0 to {RC_MAX}.")
+    return MessageFilter(
+        state, min_rc, params.get("search") or "", where, older, younger, error, error_text,
+        attempt,
+    )  # fmt: skip
 
 
 def _age(params: QueryDict | dict[str, str], name: str) -> int:

@@ -315,7 +315,7 @@ def _counts(r: Restored) -> UndoParams:
 
 
 def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 def _words(what: str, e: UndoEntry, r: Restored) -> str:

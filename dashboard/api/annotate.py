@@ -10,7 +10,6 @@ import datetime as dt
 import time
 from typing import Any
 
-from django.conf import settings
 from django.http import HttpRequest
 from ninja import Router, Schema, Status
 from pydantic import Field
@@ -21,15 +20,11 @@ from dashboard.api.calls import Conflict, run
 from dashboard.api.routes import register
 from dashboard.models import Annotation
 from dashboard.places import place as places
-from dashboard.places.place import Place
-from queues import InvalidArgument
-from queues import validation as v
+from dashboard.triage import annotation
 
 router = Router(tags=["timeline"])
 
-MAX_TEXT = 500
-PAST = 366 * 86400  # s: how far back an annotation may be dated
-FUTURE = 86400  # s: and ahead (a planned deploy)
+MAX_TEXT = annotation.MAX_TEXT
 
 
 class AnnotationIn(Schema):
@@ -65,45 +60,6 @@ ERRORS: dict[int, type[Schema]] = {
 }  # fmt: skip
 
 
-def _check(body: AnnotationIn, now: float) -> tuple[int, str, str, str]:
-    """(at in epoch ms, text, queue, pattern); InvalidArgument naming the field."""
-    text = body.text.strip()
-    if not 1 <= len(text) <= MAX_TEXT:
-        raise InvalidArgument("text", f"text must be 1 to {MAX_TEXT} characters")
-    queue, pattern = body.queue.strip(), body.pattern.strip()
-    if queue and pattern:
-        raise InvalidArgument("queue", "queue or pattern: give one of the two (or neither)")
-    if queue:
-        v.qname(queue, "queue")
-    if len(pattern) > 160:
-        raise InvalidArgument("pattern", "pattern must be at most 160 characters")
-    if body.at is None:
-        return int(now * 1000), text, queue, pattern
-    when = body.at if body.at.tzinfo else body.at.replace(tzinfo=dt.UTC)
-    seconds = when.timestamp()
-    if not now - PAST <= seconds <= now + FUTURE:
-        raise InvalidArgument(
-            "at", "at must be within the last 366 days and the next 24 hours (ISO 8601)"
-        )
-    return int(seconds * 1000), text, queue, pattern
-
-
-def capped(place: Place) -> None:
-    """Conflict (409, naming the cap) when the place has RSMQ_ANNOTATIONS_MAX annotations
-    dated within the range one can be dated to (the last PAST seconds on): every chart of
-    the place reads those of its range, so they stay few; older ones no longer count."""
-    cap = int(settings.RSMQ_ANNOTATIONS_MAX)
-    since = int((time.time() - PAST) * 1000)
-    n = Annotation.objects.filter(
-        connection=place.conn.name, namespace=place.ns, at__gte=since
-    ).count()
-    if n >= cap:
-        raise Conflict(
-            f"{n:,} annotations on {place.conn.name}/{place.ns} within the last 366 days already,"
-            f" the most kept (RSMQ_ANNOTATIONS_MAX, {cap:,}): nothing added"
-        )
-
-
 def _out(a: Annotation) -> dict[str, Any]:
     at = dt.datetime.fromtimestamp(a.at / 1000, tz=dt.UTC)
     return {
@@ -122,14 +78,14 @@ def create_annotation(
     namespace), ``at`` a time (default now). 201 with the annotation."""
     place = places.resolve(conn, ns)
     target = body.queue.strip() or body.pattern.strip()
-    capped(place)
+    try:
+        annotation.room(place.conn.name, place.ns)
+    except annotation.Full as e:
+        raise Conflict(str(e)) from None
 
     def work() -> tuple[Annotation, None]:
-        at, text, queue, pattern = _check(body, time.time())
-        made = Annotation.objects.create(
-            at=at, connection=place.conn.name, namespace=place.ns, queue=queue,
-            pattern=pattern, text=text, created_by=caller(request).actor,
-        )  # fmt: skip
+        checked = annotation.check(body.text, body.queue, body.pattern, body.at, time.time())
+        made = annotation.create(place.conn.name, place.ns, checked, caller(request).actor)
         return made, None
 
     params = {"text": body.text[:MAX_TEXT], "pattern": body.pattern[:160]}

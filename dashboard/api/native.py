@@ -471,7 +471,8 @@ FILTER_QUERY = (
     "the queue page's filter, as its URL has it (dashboard/acting/message_filter.py): state"
     " (all, visible, hidden, inflight, delayed), rc (received at least), search (body"
     " contains), where (JSON fields: amount > 100 and status in (failed, retry)), older /"
-    " younger (sent more / less than N minutes ago)"
+    " younger (sent more / less than N minutes ago), error / error_text / attempt (the last"
+    " recorded failure's type, a text in its error line, its attempt at least)"
 )
 
 

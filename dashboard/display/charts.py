@@ -14,7 +14,10 @@ the caption says so ("axis 180k–210k"), so that a change shows.
 
 Markers (deploys, operator actions, alerts, flags: the incident timeline) are drawn in
 each chart's ``<g class="markers">``, always present, from ``chart(markers=...)``: a
-vertical line per marker inside the plot, its text in a ``<title>``.
+vertical line per marker inside the plot, its text in a ``<title>`` and shown on hover;
+not tab stops (a page of them would take dozens of Tab presses): the page lists them
+under the charts for the keyboard. Each hover strip carries its time (``data-at``, epoch
+ms): a click there dates *Mark an event* (static/js/console.js).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from dashboard.display.formatting import amount, duration, exact
 from dashboard.snapshots.history import History, Trend
+from dashboard.snapshots.rates import Interval
 
 Point = tuple[int, float]  # (epoch ms, value)
 
@@ -83,11 +87,11 @@ def _markers(markers: Sequence[Marker], start: int, end: int, x: Callable[[int],
     bottom = HEIGHT - BOTTOM
     return format_html_join(
         "",
-        '<g class="marker m-{}" tabindex="0" data-marker="{}" aria-label="{}">'
+        '<g class="marker m-{}" data-marker="{}">'
         '<title>{}</title><rect class="hit" x="{}" y="{}" width="9" height="{}"/>'
         '<line x1="{}" x2="{}" y1="{}" y2="{}"/><path d="M{} {} h8 l-4 6 z"/></g>',
         (
-            (m.kind, label, label, label, f"{float(x(m.at)) - 4.5:.1f}", TOP, bottom - TOP,
+            (m.kind, label, label, f"{float(x(m.at)) - 4.5:.1f}", TOP, bottom - TOP,
              x(m.at), x(m.at), TOP, bottom, f"{float(x(m.at)) - 4:.1f}", TOP)
             for m in markers
             if start <= m.at <= end
@@ -136,7 +140,11 @@ def scale(lines: Sequence[Line], from_zero: bool = False) -> tuple[float, float]
         return axis(0, 0)
     high = max(line.highest for line in drawn)
     if from_zero:
-        return 0.0, nice_ceiling(high)
+        # from 0, or from under it when a line goes negative (a backlog's net change)
+        low = min(line.lowest for line in drawn)
+        top = nice_ceiling(high) if high > 0 else 0.0
+        bottom = -nice_ceiling(-low) if low < 0 else 0.0
+        return bottom, top if top > bottom else bottom + 1
     bottom, top = axis(drawn[0].lowest, high)
     if bottom > 0 and any(line.lowest < bottom <= line.highest for line in drawn):
         bottom, top = axis(min(line.lowest for line in drawn), high)
@@ -190,7 +198,8 @@ def chart(
     def y(v: float) -> str:
         return f"{TOP + plot_h - (v - bottom) / (top - bottom) * plot_h:.1f}"
 
-    levels = (bottom, (bottom + top) / 2, top)
+    # three gridlines; 0 the middle one when the axis crosses it
+    levels = (bottom, 0.0 if bottom < 0 < top else (bottom + top) / 2, top)
     labels = _labels(levels)
     grid = format_html_join(
         "",
@@ -203,11 +212,11 @@ def chart(
     )
     hits = format_html_join(
         "",
-        '<rect class="hit" x="{}" y="{}" width="{}" height="{}" data-value="{}">'
+        '<rect class="hit" x="{}" y="{}" width="{}" height="{}" data-value="{}" data-at="{}">'
         "<title>{}</title></rect>",
         (
             (f"{_x(h.start):.1f}", TOP, f"{max(_x(h.end) - _x(h.start), 1):.1f}", plot_h,
-             h.text, h.text)
+             h.text, (h.start + h.end) // 2, h.text)
             for h in hovers
         ),
     )  # fmt: skip
@@ -346,7 +355,7 @@ def backlog_chart(history: History, markers: Sequence[Marker] = ()) -> SafeStrin
         span,
     )
     return chart(
-        "Backlog", lines, history.start, history.end, hovers=hovers, note=growth(history),
+        "Backlog", lines, history.shown_start, history.end, hovers=hovers, note=growth(history),
         from_zero=False, markers=markers,
     )  # fmt: skip
 
@@ -356,31 +365,50 @@ def _steps(history: History, rate: str) -> list[list[Point]]:
     segments: list[list[Point]] = []
     for part in history.rates:
         value = getattr(part, rate)
-        if segments and segments[-1][-1][0] == part.start:
+        if value is None:  # not known here: a gap in the line
+            segments.append([])
+            continue
+        if segments and segments[-1] and segments[-1][-1][0] == part.start:
             segments[-1] += [(part.start, value), (part.end, value)]
         else:
             segments.append([(part.start, value), (part.end, value)])
-    return segments
+    return [seg for seg in segments if seg]
+
+
+def signed(value: float) -> str:
+    """A change, with its sign: +20, −3.5, 0."""
+    if value == 0:
+        return "0"
+    return ("+" if value > 0 else "−") + amount(abs(value))
 
 
 def rate_chart(history: History, markers: Sequence[Marker] = ()) -> SafeString:
+    """Sent and received per second, and the backlog's net change per second (messages in
+    − out: above 0 it grows, below it drains), each over its interval."""
     lines = [
         Line("sent", "s-sent", _steps(history, "send_rate")),
         Line("received", "s-received", _steps(history, "receive_rate")),
+        Line("net in − out", "s-net", _steps(history, "net_rate")),
     ]
     span = history.end - history.start
+
+    def net(p: Interval) -> str:
+        r = p.net_rate
+        return "" if r is None or p.net is None else f" · net {signed(r)}/s ({signed(p.net)})"
+
     hovers = [
         Hover(
             p.start,
             p.end,
             f"{_when(p.start, span)}–{_when(p.end, span)} {_zone(p.end)} · sent"
             f" {amount(p.send_rate)}/s"
-            f" ({exact(p.sent)}) · received {amount(p.receive_rate)}/s ({exact(p.received)})",
+            f" ({exact(p.sent)}) · received {amount(p.receive_rate)}/s ({exact(p.received)})"
+            + net(p),
         )
         for p in history.rates
     ]
-    return chart("Messages per second", lines, history.start, history.end, unit="/s", hovers=hovers,
-                 markers=markers)  # fmt: skip
+    return chart("Messages per second", lines, history.shown_start, history.end, unit="/s",
+                 hovers=hovers, markers=markers)  # fmt: skip
 
 
 TIME_SERIES = (
@@ -417,13 +445,14 @@ def time_chart(history: History) -> SafeString:
         ],
         span,
     )
-    return chart("Wait and processing time", lines, history.start, history.end, unit=" s",
-                 hovers=hovers)  # fmt: skip
+    return chart("Wait and processing time", lines, history.shown_start, history.end,
+                 unit=" s", hovers=hovers)  # fmt: skip
 
 
 def seconds(value: float) -> str:
-    """A time in seconds as a hover says it: 0.012 s, 1.5 s, 340 s."""
-    return f"{amount(value)} s"
+    """A wait or processing time: 0.012 s, 1.5 s, 45 s; from 90 s on in the unit a person
+    reads it in ("15 min", not "896 s")."""
+    return duration(value) if value >= 90 else f"{amount(value)} s"
 
 
 SPARK_W, SPARK_H = 100, 24

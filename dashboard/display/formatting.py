@@ -32,7 +32,9 @@ def exact(n: int | float | None) -> str:
 
 
 def amount(value: float) -> str:
-    """A count or a rate, short: 12k, 340, 2.5, 0.017."""
+    """A count or a rate, short: 12k, 340, 2.5, 0.017 (−3.5 below 0)."""
+    if value < 0:
+        return "−" + amount(-value)
     if value >= 1000:
         return compact(value)
     if value >= 10 or value == int(value):
@@ -60,6 +62,18 @@ def duration(seconds: float | None) -> str:
     if s < 36 * 3600:
         return f"{s / 3600:.0f} h"
     return f"{s / 86400:.0f} d"
+
+
+def countdown(seconds: float | None) -> str:
+    """Time left, to the second, as a countdown reads: "45 s", "2 min 05 s", "1 h 02 min"."""
+    if seconds is None:
+        return "–"
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
 
 
 def epoch_ms(value: float | int | None) -> dt.datetime | None:

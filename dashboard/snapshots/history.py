@@ -87,12 +87,24 @@ class History:
         return max(3 * interval_ms(), 2 * self.bucket)
 
     @property
+    def shown_start(self) -> int:
+        """Where the charts' time axis starts: the range's start, or the first snapshot
+        when the data covers well under the range (a queue created, or snapshots begun,
+        25 minutes ago is drawn over those 25 minutes, not squeezed into an hour's end)."""
+        first = self.backlog[0].at if self.backlog else self.start
+        if first - self.start > (self.end - self.start) / 10:
+            return first
+        return self.start
+
+    @property
     def stale(self) -> bool:
         """No snapshot for a while: beat or the worker is not running."""
         return self.latest is None or self.end - self.latest.at > max(60_000, self.gap)
 
 
 COUNTERS = ("taken_at", "totalsent", "totalrecv", "created")
+#: and the messages, for the backlog's change between two snapshots (a chart's net line)
+WITH_MSGS = (*COUNTERS, "msgs")
 
 
 def queue_history(conn: str, ns: str, qname: str, range_: str, now_ms: int) -> History:
@@ -105,7 +117,7 @@ def queue_history(conn: str, ns: str, qname: str, range_: str, now_ms: int) -> H
         fields = ("msgs", "hiddenmsgs", "inflight", "delayed", "oldest_age", *COUNTERS)
         snaps = list(rows.order_by("taken_at").values_list(*fields))
         backlog = [Backlog(s[5], s[0], s[0] - s[1], s[2], s[3], s[4]) for s in snaps]
-        parts = intervals(Counters(*s[5:]) for s in snaps)
+        parts = intervals(Counters(s[5], s[6], s[7], s[8], msgs=s[0]) for s in snaps)
         timed = rows.filter(TIMED)
         times = [TimesPoint(*t) for t in timed.order_by("taken_at").values_list("taken_at", *TIMES)]
         return History(range_, start, now_ms, 0, backlog, parts, times)
@@ -125,7 +137,7 @@ def queue_history(conn: str, ns: str, qname: str, range_: str, now_ms: int) -> H
     # The rates between the last snapshots of the buckets: every message still counts,
     # and a reset still shows (the counter drops, or `created` changes, across buckets).
     ends = rows.filter(taken_at__in=[p.at for p in peaks]).order_by("taken_at")
-    parts = intervals(Counters(*e) for e in ends.values_list(*COUNTERS))
+    parts = intervals(Counters(*e) for e in ends.values_list(*WITH_MSGS))
     times = [
         TimesPoint(*t)
         for t in rows.filter(TIMED)

@@ -23,6 +23,7 @@ class Counters:
     totalsent: int
     totalrecv: int
     created: int = 0  # the queue's creation, epoch s
+    msgs: int | None = None  # its messages then (None: not read)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +34,9 @@ class Interval:
     end: int
     sent: int
     received: int
+    # how much the backlog changed (messages in − out: sent, moved in, minus deleted,
+    # moved away); None: not known (the counts were not read)
+    net: int | None = None
 
     @property
     def seconds(self) -> float:
@@ -46,6 +50,11 @@ class Interval:
     @property
     def receive_rate(self) -> float:
         return self.received / self.seconds
+
+    @property
+    def net_rate(self) -> float | None:
+        """The backlog's change per second (in − out); None: not known."""
+        return None if self.net is None else self.net / self.seconds
 
 
 def _growth(before: int, after: int, reset: bool) -> int:
@@ -64,12 +73,16 @@ def intervals(snapshots: Iterable[Counters]) -> list[Interval]:
             if cur.at <= prev.at:
                 continue
             reset = cur.created != prev.created
+            net = None
+            if cur.msgs is not None and prev.msgs is not None:
+                net = cur.msgs - (0 if reset else prev.msgs)
             out.append(
                 Interval(
                     prev.at,
                     cur.at,
                     _growth(prev.totalsent, cur.totalsent, reset),
                     _growth(prev.totalrecv, cur.totalrecv, reset),
+                    net,
                 )
             )
         prev = cur
@@ -78,11 +91,13 @@ def intervals(snapshots: Iterable[Counters]) -> list[Interval]:
 
 def merge(parts: Sequence[Interval]) -> Interval:
     """Consecutive intervals as one: their messages over their whole time."""
+    nets = [p.net for p in parts]
     return Interval(
         parts[0].start,
         parts[-1].end,
         sum(p.sent for p in parts),
         sum(p.received for p in parts),
+        None if None in nets else sum(n for n in nets if n is not None),
     )
 
 

@@ -7,9 +7,32 @@ from typing import Any
 
 from django import template
 
-from dashboard.models import Alert, AlertEvent
+from dashboard.display.formatting import duration, exact, per_second
+from dashboard.models import Alert, AlertEvent, AlertRule
 
 register = template.Library()
+
+Metric = AlertRule.Metric
+#: metrics whose value is a yes / no (1 / 0): an anomaly flag, a consumer state, a risk
+YES_NO = ("flag:", "state:", Metric.REDIS_AT_RISK)
+
+
+@register.filter
+def alert_value(value: float | None, metric: str) -> str:
+    """An alert's value as its metric reads: 178,177 messages, "2 d" of age, 3.5/s,
+    82% of maxmemory, yes / no; "—" for none."""
+    if value is None:
+        return "—"
+    if metric == Metric.OLDEST_AGE:
+        return duration(value)
+    if metric in (Metric.SEND_RATE, Metric.RECEIVE_RATE):
+        return per_second(value)
+    if metric == Metric.REDIS_MEMORY_SHARE:
+        return f"{value:.0%}"
+    if metric.startswith(YES_NO):
+        return "yes" if value else "no"
+    return exact(value)
+
 
 EVENTS_SHOWN = 10
 

@@ -8,6 +8,8 @@ from typing import Any
 from django import template
 from django.utils.safestring import SafeString
 
+from dashboard.acting import jobs
+from dashboard.acting.actions import CHANGES
 from dashboard.display import charts
 from dashboard.snapshots.history import History, Trend, sparkline_bucket_ms
 from dashboard.triage import timeline
@@ -25,13 +27,20 @@ def rate_chart(history: History, markers: list[charts.Marker] | None = None) -> 
     return charts.rate_chart(history, markers or ())
 
 
+#: the operator actions the charts mark: what changed messages or queues, jobs included
+CHART_ACTIONS = CHANGES | set(jobs.AUDIT.values())
+
+
 @register.simple_tag
 def chart_markers(conn: str, ns: str, qname: str, history: History) -> list[charts.Marker]:
     """The queue's timeline over the charts' range (dashboard/triage/timeline.py), as markers:
-    ``{% chart_markers connection.name namespace qname history as markers %}``."""
+    ``{% chart_markers connection.name namespace qname history as markers %}``: what bears on
+    an incident (changes, alerts, flags, annotations; one marker a job)."""
     return [
         charts.Marker(e.at, e.kind, f"{e.text}{f' — {e.who}' if e.who else ''}")
-        for e in timeline.markers(conn, ns, qname, history.start, history.end)
+        for e in timeline.markers(
+            conn, ns, qname, history.start, history.end, actions=CHART_ACTIONS
+        )
     ]
 
 

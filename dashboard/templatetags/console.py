@@ -14,6 +14,7 @@ from django.utils.html import format_html
 
 from dashboard.display import formatting
 from dashboard.triage import thresholds
+from dashboard.triage.flags import SNOOZES, in_figures
 from queues import validation as v
 from queues.models import MessageInfo, QueueStats
 
@@ -22,6 +23,7 @@ register = template.Library()
 register.filter("compact", formatting.compact)
 register.filter("exact", formatting.exact)
 register.filter("duration", formatting.duration)
+register.filter("duration_left", formatting.countdown)
 register.filter("epoch_ms", formatting.epoch_ms)
 register.filter("per_second", formatting.per_second)
 
@@ -201,10 +203,23 @@ def in_set(value: object, members: object) -> bool:
 
 
 @register.filter
-def undo_of(message: object) -> tuple[str, str] | None:
-    """A flash message's Undo (dashboard/acting/undo.py tags it "undo <queue> <token>"): (queue,
-    token), or None."""
+def undo_of(message: object) -> tuple[str, str, str] | None:
+    """A flash message's Undo (views/actions.py tags it "undo <queue> <token> <count>"):
+    (queue, token, what it puts back in words: "the 5,200 messages"), or None."""
     parts = str(getattr(message, "extra_tags", "") or "").split()
-    if len(parts) == 3 and parts[0] == "undo":
-        return parts[1], parts[2]
+    if len(parts) in (3, 4) and parts[0] == "undo":
+        n = int(parts[3]) if len(parts) == 4 and parts[3].isdigit() else None
+        what = "what this removed" if n is None else (
+            "the message" if n == 1 else f"the {n:,} messages"
+        )  # fmt: skip
+        return parts[1], parts[2], what
     return None
+
+
+@register.simple_tag
+def snooze_choices() -> list[str]:
+    """How long a flag may be snoozed for, by its button's choice (dashboard/triage/flags.py)."""
+    return list(SNOOZES)
+
+
+register.filter("flag_summary", in_figures)

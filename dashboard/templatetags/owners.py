@@ -14,4 +14,8 @@ register = template.Library()
 
 @register.inclusion_tag("_queue_owner.html", takes_context=True)
 def queue_owner(context: template.Context, conn: str, ns: str, qname: str) -> dict[str, Any]:
-    return {"ownership": owner_of(conn, ns, qname), "can_admin": context.get("can_admin")}
+    return {
+        "ownership": owner_of(conn, ns, qname), "can_admin": context.get("can_admin"),
+        # "add one" opens the owners page's form filled in with this queue
+        "place_key": f"{conn}/{ns}", "qname": qname,
+    }  # fmt: skip

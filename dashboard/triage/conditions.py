@@ -14,6 +14,13 @@ too) and, for a crash loop, from the receive counts of a few hidden messages:
   message is older than at its start, and older than half the window;
 * **idle**: nothing visible, nothing in flight, nothing sent or received over the window
   (delayed messages only: scheduled);
+* **stale**: what would be "no consumers", but nothing was sent either over the window and
+  the backlog is small (under RSMQ_BACKLOG_GROWTH_MIN): a queue left behind with a few
+  messages, said in words, not an incident;
+* **expected idle**: nothing consumes it by design — a dead-letter queue (unless an
+  operator said it must be consumed), or a queue an operator marked so
+  (``QueueExpectation``): never "no consumers", never over its SLO; what arrives in a
+  dead-letter queue counts on the queues that dead-letter to it;
 * **healthy**: otherwise.
 
 A queue an operator paused (queues/ops/flow.py) is never judged to have no consumers nor
@@ -21,9 +28,9 @@ to fall behind: its consumers are held on purpose, and its reason says so ("paus
 42"); a throttled one's reason names its rate.
 
 The score is how bad (the state, a growing backlog, the oldest over its SLO, dead letters
-arriving, the pipeline's open flags, firing alerts) times how big
-(``log10(10 + backlog + 60 × rate)``): a queue with nothing consuming a big growing
-backlog comes before small quiet queues whose few messages are old.
+arriving from it, the pipeline's open flags that no operator acknowledged or snoozed,
+firing alerts) times how big (``log10(10 + backlog + 60 × rate)``): a queue with nothing
+consuming a big growing backlog comes before small quiet queues whose few messages are old.
 
 The console's own anomaly flags (``source="console"``) open and close here too, at each
 snapshot: consumers stalled, redelivery storm (a crash loop), backlog growing, oldest over
@@ -47,10 +54,11 @@ from redis.exceptions import RedisError
 
 from dashboard.display.formatting import duration as _duration
 from dashboard.display.formatting import exact, per_second
-from dashboard.models import Alert, AnomalyFlag, QueueCondition, Snapshot
+from dashboard.models import Alert, AnomalyFlag, QueueCondition, QueueExpectation, Snapshot
 from dashboard.places.connections import get_rsmq
 from dashboard.snapshots import runs
 from dashboard.triage import due, forecast, thresholds
+from dashboard.triage.flags import quiet_keys
 from queues import RedisSMQ
 from queues.errors import RsmqError
 from queues.models import Flow, QueueStats
@@ -65,6 +73,7 @@ POINTS = {
     State.NO_CONSUMERS: 40.0,
     State.CRASH_LOOPING: 30.0,
     State.FALLING_BEHIND: 20.0,
+    State.STALE: 1.0,
     "growing": 15.0,
     "over_slo": 10.0,
     "dead_letters": 10.0,
@@ -177,10 +186,13 @@ def judge(
     pipeline_flags: dict[str, set[str]],
     rsmq: RedisSMQ | None,
     flows: Mapping[str, Flow] | None = None,
+    expected_idle: Collection[str] = (),
 ) -> list[Judged]:
     """Every readable queue's condition. ``prev``: each queue's last condition
-    (taken_at, created, msgs, totalsent, totalrecv, recv_since); ``flows``: the
-    namespace's paused and throttled queues."""
+    (taken_at, created, msgs, totalsent, totalrecv, recv_since); ``pipeline_flags``: the
+    pipeline's open flags that still count (none an operator quieted); ``flows``: the
+    namespace's paused and throttled queues; ``expected_idle``: the queues nothing
+    consumes by design."""
     flows = flows or {}
     quiet_after = float(settings.RSMQ_NO_CONSUMER_AFTER)
     crash_receives = int(settings.RSMQ_CRASH_LOOP_RECEIVES)
@@ -219,7 +231,32 @@ def judge(
         if flow is not None:
             what = "paused" if flow.paused else f"throttled to {per_second(flow.rate)}"
             j.parts.append(f"{what}: {flow.reason}" if flow.reason else what)
-        if flow is not None and flow.paused:
+        paused = flow is not None and flow.paused
+        idle_by_design = s.qname in expected_idle
+        if idle_by_design:
+            j.state = State.EXPECTED_IDLE
+            if s.qname in dead_letter_queues and rise > 0:
+                j.parts.append(f"+{exact(rise)} dead letters in {duration(span)}")
+            j.pipeline = []  # its stalled consumers and old messages are by design
+            j.size = size_of(s.visible + s.inflight, None)
+            out.append(j)
+            continue
+        if (
+            s.visible > 0 and quiet >= quiet_after and (oldest or 0) >= quiet_after
+            and b is not None and not sent and backlog < growth.floor and not paused
+        ):  # fmt: skip
+            # Left behind: nothing sent, nothing received, a handful of messages.
+            j.state = State.STALE
+            j.parts.append(
+                f"stale: {exact(backlog)} message{'' if backlog == 1 else 's'}, nothing sent"
+                f" or received for {duration(quiet)}"
+                + (f", oldest {duration(oldest)}" if oldest is not None else "")
+            )
+            j.pipeline = []  # the pipeline's "stalled" and "old" flags say the same
+            j.size = size_of(s.visible + s.inflight, None)
+            out.append(j)
+            continue
+        if paused:
             pass  # held on purpose: neither "no consumers" nor "falling behind"
         elif s.visible > 0 and quiet >= quiet_after and (oldest or 0) >= quiet_after:
             j.state = State.NO_CONSUMERS
@@ -252,12 +289,12 @@ def judge(
             j.points += POINTS["over_slo"]
             j.parts.append(f"oldest {duration(oldest)} (SLO {duration(slo)})")
             j.kinds[Kind.OLDEST_AGE] = {"oldest_age_max": oldest, "slo": slo}
-        if s.qname in dead_letter_queues and s.visible and rise > 0:
-            j.points += POINTS["dead_letters"]
-            j.parts.append(f"dead letters arriving (+{exact(rise)})")
+        if s.qname in dead_letter_queues and rise > 0:
+            j.parts.append(f"+{exact(rise)} dead letters in {duration(span)}")
         j.pipeline = sorted(pipeline_flags.get(s.qname, ()))
         j.size = size_of(s.visible + s.inflight, max(j.send_rate or 0, j.receive_rate or 0))
         out.append(j)
+    _dead_lettering(stats, base, out)
     rc = _evidence(rsmq, list(candidates))
     for q, j in candidates.items():
         got = rc.get(q, 0)
@@ -284,6 +321,63 @@ def judge(
     return out
 
 
+def _dead_lettering(stats: list[QueueStats], base: dict[str, Base], out: list[Judged]) -> None:
+    """Dead letters arriving count on the queue that failed them, not on the dead-letter
+    queue they land in: each queue whose dead-letter queue grew over the window gets the
+    points and says where they go (a dead-letter queue shared by several queues: each
+    of them, naming the others)."""
+    by_name = {j.qname: j for j in out}
+    now = {s.qname: s for s in stats if not s.unreadable}
+    sources: dict[str, list[str]] = defaultdict(list)
+    for s in now.values():
+        if s.dlq and s.dlq in now:
+            sources[s.dlq].append(s.qname)
+    for dlq, names in sources.items():
+        d, b = now[dlq], base.get(dlq)
+        if b is None or b.created != d.created or b.taken_at >= d.now:
+            continue
+        rise = (d.msgs - d.delayed) - (b.msgs - b.delayed)
+        if rise <= 0:
+            continue
+        span = (d.now - b.taken_at) / 1000
+        for q in names:
+            j = by_name.get(q)
+            if j is None:
+                continue
+            shared = [n for n in names if n != q]
+            j.points += POINTS["dead_letters"]
+            j.parts.append(
+                f"dead-lettering: +{exact(rise)} to {dlq} in {duration(span)}"
+                + (f" (shared with {', '.join(sorted(shared))})" if shared else "")
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class Expectation:
+    """Whether a queue is expected idle, and who said so ("": the default, a dead-letter
+    queue's or any other queue's)."""
+
+    idle: bool
+    by: str = ""
+
+
+def expectation(conn: str, ns: str, qname: str, dead_letter_queue: bool) -> Expectation:
+    row = QueueExpectation.objects.filter(connection=conn, namespace=ns, queue=qname).first()
+    if row is None:
+        return Expectation(dead_letter_queue)
+    return Expectation(row.idle, row.by)
+
+
+def expected_idle(conn: str, ns: str, stats: Collection[QueueStats]) -> set[str]:
+    """The queues nothing consumes by design: dead-letter queues, unless an operator said
+    otherwise, and the queues an operator marked so (``QueueExpectation``)."""
+    said = dict(
+        QueueExpectation.objects.filter(connection=conn, namespace=ns).values_list("queue", "idle")
+    )
+    dlqs = {s.dlq for s in stats if s.dlq}
+    return {q for q in dlqs if said.get(q, True)} | {q for q, idle in said.items() if idle}
+
+
 def update(conn: str, ns: str, stats: list[QueueStats], rsmq: RedisSMQ | None) -> int:
     """Judge a namespace's run (``stats``, just stored as snapshot rows) and store it:
     one row per queue, and the console's flags opened or closed. Returns the rows."""
@@ -303,11 +397,14 @@ def update(conn: str, ns: str, stats: list[QueueStats], rsmq: RedisSMQ | None) -
     base = base_readings(conn, ns, start - round(settings.RSMQ_BACKLOG_WINDOW * 1000), start)
     dlqs = {s.dlq for s in readable if s.dlq}
     flags = AnomalyFlag.objects.filter(**where, end__isnull=True)
+    quieted = quiet_keys(conn, ns, now)  # acknowledged or snoozed: no longer counted
     pipeline_flags: dict[str, set[str]] = defaultdict(set)
     for q, kind in flags.exclude(source=AnomalyFlag.Source.CONSOLE).values_list("queue", "kind"):
-        pipeline_flags[q].add(kind)
+        if (q, kind) not in quieted:
+            pipeline_flags[q].add(kind)
     firing = firing_counts(conn, ns)
-    judged = judge(conn, ns, readable, prev, base, dlqs, pipeline_flags, rsmq, flows_of(rsmq))
+    idle = expected_idle(conn, ns, readable)
+    judged = judge(conn, ns, readable, prev, base, dlqs, pipeline_flags, rsmq, flows_of(rsmq), idle)
     # Every queue's outlook, for the orders of a namespace too big to read live (one
     # GROUP BY over the window: bench/RESULTS.md, "Dashboard pages (`bench/dashboard.py
     # --queues 100000`)").

@@ -3,17 +3,21 @@ drains, when its oldest message will be over its SLO; and its latest wait and
 processing times. For the queue page, the overview and /metrics alike (``outlooks``), so
 that the three say the same.
 
-A trend is the least-squares line through the snapshots of the last
-``RSMQ_BACKLOG_WINDOW`` seconds. Nothing is said when the data is missing (fewer than
-``MIN_POINTS`` snapshots, or spanning less than ``MIN_SPAN`` s) or the trend is flat (the
-line changes by less than one message, or one second of age, over the window).
+The backlog's way is its net change (messages in − out) over the last rate window
+(``history.rate_window()``: the same minute the overview's rates are over), from the
+counts of the snapshots at its ends: a step (an import, a redrive) weighs in for that
+minute only, where a line fitted across the whole window would carry it for ten. The
+oldest message's age, which grows by the second, is the least-squares line through the
+snapshots of the last ``RSMQ_BACKLOG_WINDOW`` seconds. Nothing is said when the data is
+missing (fewer than ``MIN_POINTS`` snapshots, or spanning less than ``MIN_SPAN`` s) or
+the trend is flat (less than one message, or one second of age, over its span).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db.models import (
@@ -32,7 +36,7 @@ from django.db.models import (
 
 from dashboard.display.formatting import duration, exact
 from dashboard.models import Snapshot
-from dashboard.snapshots.history import TIMED
+from dashboard.snapshots.history import TIMED, rate_window
 from dashboard.triage import thresholds
 
 MIN_POINTS = 3
@@ -95,15 +99,15 @@ class Drain:
 
     def __str__(self) -> str:
         if self.seconds is not None:
-            return f"drains in ~{duration(self.seconds)}"
-        return f"not draining: +{_rate(self.rate)}/s"
+            return f"drains in ~{duration(self.seconds)} at −{_rate(abs(self.rate))}/s"
+        return f"never drains: growing +{_rate(self.rate)}/s"
 
     @property
     def short(self) -> str:
-        """For a table cell: "~25 min", "+3/s"."""
+        """For a table cell: a time ("~25 min"), or "never" (its title says the rate)."""
         if self.seconds is not None:
             return f"~{duration(self.seconds)}"
-        return f"+{_rate(self.rate)}/s"
+        return "never"
 
     def sort_key(self) -> float:
         """Longer to drain sorts later; not draining, last of all."""
@@ -111,7 +115,7 @@ class Drain:
 
 
 def _rate(rate: float) -> str:
-    return exact(round(rate)) if abs(rate) >= 10 else f"{abs(rate):.2g}"
+    return exact(round(abs(rate))) if abs(rate) >= 10 else f"{abs(rate):.2g}"
 
 
 def drain(backlog: Trend | None) -> Drain | None:
@@ -217,54 +221,85 @@ def outlooks(conn: str, ns: str, names: Iterable[str] | None, now_ms: int) -> di
         rows = rows.filter(queue__in=list(names))
     x = ExpressionWrapper((F("taken_at") - now_ms) / 1000.0, output_field=FloatField())
     aged = Q(oldest_age__isnull=False)
+    since = now_ms - rate_window()
 
     def when_aged(value: Any) -> Case:
         return Case(When(aged, then=value), output_field=FloatField())
 
     sums = rows.values("queue").annotate(
-        n=Count("taken_at"), sx=Sum(x), sy=Sum(F("msgs") * 1.0), sxx=Sum(x * x),
-        sxy=Sum(x * F("msgs")), first=Min("taken_at"), last=Max("taken_at"),
+        n=Count("taken_at"), first=Min("taken_at"), last=Max("taken_at"),
+        # the net change's start: the last snapshot at or before the rate window's
+        since=Max(Case(When(taken_at__lte=since, then="taken_at"))),
         an=Count("oldest_age"), asx=Sum(when_aged(x)), asy=Sum("oldest_age"),
         asxx=Sum(when_aged(x * x)), asxy=Sum(when_aged(x * F("oldest_age"))),
         afirst=Min(Case(When(aged, then="taken_at"))),
         gap=Max(Case(When(oldest_age__isnull=True, then="taken_at"))),
     ).values_list(
-        "queue", "n", "sx", "sy", "sxx", "sxy", "first", "last",
-        "an", "asx", "asy", "asxx", "asxy", "afirst", "gap",
+        "queue", "n", "first", "last", "since", "an", "asx", "asy", "asxx", "asxy", "afirst",
+        "gap",
     )  # fmt: skip
-    found = {r[0]: r for r in sums}
+    found = {r[0]: Window(*r[1:]) for r in sums}
     if not found:
         return {}
-    at_last = rows.filter(taken_at__in={r[7] for r in found.values()})
-    lasts = {
+    ends = {w.last for w in found.values()} | {w.since or w.first for w in found.values()}
+    at_ends = rows.filter(taken_at__in=ends)
+    counts = {
         (q, t): (m, a)
-        for q, t, m, a in at_last.values_list("queue", "taken_at", "msgs", "oldest_age")
+        for q, t, m, a in at_ends.values_list("queue", "taken_at", "msgs", "oldest_age")
     }
     broken = [
-        q for q, r in found.items()
-        if r[14] is not None and r[13] is not None and r[14] > r[13]
-        and lasts.get((q, r[7]), (0, None))[1] is not None
+        q for q, w in found.items()
+        if w.gap is not None and w.afirst is not None and w.gap > w.afirst
+        and counts.get((q, w.last), (0, None))[1] is not None
     ]  # fmt: skip
     resumed = _ages_since_gap(rows.filter(queue__in=broken)) if broken else {}
     latest = _latest_times(rows.filter(TIMED))
     out = {}
-    for q, r in found.items():
-        msgs, age = lasts.get((q, r[7]), (0, None))
-        backlog = Sums(r[1], r[2] or 0, r[3] or 0, r[4] or 0, r[5] or 0).trend(
-            (r[7] - r[6]) / 1000, msgs
-        )
-        if age is None:
+    for q, w in found.items():
+        msgs, age = counts.get((q, w.last), (0, None))
+        start = w.since or w.first
+        before = counts.get((q, start))
+        backlog = None if before is None else net_change(start, before[0], w.last, msgs, w.n)
+        if age is None or w.afirst is None:
             ages = None
         elif q in resumed:
             ages = trend(resumed[q])
         else:
-            ages = Sums(r[8], r[9] or 0, r[10] or 0, r[11] or 0, r[12] or 0).trend(
-                (r[7] - r[13]) / 1000, age
+            ages = Sums(w.an, w.asx or 0, w.asy or 0, w.asxx or 0, w.asxy or 0).trend(
+                (w.last - w.afirst) / 1000, age
             )
         slo = thresholds.oldest_age_slo(conn, ns, q)
         wait, processing = latest.get(q, (None, None))
         out[q] = Outlook(drain(backlog), breach_in(ages, slo), wait, processing)
     return out
+
+
+class Window(NamedTuple):
+    """One queue's snapshots over the window, as the database summed them: how many, the
+    first and last, the last at or before the rate window (the net change's start), and
+    the oldest age's least-squares sums (from its first reading, ``afirst``; ``gap``: the
+    last snapshot with nothing visible)."""
+
+    n: int
+    first: int
+    last: int
+    since: int | None
+    an: int
+    asx: float | None
+    asy: float | None
+    asxx: float | None
+    asxy: float | None
+    afirst: int | None
+    gap: int | None
+
+
+def net_change(start: int, before: int, end: int, now: int, points: int) -> Trend | None:
+    """The backlog's net change from ``before`` messages at ``start`` to ``now`` at ``end``
+    (epoch ms), as a trend; None: too few snapshots, or too short a span."""
+    span = (end - start) / 1000
+    if points < MIN_POINTS or span < MIN_SPAN or span <= 0:
+        return None
+    return Trend((now - before) / span, span, now, points)
 
 
 def _ages_since_gap(rows: QuerySet[Snapshot]) -> dict[str, list[tuple[int, float]]]:

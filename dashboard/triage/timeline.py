@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import datetime as dt
 import heapq
-from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from collections.abc import Collection, Iterable, Iterator
+from dataclasses import asdict, dataclass, field, replace
 from fnmatch import fnmatchcase
 from typing import Any
 
 from django.db.models import Q, QuerySet
 
 from dashboard.models import AlertEvent, Annotation, AnomalyFlag, AuditEntry
+from dashboard.triage import flags
 
 #: the kinds of event, in the order the filters list them, with their names
 KINDS = {
@@ -50,6 +51,10 @@ class Event:
     text: str
     who: str = ""
     ref: str = ""  # where it comes from: "audit:12", "alert:3", "flag:4:start", "annotation:7"
+    # what it is a step of: "job:12" for a bulk job's start and end (one marker a job);
+    # the audit action's name for an operator action ("" for the other kinds)
+    group: str = ""
+    action: str = ""
 
     @property
     def time(self) -> dt.datetime:
@@ -60,7 +65,9 @@ class Event:
         return self.time.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
     def as_dict(self) -> dict[str, Any]:
-        return {"time": self.iso, **asdict(self)}
+        d = asdict(self)
+        del d["group"], d["action"]  # how markers are drawn, not what happened
+        return {"time": self.iso, **d}
 
 
 @dataclass(frozen=True)
@@ -116,13 +123,21 @@ def _actions(f: Filter) -> Iterator[Event]:
     for e in _ordered(qs, f, "at"):
         if not f.wants(e.queue):
             continue
+        params = e.params if isinstance(e.params, dict) else {}
+        job = params.get("job")
+        if job is not None and params.get("step") == "count":
+            continue  # a job counting its matches changed nothing: its start and end did
         text = e.action.replace("_", " ")
+        if job is not None:
+            text = f"job {job} {text}: " + ("started" if params.get("step") == "start"
+                                            else f"{params.get('state', 'ended')}")  # fmt: skip
         if e.count is not None:
             text += f" ({e.count:,})"
         if e.outcome == AuditEntry.Outcome.ERROR:
             text += f" — failed: {e.detail}"[:300]
         yield Event(int(e.at.timestamp() * 1000), "action", e.connection, e.namespace, e.queue,
-                    text, e.username, f"audit:{e.pk}")  # fmt: skip
+                    text, e.username, f"audit:{e.pk}", f"job:{job}" if job is not None else "",
+                    e.action)  # fmt: skip
 
 
 def _alerts(f: Filter) -> Iterator[Event]:
@@ -132,7 +147,7 @@ def _alerts(f: Filter) -> Iterator[Event]:
         a = e.alert
         if not f.wants(a.queue):
             continue
-        value = "" if e.value is None else f" (value {e.value:g})"
+        value = "" if e.value is None else f" (value {e.value:,.10g})"
         where = "" if a.queue else f" (Redis {a.connection})"
         text = f"alert {a.rule.name}{where}: {e.state}{value}"
         yield Event(e.at, "alert", a.connection, a.namespace, a.queue, text, "", f"alert:{e.pk}")
@@ -145,13 +160,10 @@ def _flags(f: Filter, end: bool) -> Iterator[Event]:
         if not f.wants(flag.queue):
             continue
         label = flag.get_kind_display()
-        try:
-            summary = flag.summary
-        except (KeyError, TypeError, ValueError):  # figures of another pipeline version
-            summary = ""
+        summary = flags.in_figures(flag)
         text = f"{label} ended" if end else f"{label}: {summary}" if summary else label
         yield Event(getattr(flag, at), "flag", flag.connection, flag.namespace, flag.queue, text,
-                    "pipeline", f"flag:{flag.pk}:{at}")  # fmt: skip
+                    flag.source, f"flag:{flag.pk}:{at}")  # fmt: skip
 
 
 def _annotations(f: Filter) -> Iterator[Event]:
@@ -183,12 +195,30 @@ def events(f: Filter) -> Iterator[Event]:
     return heapq.merge(*sources, key=lambda e: e.at, reverse=f.newest_first)
 
 
-def markers(conn: str, ns: str, qname: str, start: int, end: int) -> list[Event]:
-    """A queue's events over a chart's range, oldest first: the latest MARKERS_MAX."""
+def markers(
+    conn: str, ns: str, qname: str, start: int, end: int, actions: Collection[str] | None = None
+) -> list[Event]:
+    """A queue's events over a chart's range, oldest first: the latest MARKERS_MAX. Only
+    the operator actions named in ``actions`` (None: every one) — what changed messages
+    or queues, not a filter saved — and one marker a job: at its start, saying how it
+    ended."""
     f = Filter(start, end, conn, ns, queue=qname, newest_first=True)
-    latest = []
-    for event in events(f):
-        latest.append(event)
+    latest: list[Event] = []
+    job_at: dict[str, int] = {}  # a job's one marker: its place in latest
+    for event in events(f):  # newest first: a job's end before its start
+        if event.kind == "action" and actions is not None and event.action not in actions:
+            continue
+        if event.group:
+            i = job_at.get(event.group)
+            if i is None:
+                job_at[event.group] = len(latest)
+                latest.append(event)
+            else:  # its start: the marker moves there, saying how the job ended
+                ended = latest[i].text.split(": ", 1)[-1]
+                latest[i] = replace(event, text=f"{event.text} → {ended}")
+        else:
+            latest.append(event)
         if len(latest) >= MARKERS_MAX:
             break
-    return latest[::-1]
+    latest.sort(key=lambda e: e.at)
+    return latest

@@ -103,7 +103,7 @@ class Posted:
         if entry is None:
             undos.discard(self.place, kept)
         if entry is not None:
-            tag = f"{undos.TAG} {entry.queue} {entry.token}"
+            tag = f"{undos.TAG} {entry.queue} {entry.token} {entry.count}"
             messages.success(self.request, text, extra_tags=tag)
         elif kept is not None and kept.why and count:
             messages.success(self.request, f"{text} Not kept for Undo: {kept.why}.")
@@ -197,4 +197,5 @@ def respond(post: Posted, result: Result, here: str, render: Render) -> HttpResp
 
 
 def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+    """ "1 message", "5,200 messages": a count as the pages write it."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"

@@ -28,8 +28,13 @@ from queues import validation as v
 
 PER_PAGE = 50
 MAX_PAGE = 200  # a page reads its offset's events first: bounded
-RANGES = {"1h": 3600, "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400}
-DEFAULT_RANGE = "24h"
+RANGES = {
+    "15m": 900, "30m": 1800, "1h": 3600, "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400,
+    "30d": 30 * 86400,
+}  # fmt: skip
+#: what an operator opens the timeline for is what just happened: the last hour, newest first
+DEFAULT_RANGE = "1h"
+DEFAULT_ORDER = "newest"
 MAX_SPAN = 366 * 86400  # s
 TIME_FORMAT = "%Y-%m-%dT%H:%M"
 CSV_COLUMNS = ("time", "kind", "connection", "namespace", "queue", "text", "who", "ref")
@@ -104,7 +109,7 @@ def parse(params: Any, now_ms: int) -> tuple[Filter, Shown]:
         raise BadFilter("end must be after start")
     if end - start > MAX_SPAN * 1000:
         raise BadFilter("the range (start to end) must be at most 366 days")
-    order = params.get("order", "oldest")
+    order = params.get("order") or DEFAULT_ORDER
     if order not in ("oldest", "newest"):
         raise BadFilter("order must be oldest or newest")
     f = Filter(
@@ -139,7 +144,7 @@ def incidents(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
         page = _page_number(request.GET.get("page"))
     except BadFilter as e:
         ctx = context(None, error=str(e), shown={}, kinds=KINDS, ranges=RANGES,
-                      places=configured())  # fmt: skip
+                      place_names=configured())  # fmt: skip
         return render(request, "incidents.html", ctx, status=400)
     fmt = request.GET.get("format", "")
     if fmt == "csv":
@@ -148,12 +153,16 @@ def incidents(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
         return _json(f, shown)
     if fmt:
         ctx = context(None, error="format must be csv or json", shown=shown, kinds=KINDS,
-                      ranges=RANGES, places=configured())  # fmt: skip
+                      ranges=RANGES, place_names=configured())  # fmt: skip
         return render(request, "incidents.html", ctx, status=400)
     # One more than the page: whether there is a next one.
     rows = list(islice(timeline.events(f), (page - 1) * PER_PAGE, page * PER_PAGE + 1))
     query = request.GET.copy()
     query.pop("page", None)
+    # the presets' links keep the rest of the filter
+    ranged = query.copy()
+    for k in ("range", "start", "end"):
+        ranged.pop(k, None)
     ctx = context(
         None,
         events=rows[:PER_PAGE],
@@ -162,8 +171,10 @@ def incidents(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
         shown=shown,
         kinds=KINDS,
         ranges=RANGES,
-        places=configured(),
+        place_names=configured(),
         query=query.urlencode(),
+        range_query=ranged.urlencode(),
+        now_utc=dt.datetime.fromtimestamp(now_ms / 1000, tz=dt.UTC).strftime(TIME_FORMAT),
         error="",
     )
     return render(request, "incidents.html", ctx)

@@ -4,6 +4,9 @@ cancel). The work is dashboard/acting/jobs.py's, in Celery."""
 
 from __future__ import annotations
 
+import math
+import time
+
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -75,6 +78,12 @@ def _page(
         place, qname=job.queue, job=job, job_url=_url(place, job), may_act=may,
         what=jobs.describe(job), outcome=jobs.outcome_text(job), error=error,
         percent=int(100 * job.done / job.matched) if job.matched else 100,
+        # a canary's watch, counted down at each poll (the page polls every second)
+        watch_left=(
+            max(0, math.ceil((job.phase_until - time.time() * 1000) / 1000))
+            if job.phase == "watching" and job.phase_until
+            else None
+        ),
         undo=jobs.undo_of(job), undo_hours=undos.hours(),
         # a delete, move or redrive keeps what it removes for an Undo when it fits
         # RSMQ_UNDO_MAX_MB: the confirmation says "cannot be undone" when not

@@ -19,14 +19,13 @@ from redis.exceptions import RedisError
 
 from dashboard.access.guard import place_for
 from dashboard.acting.actions import CREATE_QUEUE
-from dashboard.analytics.results import open_flag_count, open_flags
 from dashboard.display.formatting import Linked, duration
 from dashboard.models import QueueCondition
 from dashboard.places.connections import connections
 from dashboard.places.place import Place
 from dashboard.snapshots import latest
 from dashboard.snapshots.history import current_rates, trends
-from dashboard.triage import conditions, forecast, thresholds
+from dashboard.triage import conditions, flags, forecast, thresholds
 from dashboard.triage.owners import Owners
 from dashboard.views.actions import Posted
 from dashboard.views.common import (
@@ -345,8 +344,6 @@ def render_overview(
         sort = ATTENTION
     page, per_page = int_param(params.get("page"), 1), settings.RSMQ_PAGE_SIZE
     sorted_at = None
-    flags = open_flags(place.conn.name, place.ns)
-    flagged = {f.queue for f in flags}
     clock = round(time.time() * 1000)
     triage = Triage(place, clock)
     if by_snapshot := snapshot_rows(place, search, sort, page, per_page, triage):
@@ -355,6 +352,10 @@ def render_overview(
         page_obj, stats = queue_rows(place.rsmq, search, sort, page, per_page, triage)
     now = stats[0].now if stats else None
     triage.of_page(stats)
+    # Each row's flags (folded into it: the row says why) and the worst queues' below the
+    # table: the queues come first, whatever the number of flags.
+    names = [s.qname for s in stats]
+    flag_summary = flags.summary(place.conn.name, place.ns, now or clock)
     # Every queue's rate, summed: read from the last minutes of snapshots, a row per queue
     # and snapshot. A big namespace's sum would cost seconds (bench/RESULTS.md, "Figures
     # behind the code"), so it is shown per queue only (its rows, the page's charts and
@@ -388,9 +389,17 @@ def render_overview(
         now=now,
         create_form=create_form,
         params=params,
-        flags=flags,
-        flags_total=open_flag_count(place.conn.name, place.ns),
-        flagged=flagged,
+        row_flags=flags.of_queues(
+            place.conn.name,
+            place.ns,
+            names,
+            now or clock,
+            {q: c.state for q, c in triage.conditions.items()},
+        ),  # fmt: skip
+        flag_summary=flag_summary,
+        flag_groups=flags.worst(place.conn.name, place.ns, now or clock)
+        if flag_summary.total
+        else [],
         flags_now=now or clock,
         sorted_at=sorted_at,
         # Who owns each queue of the page: its row's hover.

@@ -53,8 +53,17 @@ def _page(
 def owners_page(request: HtmxHttpRequest) -> HttpResponse:
     if request.method == "GET":
         require(request.user, Role.VIEWER)
-        return _page(request, OwnershipForm(places=configured()), None)
+        return _page(request, OwnershipForm(initial=_asked(request), places=configured()), None)
     return _save(request, Ownership(), "owner_create")
+
+
+def _asked(request: HtmxHttpRequest) -> dict[str, str]:
+    """The new owner's place and queue, when a queue page's "add one" asked for them
+    (?place=conn/ns&queue=q): the form comes filled in."""
+    place, queue = request.GET.get("place", ""), request.GET.get("queue", "")
+    if "/" not in place or tuple(place.split("/", 1)) not in configured():
+        return {}
+    return {"place": place, "queue": queue[:160]}
 
 
 @login_required

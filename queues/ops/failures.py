@@ -337,9 +337,9 @@ def _error_line(message: str, trace: list[str]) -> str:
 
 def _row(mid: str, where: str, summary: Any, dead: bool) -> _Row:
     """A message's row from its summary (record_failure: the type, then first and last
-    seen and the error line, separated by \\x1f; before times were kept, the type alone;
-    written by another client, anything: what isn't a time is unknown, 0)."""
-    parts = _text(summary).split("\x1f", 3)
+    seen, the error line and the attempt, separated by \\x1f; before times were kept,
+    the type alone; written by another client, anything: what isn't a time is unknown, 0)."""
+    parts = _text(summary).split("\x1f", 4)
     kind = parts[0] or "?"
     times = [int(p) if p.isdigit() and len(p) < 16 else 0 for p in parts[1:3]]
     first, last = (times + [0, 0])[:2]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import fields as F
 from .. import scripts as S
@@ -24,6 +24,7 @@ from ..limits import (
     CENSUS_BYTES,
     CENSUS_MESSAGE_BYTES,
     DEFAULT_SCAN_BUDGET,
+    FAILURE_TYPE_MAX,
     FETCH_BATCH_BYTES,
     LUA_NEEDLE_MAX,
     MAX_AGE,
@@ -47,6 +48,22 @@ from ..parse import (
     _text,
 )
 from .base import Base, R
+
+
+class Failed(NamedTuple):
+    """browse's failure filter: the last recorded failure's type (exactly), a text in its
+    error line, its attempt at least ("", "", 0: none)."""
+
+    error: str = ""
+    error_text: str = ""
+    min_attempt: int = 0
+
+    @property
+    def any(self) -> bool:
+        return bool(self.error or self.error_text or self.min_attempt)
+
+
+NO_FAILURE = Failed()
 
 
 class Read(Base[R]):
@@ -126,7 +143,7 @@ class Read(Base[R]):
 
     @staticmethod
     def _browse_call(
-        keys: tuple[str, str],
+        keys: tuple[str, ...],
         qname: str,
         state: str,
         direction: str,
@@ -142,15 +159,17 @@ class Read(Base[R]):
         where: F.Where = F.NOTHING,
         older_than: int = 0,
         younger_than: int = 0,
+        failed: Failed = NO_FAILURE,
     ) -> Call:
-        """One call of browse.lua (its arguments in its order)."""
+        """One call of browse.lua (its arguments in its order); ``keys`` with the failure
+        key third when ``failed`` filters."""
         if where:
             step = min(step, BROWSE_FIELD_STEP)
         body_bytes = BROWSE_FIELD_BYTES if where else BROWSE_BYTES
         args = (state, direction, score, member, limit, preview, step, min_rc, contains,
                 body_bytes, skip, "1" if counting else "", LUA_NEEDLE_MAX,
                 BROWSE_CLIENT_BYTES, BROWSE_ROW_BYTES, where.lua_arg(), older_than * 1000,
-                younger_than * 1000)  # fmt: skip
+                younger_than * 1000, *failed)  # fmt: skip
         return Call(S.BROWSE, keys, args, qname)
 
     @staticmethod
@@ -229,6 +248,19 @@ class Read(Base[R]):
         v.integer("younger_than", younger_than, 0, MAX_AGE)
         return min_rc, contains, parsed, older_than, younger_than
 
+    @staticmethod
+    def _failed(error: str, error_text: str, min_attempt: int) -> Failed:
+        """The failure filter (the last recorded failure's type, exactly; a text in its
+        error line; its attempt at least), validated, in browse.lua's argument order."""
+        for name, value, most in (("error", error, FAILURE_TYPE_MAX),
+                                  ("error_text", error_text, LUA_NEEDLE_MAX)):  # fmt: skip
+            if not isinstance(value, str):
+                raise InvalidArgument(name, f"{name} must be a string")
+            if len(value) > most:
+                raise InvalidArgument(name, f"{name} must be at most {most} characters")
+        v.integer("min_attempt", min_attempt, 0, 2**31)
+        return Failed(error, error_text, min_attempt)
+
     @operation
     def browse(
         self,
@@ -247,12 +279,17 @@ class Read(Base[R]):
         where: str = "",
         older_than: int = 0,
         younger_than: int = 0,
+        error: str = "",
+        error_text: str = "",
+        min_attempt: int = 0,
     ) -> Op[Browse]:
         """A keyset page of a state over (score, member), the queue's order, optionally
         only messages received at least ``min_rc`` times and/or whose body contains a text
         and/or whose JSON body's fields match ``where`` (queues/fields.py: ``amount > 100
         and status in (failed, retry)``) and/or sent at least ``older_than`` / less than
-        ``younger_than`` seconds ago (by the server's clock).
+        ``younger_than`` seconds ago (by the server's clock) and/or whose last recorded
+        failure (``record_failure``) is of type ``error`` (exactly), says ``error_text``
+        in its error line, or came at attempt ``min_attempt`` or later.
 
         From the state's start, or ``after`` a cursor, or backwards ``before`` one (a
         ``Cursor`` with an empty score: from the end), or from the ``rank``-th message of
@@ -269,7 +306,8 @@ class Read(Base[R]):
         min_rc, contains, parsed, older_than, younger_than = self._filters(
             min_rc, contains, where, older_than, younger_than
         )
-        narrowed = bool(min_rc or contains or parsed or older_than or younger_than)
+        failed = self._failed(error, error_text, min_attempt)
+        narrowed = bool(min_rc or contains or parsed or older_than or younger_than or failed.any)
         if sum(x is not None for x in (after, before, rank)) > 1:
             raise InvalidArgument("cursor", "after, before and rank exclude each other")
         if rank is not None:
@@ -278,7 +316,7 @@ class Read(Base[R]):
                 raise InvalidArgument("rank", "a rank is a place in all / visible / hidden")
         return (yield from self._browse(qname, state, after, before, rank, limit, preview,
                                         min_rc, contains, budget, step, patience, parsed,
-                                        older_than, younger_than))  # fmt: skip
+                                        older_than, younger_than, failed))  # fmt: skip
 
     def _browse(
         self,
@@ -297,10 +335,13 @@ class Read(Base[R]):
         where: F.Where = F.NOTHING,
         older_than: int = 0,
         younger_than: int = 0,
+        failed: Failed = NO_FAILURE,
     ) -> Op[Browse]:
         """browse() with its arguments checked: the loop of browse.lua calls."""
-        keys = self._queue_keys(qname)
-        narrowed = bool(min_rc or contains or where or older_than or younger_than)
+        keys: tuple[str, ...] = (
+            self._with_failures(qname) if failed.any else self._queue_keys(qname)
+        )
+        narrowed = bool(min_rc or contains or where or older_than or younger_than or failed.any)
         direction, at = "next", after
         if before is not None:
             direction, at = "prev", before
@@ -317,7 +358,7 @@ class Read(Base[R]):
             r: list[Any] = yield self._browse_call(
                 keys, qname, state, direction, score, member, limit + 1 - len(found) // 6,
                 preview, step, min_rc, contains, where=where, older_than=older_than,
-                younger_than=younger_than,
+                younger_than=younger_than, failed=failed,
             )  # fmt: skip
             calls += 1
             now, at_end, first, last = r[0], r[2] == 1, r[5], r[6]

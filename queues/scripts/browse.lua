@@ -1,11 +1,13 @@
--- KEYS: zset, queue hash
+-- KEYS: zset, queue hash[, the queue's failure key (a failure filter reads it)]
 -- ARGV: state, direction, cursor score, cursor member, limit, preview bytes, step,
 --       min rc (0 = any), needle ("" = any), body bytes budget,
 --       skip (matches passed over before the rows start), count ("1": look at the whole
 --       step, counting every match, however many rows it returns), the longest needle
 --       searched here, the bytes of bodies left for the client to search (a budget),
 --       the bytes of bodies the rows may hold, a field filter ("" = none: JSON, see
---       queues/fields.py), older than / younger than (ms since sent, from the id; 0 = any)
+--       queues/fields.py), older than / younger than (ms since sent, from the id; 0 = any),
+--       the last failure's type ("" = any), a text in its error line ("" = any), its
+--       attempt at least (0 = any): the failure filter, on record_failure.lua's summaries
 -- Read-only keyset browsing over (score, member), the zset's own order, so a page never
 -- depends on how many messages came or went before it. direction:
 --   "next": members after (cursor score, cursor member), forwards ("" score: from the start)
@@ -50,6 +52,15 @@ if where_raw ~= "" then
   json.decode_invalid_numbers(false)
   json.decode_max_depth(64)
   where = json.decode(where_raw)
+end
+-- the failure filter: a message matches only with a recorded failure (the summary
+-- {id}:t in the failure key) of that type, error line and attempt
+local error_type, error_text = ARGV[19] or "", ARGV[20] or ""
+local min_attempt = tonumber(ARGV[21] or 0)
+local failing = error_type ~= "" or error_text ~= "" or min_attempt > 0
+local fkey = KEYS[3]
+if failing and fkey ~= nil and not is_hash(fkey) then
+  fkey = nil -- none recorded (or another client's key there): nothing matches
 end
 local _, ms = now()
 local first, last = state_range(zkey, state, ms)
@@ -103,7 +114,29 @@ local candidates = {} -- ids whose body the client searches (their rows' bodies:
 -- Returns true, false, or "stop": reading its body would pass a byte budget (then it is
 -- not looked at: the next call starts with it).
 local filtered = state == "inflight" or state == "delayed" or min_rc > 0 or needle ~= ""
-  or where ~= nil or older > 0 or younger > 0
+  or where ~= nil or older > 0 or younger > 0 or failing
+
+-- a summary's fields (record_failure.lua): type, first, last, error line, attempt
+local function summary_fields(summary)
+  local out = {}
+  for part in string.gmatch(summary .. "\31", "([^\31]*)\31") do
+    out[#out + 1] = part
+  end
+  return out
+end
+
+local function failed_so(id)
+  if not fkey then return false end
+  local summary = redis.call("HGET", fkey, id .. ":t")
+  if not summary then return false end
+  local f = summary_fields(summary)
+  if error_type ~= "" and f[1] ~= error_type then return false end
+  if error_text ~= "" and string.find(f[4] or "", error_text, 1, true) == nil then
+    return false
+  end
+  if min_attempt > 0 and (tonumber(f[5] or "") or 0) < min_attempt then return false end
+  return true
+end
 
 -- The field filter's rules (queues/fields.py's _holds() says the same in Python):
 -- the value at a path (nil: absent; objects have string keys, lists 1-based numbers)
@@ -184,6 +217,7 @@ local function matches(id)
     if older > 0 and age < older then return false end
     if younger > 0 and age >= younger then return false end
   end
+  if failing and not failed_so(id) then return false end
   if need_rc then -- one HGET less a message when neither the state nor min rc asks
     local rc_raw = redis.call("HGET", qkey, id .. ":rc")
     if state == "inflight" and rc_raw == false then return false end

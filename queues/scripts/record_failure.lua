@@ -4,9 +4,11 @@
 -- first line, cut)
 -- Records one failure of a message still in the queue: {t, rc, type, msg, trace} added
 -- to its history (JSON, newest last) in field {id}; its summary in {id}:t, what
--- failure_groups reads without decoding histories: the type, then (separated by \31) the
--- first and the last failure's time (ms) and the last error line. A summary written
--- before times were kept is the type alone (its first failure: this one). The history keeps the last
+-- failure_groups and browse's failure filter read without decoding histories: the type,
+-- then (separated by \31) the first and the last failure's time (ms), the last error line
+-- and the last failure's attempt (the receive count it failed at). A summary written
+-- before times were kept is the type alone (its first failure: this one); one written
+-- before attempts were kept has four fields. The history keeps the last
 -- `history length` failures, fewer when over `history bytes`; a queue keeps histories
 -- for at most `most messages` (a full one forgets another message's to make room);
 -- the key expires `ttl` s after its last failure. With vt, the message's visibility
@@ -71,7 +73,7 @@ end
 local function field(text)
   return (string.gsub(text, "\31", " "))
 end
-summary = table.concat({field(ARGV[3]), int(first), int(ms), field(ARGV[10])}, "\31")
+summary = table.concat({field(ARGV[3]), int(first), int(ms), field(ARGV[10]), int(rc)}, "\31")
 redis.call("HSET", fkey, id, encoded, id .. ":t", summary)
 redis.call("EXPIRE", fkey, ARGV[9])
 if ARGV[2] ~= "" then

@@ -152,14 +152,16 @@ document.addEventListener("htmx:confirm", (event) => {
 // -- Feedback -------------------------------------------------------------------------------
 // The button an action was posted with: its answer is shown next to it, focused.
 let clicked = null;
-let clickedIn = null; // the id of the closest part of the page around the button
+let clickedIn = []; // the ids of the parts of the page around the button, closest first
 document.addEventListener(
   "submit",
   (event) => {
     const button = event.submitter;
     clicked = button && button.name === "action" ? button.value : null;
-    const part = button && button.parentElement.closest("[id]");
-    clickedIn = part ? part.id : null;
+    clickedIn = [];
+    for (let part = button && button.parentElement.closest("[id]"); part; part = part.parentElement && part.parentElement.closest("[id]")) {
+      clickedIn.push(part.id);
+    }
   },
   true,
 );
@@ -173,12 +175,20 @@ const ON_SELECTION = ["requeue", "delete", "move", "requeue_all", "delete_all", 
 // there, links and buttons with it, not copied. A sticky bar (.bulk) is not split: the
 // answer goes just above it. Only when it has no such place does the banner stay.
 const showFeedback = (action, where) => {
-  const place = where && document.querySelector(`#content #${CSS.escape(where)}`);
+  // The closest part around the button that the answer left on the page (the part itself
+  // may be gone: a flag acknowledged leaves the list), and the button again inside it.
+  const parts = where
+    .filter((id) => id !== "content")
+    .map((id) => document.querySelector(`#content #${CSS.escape(id)}`));
+  const place = parts.find(Boolean);
+  const gone = place && place !== parts[0];
   const flashes = Array.from(document.querySelectorAll("#flash .flash"));
   const invalid = document.querySelector(
     "#content .field.invalid input, #content .field.invalid textarea, #content .field.invalid select",
   );
-  const button = action && document.querySelector(`#content button[name=action][value="${action}"]`);
+  const pressed = `button[name=action][value="${action}"]`;
+  const button =
+    action && !gone && (place ? place.querySelector(pressed) : document.querySelector(`#content ${pressed}`));
   let focus = null;
   if (invalid && (!button || button.form === invalid.form)) {
     focus = invalid;
@@ -257,6 +267,20 @@ document.addEventListener("keydown", (event) => {
   }
 });
 
+// -- Act on every match ------------------------------------------------------------------------
+// Only the chosen action's fields show (each says which actions it is for: data-for); a
+// field hidden is also left out of what is sent.
+const showJobFields = (form) => {
+  const kind = form.querySelector("[data-job-kind]");
+  if (!kind) return;
+  form.querySelectorAll("[data-for]").forEach((el) => {
+    const wanted = el.dataset.for.split(" ").includes(kind.value);
+    el.hidden = !wanted;
+    el.querySelectorAll("input, select").forEach((i) => (i.disabled = !wanted));
+  });
+};
+const settleJobForms = () => document.querySelectorAll("form[data-job-form]").forEach(showJobFields);
+
 // -- Wiring ---------------------------------------------------------------------------------
 document.addEventListener("change", (event) => {
   // The connection selector navigates as soon as an option is picked.
@@ -270,6 +294,7 @@ document.addEventListener("change", (event) => {
     saveSelection();
     updateBulkBar();
   }
+  if (event.target.matches("[data-job-kind]")) showJobFields(event.target.form);
   updateLiveState();
 });
 
@@ -302,6 +327,7 @@ const settle = () => {
   updateBulkBar();
   updateLiveState();
   watchPolls();
+  settleJobForms();
 };
 document.addEventListener("DOMContentLoaded", settle);
 document.addEventListener("htmx:afterSettle", (event) => {
@@ -310,7 +336,8 @@ document.addEventListener("htmx:afterSettle", (event) => {
     pendingPost = false;
     const action = clicked;
     const where = clickedIn;
-    clicked = clickedIn = null;
+    clicked = null;
+    clickedIn = [];
     const failed = document.querySelector("#content .field.invalid, #flash .flash.error");
     if (ON_SELECTION.includes(action) && !failed) {
       forgetSelection();
@@ -359,6 +386,20 @@ const hideMarker = (marker) => {
     if (marker) hideMarker(marker);
   }),
 );
+
+// -- Mark an event from a chart -----------------------------------------------------------------
+// A click on a chart dates the page's *Mark an event* form at that point's time (each hover
+// strip holds it: data-at, epoch ms) and opens it, ready to type what happened.
+document.addEventListener("click", (event) => {
+  const hit = event.target instanceof Element ? event.target.closest(".chart .hit[data-at]") : null;
+  const at = document.querySelector("input[data-annotate-at]");
+  if (!hit || !at) return;
+  at.value = new Date(Number(hit.dataset.at)).toISOString().slice(0, 19); // UTC, to the second
+  for (let d = at.closest("details"); d; d = d.parentElement.closest("details")) d.open = true;
+  const text = at.form.querySelector("input[name=text]");
+  text.scrollIntoView({ block: "center" });
+  text.focus({ preventScroll: true });
+});
 
 // -- Chart values on hover ----------------------------------------------------------------
 // Each chart's hit areas hold their values (dashboard/display/charts.py): the hovered one is also

@@ -70,7 +70,7 @@ def test_filter_then_act_on_every_match_with_progress_and_cancel(
     progress = page.locator("#job-progress")
     expect(progress).to_have_attribute("data-job-state", "counted")
     expect(page.locator("[data-job-what]")).to_contain_text(
-        "Move 100 messages of q1 matching all messages, whose body contains 'poison' to q2"
+        "Move 100 messages of q1 matching all messages, whose body contains 'poison', to q2"
     )
     assert rsmq.get_queue_attributes("q2").msgs == 0  # nothing before the confirmation
     page.set_viewport_size({"width": 390, "height": 844})  # a phone: nothing sideways
@@ -135,7 +135,7 @@ def test_a_canary_redrive_that_stops_on_bounce_back(
         progress = page.locator("#job-progress")
         expect(progress).to_have_attribute("data-job-state", "counted")
         expect(page.locator("[data-job-what]")).to_contain_text(
-            "Redrive 60 messages of dlq matching visible messages back to the queues they "
+            "Redrive 60 messages of dlq matching visible messages, back to the queues they "
             "came from; they start with a fresh receive count"
         )
         page.locator("[data-job-confirm]").fill("dlq")

@@ -71,7 +71,7 @@ def test_hovering_a_point_shows_its_values(
     times = page.locator("figure.chart").filter(has_text="Wait and processing time").first
     times.locator("rect.hit").last.hover()
     expect(times.locator("[data-readout]")).to_contain_text("wait p95 5 s · wait p99 9 s")
-    expect(page.locator("[data-drain]")).to_have_text("not draining: +20/s")
+    expect(page.locator("[data-drain]")).to_have_text("never drains: growing +20/s")
     # nothing wider than the screen
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     shot(page, f"h21-queue-{width}-{scheme}")

@@ -104,7 +104,7 @@ def test_an_operator_retries_a_dead_group_and_an_admin_deletes_a_retrying_one(
     form.locator('input[name="confirm"]').fill("payments")
     fits(page, width)
     shot(page, f"failing-{width}-{scheme}")
-    form.get_by_role("button", name="Retry 3").click()
+    form.get_by_role("button", name="Retry all 3 now").click()
 
     # the answer, once, where it is put (next to what was pressed)
     expect(

@@ -44,7 +44,7 @@ def test_purge_then_undo_brings_the_messages_back(
     answer.get_by_role("button", name="Undo").click()
 
     expect(page.get_by_text("Undid the purge of q1: put back 5 messages.")).to_have_count(1)
-    assert asked == ["Undo: put back what this removed from q1?"]
+    assert asked == ["Undo: put back the 5 messages this removed from q1?"]
     assert raw(r, ns, "q1") == before
     expect(page.locator("#live tbody tr")).to_have_count(5)
     assert page.get_by_role("button", name="Undo").count() == 0

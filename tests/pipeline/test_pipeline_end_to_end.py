@@ -61,7 +61,7 @@ def test_snapshots_rolled_up_show_on_the_queue_page_and_the_overview(
     assert 'title="30 sent"' in page and 'title="10 received"' in page
     assert "oldest message over its SLO" in page and "(SLO 0 s)" in page
     overview = viewer.get(console.overview()).content.decode()
-    assert 'id="open-flags"' in overview and 'class="queue-flag"' in overview
+    assert 'id="open-flags"' in overview and 'class="queue-flag sev-low"' in overview
 
     # Hourly by beat: the next run, with nothing new in the lake, changes nothing.
     assert pipeline("rollups")["new_files"] == 0

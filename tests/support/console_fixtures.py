@@ -18,6 +18,7 @@ from django.http import HttpResponse
 from django.test import Client
 from redis.connection import AbstractConnection
 
+from dashboard.celery import app as celery_app
 from dashboard.models import AuditEntry
 from dashboard.probes import redis_health
 from queues import RedisSMQ
@@ -95,7 +96,11 @@ class Console:
 
 
 @pytest.fixture
-def console(settings, redis_url: str, ns: str, rsmq: RedisSMQ) -> Console:
+def console(settings, redis_url: str, ns: str, rsmq: RedisSMQ, broker_url: str) -> Console:
+    # A task a view queues (a job's step) goes to the test Redis, whichever test made the
+    # Celery app's first connection: never to a Redis on the default port.
+    settings.CELERY_BROKER_URL = broker_url
+    celery_app.conf.broker_url = broker_url
     settings.RSMQ_CONNECTIONS = [
         {"name": "default", "url": redis_url, "namespaces": [ns], "environment": "test"}
     ]

@@ -151,6 +151,14 @@ ACTS: dict[str, Act] = {
         "q1", lambda ids: {"kind": "shift", "shift": "30m"}, "shift_matches", False,
         "jobs/", False,
     ),
+    # what an operator says of a queue, and a mark on its timeline: the database only
+    "expected_idle": Act(
+        "q1", lambda ids: {"action": "expect", "idle": "idle"}, "expected_idle", False,
+        "triage/", False,
+    ),
+    "annotate": Act(
+        "q1", lambda ids: {"text": "deploy v2"}, "annotation_create", False, "annotate/", False,
+    ),
     # the fixture's kept delete of q1's third message (its token: ids[-1])
     "undo": Act(
         "q1", lambda ids: {"action": "undo", "undo-token": ids[-1], "undo-confirm": "yes"}, "undo"

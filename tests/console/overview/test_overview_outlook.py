@@ -47,8 +47,8 @@ def test_it_shows_each_queues_wait_p95_and_drain(console, histories, viewer: Cli
     assert _cell(page, "drains", "data-wait-p95") == "9.5 s"
     assert _cell(page, "drains", "data-drain") == "~20 min"
     assert _cell(page, "grows", "data-wait-p95") == "0.25 s"
-    assert _cell(page, "grows", "data-drain") == "+3/s"
-    assert 'title="not draining: +3/s"' in page
+    assert _cell(page, "grows", "data-drain") == "never"
+    assert 'title="never drains: growing +3/s"' in page
     assert "7 messages, sampled" in page
     assert _cell(page, "quiet", "data-drain") == "–"  # flat: nothing said
     assert _cell(page, "none", "data-wait-p95") == "–"

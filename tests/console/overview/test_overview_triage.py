@@ -13,6 +13,7 @@ import pytest
 from django.test import Client
 
 from dashboard.models import AnomalyFlag
+from dashboard.triage import flags
 from dashboard.triage.conditions import take_snapshot
 from queues import RedisSMQ
 
@@ -52,17 +53,21 @@ def mixed(console, settings, rsmq: RedisSMQ, lake: Path) -> None:
 
 
 def test_it_orders_what_needs_attention_first(console, mixed, viewer: Client) -> None:
-    # growing: 15 points x log10(10 + 60); jobs-dlq: 10 x log10(14); slow-1: 10 x
-    # log10(11); flagged: 5 x log10(11); then the fullest of the rest.
+    # growing: 15 points x log10(10 + 60); slow-1: 10 x log10(11); jobs, whose dead
+    # letters arrive in jobs-dlq: 10 x log10(10); flagged: 5 x log10(11); then the
+    # fullest of the rest: jobs-dlq is expected idle (a dead-letter queue), never first.
     assert _names(viewer.get(console.overview())) == [
-        "growing", "jobs-dlq", "slow-1", "flagged", "big", "jobs",
+        "growing", "slow-1", "jobs", "flagged", "big", "jobs-dlq",
     ]  # fmt: skip
 
 
 def test_it_says_why_a_queue_needs_attention(console, mixed, viewer: Client) -> None:
     page = viewer.get(console.overview()).content.decode()
     assert re.search(r'<span class="reason">backlog \+55 in under a second \(60\)</span>', page)
-    assert '<span class="reason">dead letters arriving (+3)</span>' in page
+    # The dead letters arriving count on the queue that fails them; the dead-letter queue
+    # says how many came, nothing more.
+    assert '<span class="reason">dead-lettering: +3 to jobs-dlq in under a second</span>' in page
+    assert '<span class="reason">+3 dead letters in under a second</span>' in page
     assert '<span class="reason">flag: redelivery storm</span>' in page
     over = r'<span class="reason">oldest [^<]* \(SLO under a second\)</span>'
     assert len(re.findall(over, page)) == 1
@@ -168,7 +173,7 @@ def test_the_consoles_flag_stays_one_and_tells_its_figures_as_of_now(
     [flag] = AnomalyFlag.objects.filter(queue="growing", source="console")
     assert flag.open and flag.kind == "backlog_growing"
     assert (flag.figures["backlog_from"], flag.figures["backlog_to"]) == (5, 80)
-    assert "5 → 80 messages" in flag.summary
+    assert "5 → 80 messages" in flags.in_figures(flag)
 
 
 def test_a_firing_alert_marks_its_queue_raises_it_and_counts_in_the_header(

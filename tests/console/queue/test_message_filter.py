@@ -79,3 +79,30 @@ def test_a_bad_field_filter_or_age_is_refused_by_name(query: str, field: str, sa
 def test_the_browser_keeps_the_good_fields_of_a_bad_url() -> None:
     got = from_params(QueryDict("where=amount+>&older=5&search=x&younger=3"))
     assert got == MessageFilter("all", 0, "x", "", 5, 0)
+
+
+def test_a_failure_filter_survives_its_url_and_reaches_browse() -> None:
+    f = checked(QueryDict("state=visible&error=requests.exceptions.ReadTimeout&attempt=3"))
+    assert (f.error, f.min_attempt, f.narrows, f.failure) == (
+        "requests.exceptions.ReadTimeout", 3, True, True,
+    )  # fmt: skip
+    assert f.query() == {"state": "visible", "error": "requests.exceptions.ReadTimeout",
+                         "attempt": "3"}  # fmt: skip
+    assert f.browse_kwargs() == {
+        "state": "visible", "min_rc": 0, "contains": "",
+        "error": "requests.exceptions.ReadTimeout", "min_attempt": 3,
+    }  # fmt: skip
+    words = f.describe()
+    assert "whose last failure is a requests.exceptions.ReadTimeout" in words
+    assert "at attempt 3 or later" in words
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [("attempt=-1", "attempt"), ("attempt=x", "attempt"), ("error=" + "E" * 201, "error"),
+     ("error_text=" + "t" * 65, "error_text")],
+)  # fmt: skip
+def test_a_bad_failure_field_is_refused_by_name(query: str, field: str) -> None:
+    with pytest.raises(FilterError) as refused:
+        checked(QueryDict(query))
+    assert refused.value.field == field

@@ -67,7 +67,8 @@ def test_the_htmx_answer_carries_the_undo_and_the_undo_goes_to_the_queue(
     assert response.status_code == 200
     assert console.flashes(response) == ["Deleted 2 messages."]
     action, token = console.undo_button(response)
-    assert 'data-confirm="Undo: put back what this removed from q1?"' in response.content.decode()
+    asked = 'data-confirm="Undo: put back the 2 messages this removed from q1?"'
+    assert asked in response.content.decode()
 
     response = admin.post(
         action, {"action": "undo", "undo-token": token, "undo-confirm": "yes"}, **console.htmx()

@@ -76,6 +76,8 @@ def test_each_rate_interval_holds_its_rates_on_hover(console, growing, viewer: C
         f"{_clock(growing[0], zone=False)}–{_clock(growing[1])}"
         f" · sent {charts.amount(first / 60)}/s"
         f" ({first:,}) · received 0/s (0)"
+        # what the backlog did meanwhile: every message sent stayed
+        f" · net +{charts.amount(first / 60)}/s (+{charts.amount(first)})"
     )
 
 

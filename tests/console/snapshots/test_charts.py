@@ -32,7 +32,7 @@ def history(settings, console, queue, add_snapshot, redis_now) -> int:
 
 
 def _legend(page: str) -> dict[str, str]:
-    return dict(re.findall(r'<span class="swatch s-\w+"></span>([\w ]+) <b>([^<]+)</b>', page))
+    return dict(re.findall(r'<span class="swatch s-\w+"></span>([\w −]+) <b>([^<]+)</b>', page))
 
 
 def test_it_draws_the_backlog_and_the_rates(console, history, viewer: Client) -> None:
@@ -44,18 +44,19 @@ def test_it_draws_the_backlog_and_the_rates(console, history, viewer: Client) ->
         "delayed": "1",
         "sent": "0.1/s",  # 6 a minute
         "received": "0.05/s",
+        "net in − out": "0/s",  # the backlog held its 7 messages
     }
     # One point per snapshot for each backlog line; a step per interval for each rate.
     lines = re.findall(r'<polyline class="line (s-\w+)" points="([^"]+)"', page)
     points = {css: len(pts.split()) for css, pts in lines}
     assert points == {"s-visible": 11, "s-inflight": 11, "s-delayed": 11,
-                      "s-sent": 20, "s-received": 20}  # fmt: skip
+                      "s-sent": 20, "s-received": 20, "s-net": 20}  # fmt: skip
 
 
 def test_it_labels_the_charts_for_screen_readers(console, history, viewer: Client) -> None:
     page = viewer.get(console.queue("q1")).content.decode()
     assert 'aria-label="Backlog: visible 4, in flight 2, delayed 1"' in page
-    assert 'aria-label="Messages per second: sent 0.1/s, received 0.05/s"' in page
+    assert 'aria-label="Messages per second: sent 0.1/s, received 0.05/s, net in − out 0/s"' in page
 
 
 def test_it_shows_the_last_hour_by_default_with_a_range_selector(

@@ -21,14 +21,15 @@ def test_a_backlog_falling_by_a_steady_rate_drains_at_that_rate() -> None:
     assert t is not None and t.slope == pytest.approx(-20.0)
     d = drain(t)
     assert d is not None and d.seconds == pytest.approx(24_000 / 20)
-    assert str(d) == "drains in ~20 min" and d.short == "~20 min"
+    assert str(d) == "drains in ~20 min at −20/s" and d.short == "~20 min"
 
 
 def test_a_growing_backlog_is_not_draining() -> None:
     # +180 a minute: +3/s
     d = drain(trend(points([195_000 + 180 * i for i in range(11)])))
     assert d == Drain(pytest.approx(3.0), None)
-    assert str(d) == "not draining: +3/s" and d.short == "+3/s"
+    # a time or "never", not a rate, in the overview's cell; its title says the rate
+    assert str(d) == "never drains: growing +3/s" and d.short == "never"
     assert d.sort_key() == float("inf")
 
 

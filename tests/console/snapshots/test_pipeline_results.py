@@ -48,10 +48,10 @@ def test_the_overview_shows_open_flags_only(console, queue, now, viewer):
          visible_max=5.0, received=0.0)  # fmt: skip
     flag(console, queue="elsewhere", start=now, ns="other")
     page = viewer.get(console.overview()).content.decode()
-    assert "Open anomaly flags" in page
+    assert "Open flags by queue" in page
     assert "oldest message over its SLO" in page and "10 min ago" in page
     assert "consumers stalled" not in page and "elsewhere" not in page
-    assert 'class="queue-flag"' in page
+    assert 'class="queue-flag sev-low"' in page
 
 
 def test_the_overview_says_nothing_without_open_flags(console, queue, viewer):
@@ -66,7 +66,7 @@ def test_the_queue_page_shows_its_flags_open_and_of_the_last_day(console, queue,
          received=900.0, sent=10.0, receive_rate_max=5.0, redelivered=890.0)  # fmt: skip
     flag(console, queue="q2", start=now)
     page = viewer.get(console.queue()).content.decode()
-    assert "oldest visible message 900 s old (SLO 300 s)" in page
+    assert "oldest visible message 15 min old (SLO 5 min)" in page
     assert "10 → 400 messages over 3 minutes" in page
     assert "redelivery storm" not in page  # closed two days ago
     # The open one at the top of the page too, the closed one only with the rollups.
