@@ -29,6 +29,8 @@ def alert_value(value: float | None, metric: str) -> str:
         return per_second(value)
     if metric == Metric.REDIS_MEMORY_SHARE:
         return f"{value:.0%}"
+    if metric.startswith("burn:"):
+        return f"burn ×{value:,.1f}"
     if metric.startswith(YES_NO):
         return "yes" if value else "no"
     return exact(value)
