@@ -98,6 +98,7 @@ def test_a_link_without_login_asks_for_one(firing, anon) -> None:
         "nonsense",
         signing.dumps({"a": 1, "s": 1}, salt="another salt"),
     ],
+    ids=["not signed", "signed for something else"],
 )
 def test_a_link_the_console_did_not_make_is_refused(firing, operator, token: str) -> None:
     response = operator.get(f"/alerts/ack/link/{token}/")
