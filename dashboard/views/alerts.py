@@ -187,16 +187,19 @@ def alert_ack(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 def ack_link(request: HtmxHttpRequest, token: str) -> HttpResponse:
     """A notification's acknowledge link: GET shows what it acknowledges and a button
     (a link preview or a mail scanner that fetches it acts on nothing); POST acts."""
-    require(request.user, Role.VIEWER)
+    action = ALERT_ACTIONS["ack"]
+    if request.method == "GET":
+        require(request.user, Role.VIEWER)
     try:
         link = acks.read(token)
     except acks.Refused as e:
+        if request.method == "POST":  # a refusal of the role first, audited
+            authorize(request, resolve(), action.role, action.audit_name)
         page = render(request, "alerts_ack.html", context(None, refused=str(e)))
         page.status_code = 400 if request.method == "GET" else 409
         return page
     alert = link.alert
     if request.method == "POST":
-        action = ALERT_ACTIONS["ack"]
         where = resolve_or_first(alert.connection, alert.namespace)
         authorize(request, where, action.role, action.audit_name, queue=alert.queue)
         if _ack(request, alert, "link"):
