@@ -7,6 +7,7 @@ from typing import Any
 
 from django import template
 
+from dashboard.acting import silences
 from dashboard.display.formatting import duration, exact, per_second
 from dashboard.models import Alert, AlertEvent, AlertRule
 
@@ -48,3 +49,14 @@ def queue_alerts(conn: str, ns: str, qname: str) -> dict[str, Any]:
             AlertEvent.objects.filter(alert__in=mine).select_related("alert__rule")[:EVENTS_SHOWN]
         ),
     }
+
+
+@register.inclusion_tag("_silences_note.html")
+def silences_note(conn: str, ns: str) -> dict[str, Any]:
+    """The overview's word on what is silenced in the namespace now: its silences and
+    maintenance windows on now, and the firing alerts whose notifications they held."""
+    on = silences.on_now(conn, ns)
+    held = Alert.objects.filter(
+        connection=conn, namespace=ns, state=Alert.State.FIRING, held=True
+    ).count()
+    return {"silences": on, "held": held}
