@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from dashboard.acting import silences
 from dashboard.alerting import delivery
-from dashboard.alerting.evaluate import Receiver, _iso, receivers
+from dashboard.alerting.evaluate import Receiver, iso, receivers
 from dashboard.models import Alert, AlertEvent, AlertRule, Notification
 from dashboard.triage.owners import Owners
 
@@ -76,8 +76,8 @@ def payload(conn: str, ns: str, told: list[Alert], now: int) -> delivery.Payload
         o = owners.of(a.queue) if a.queue else None
         alerts.append(
             {
-                "queue": a.queue, "state": a.state, "value": a.value, "since": _iso(a.since),
-                "changed": _iso(a.changed), "owner": o.as_dict() if o else None,
+                "queue": a.queue, "state": a.state, "value": a.value, "since": iso(a.since),
+                "changed": iso(a.changed), "owner": o.as_dict() if o else None,
                 "rule": a.rule.name,
             }
         )  # fmt: skip
@@ -89,7 +89,7 @@ def payload(conn: str, ns: str, told: list[Alert], now: int) -> delivery.Payload
             "namespace": ns, "queues": "",
         },
         "digest": True,
-        "evaluated_at": _iso(now),
+        "evaluated_at": iso(now),
         "firing": sum(a["state"] == Alert.State.FIRING for a in alerts),
         "resolved": sum(a["state"] == Alert.State.RESOLVED for a in alerts),
         "alerts": alerts,

@@ -6,8 +6,16 @@ row per receiver (delivery.py sends them), in the same transaction as the moves.
 
 A queue an operator paused (queues/ops/flow.py) has its alerts **held**: one that would
 start pending or firing does not (nobody is told of what the pause does on purpose); one
-already firing stays as it is, and may resolve. ``Evaluation.held`` names them, with the
-pause's reason; the queue page says so too."""
+already firing stays as it is, and may resolve (and is not told again while paused).
+``Evaluation.held`` names them, with the pause's reason; the queue page says so too.
+
+What is told, and when (``_told``): a firing, its resolution (if its firing was told),
+a firing alert again every ``renotify_seconds`` until someone acknowledges it
+(alerting/acks.py), and one a silence held once the silence is over. An alert a silence
+or maintenance window covers (dashboard/acting/silences.py) is written to the outbox
+*held* (never sent) once; a low-severity rule's alerts wait for the daily digest
+(alerting/digest.py). A place's notifications of one evaluation are written together:
+a queue's alerts of several rules to one receiver as one (``enqueue_grouped``)."""
 
 from __future__ import annotations
 
@@ -313,8 +321,8 @@ def _info(a: Alert, owners: Owners, rule_name: str = "") -> delivery.AlertInfo:
         "queue": a.queue,
         "state": a.state,
         "value": a.value,
-        "since": _iso(a.since),
-        "changed": _iso(a.changed),
+        "since": iso(a.since),
+        "changed": iso(a.changed),
         "owner": o.as_dict() if o else None,
     }
     if a.state == State.FIRING:
@@ -337,7 +345,7 @@ def payload(rule: AlertRule, told: list[Alert], now: int) -> delivery.Payload:
             "for_seconds": rule.for_seconds, "connection": rule.connection,
             "namespace": rule.namespace, "queues": rule.target,
         },
-        "evaluated_at": _iso(now),
+        "evaluated_at": iso(now),
         "firing": sum(a["state"] == State.FIRING for a in alerts),
         "resolved": sum(a["state"] == State.RESOLVED for a in alerts),
         "alerts": alerts,
@@ -359,7 +367,7 @@ def group_payload(queue: str, told: list[tuple[AlertRule, Alert]], now: int) -> 
             "connection": first.connection, "namespace": first.namespace, "queues": queue,
         },
         "group": queue,
-        "evaluated_at": _iso(now),
+        "evaluated_at": iso(now),
         "firing": sum(a["state"] == State.FIRING for a in alerts),
         "resolved": sum(a["state"] == State.RESOLVED for a in alerts),
         "alerts": alerts,
@@ -468,5 +476,6 @@ def _dt(ms: int) -> dt.datetime:
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
 
 
-def _iso(ms: int) -> str:
+def iso(ms: int) -> str:
+    """Epoch ms as the notifications write times: ISO 8601, UTC, "Z"."""
     return _dt(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -113,3 +113,15 @@ def test_a_snapshot_counts_the_waits_over_the_queues_slo() -> None:
     t = Timing(waits=(1.0, 5.0, 300.0, 301.0, 900.0), processing=(), sampled=False)
     assert t.columns(300.0)[-1] == 2  # over, not at
     assert Timing(waits=(), processing=(2.0,), sampled=False).columns(300.0)[-1] is None
+
+
+def test_a_pattern_over_many_queues_reads_the_namespace_not_a_list_of_names(
+    add_snapshot, ns: str, monkeypatch
+) -> None:
+    t0 = 10_000 * STEP
+    series(add_snapshot, t0, good=60, bad=10, share=1.0)
+    add_snapshot("other", t0, wait_p50=1.0, wait_samples=100, wait_slow=100)
+    named = burn.values("default", ns, ["q1", "q2"], "fast", 99.0, t0 + 10 * STEP)
+    monkeypatch.setattr(burn, "NAMED_MAX", 1)
+    assert burn.values("default", ns, ["q1", "q2"], "fast", 99.0, t0 + 10 * STEP) == named
+    assert named == {"q1": pytest.approx(100.0 * 10 / 60), "q2": 0.0}
