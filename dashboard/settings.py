@@ -325,6 +325,10 @@ CELERY_TIMEZONE = TIME_ZONE
 # notifications (unset: they are paths on the console).
 RSMQ_ALERT_DIGEST_HOUR = int(os.environ.get("RSMQ_ALERT_DIGEST_HOUR", "8"))
 RSMQ_CONSOLE_URL = os.environ.get("RSMQ_CONSOLE_URL", "")
+# A queue's alert that fires within this many seconds of another of the queue being told
+# to the same receiver waits, and is told with the rest once they are over (one incident,
+# one notification); 0: each is told at once.
+RSMQ_ALERT_GROUP_SECONDS = float(os.environ.get("RSMQ_ALERT_GROUP_SECONDS", "300"))
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "snapshot": {

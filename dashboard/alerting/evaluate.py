@@ -25,6 +25,7 @@ import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.http import Http404
 from django.utils import timezone
@@ -99,8 +100,63 @@ def _evaluate() -> Evaluation:
                     ev.failed.append(rule.name)
                     continue
                 ev.rules += 1
+            told, waiting = _grouping(conn, ns, told, run.taken_at)
             ev.notifications += enqueue_grouped(told, run.taken_at)
+            now_told = [a for _, alerts in told for a in alerts]
+            for alert in now_told:
+                alert.notified, alert.held = run.taken_at, False
+            _mark(now_told + waiting)  # the waiting as they are: told at a later evaluation
     return ev
+
+
+def group_seconds() -> float:
+    return float(getattr(settings, "RSMQ_ALERT_GROUP_SECONDS", 300))
+
+
+def _grouping(
+    conn: str, ns: str, told: list[tuple[AlertRule, list[Alert]]], now: int
+) -> tuple[list[tuple[AlertRule, list[Alert]]], list[Alert]]:
+    """One incident, one notification, across evaluations too (Alertmanager's group
+    interval): a queue's alert that fires while another alert of the queue was told to
+    one of its receivers less than ``group_seconds()`` ago waits, and is told with what
+    else of the queue is to be told once that interval is over. Returns what to tell now,
+    and the alerts that wait. Only a firing never told waits: a resolution, a
+    re-notification or the end of a silence never does."""
+    window = group_seconds() * 1000
+    if not window or not any(a.state == State.FIRING for _, alerts in told for a in alerts):
+        return told, []
+    now_ids = {a.pk for _, alerts in told for a in alerts}
+    recent = (
+        Alert.objects.filter(
+            connection=conn,
+            namespace=ns,
+            state=State.FIRING,
+            held=False,
+            notified__gt=now - window,
+            rule__severity=AlertRule.Severity.HIGH,
+        )  # fmt: skip
+        .exclude(queue="")
+        .select_related("rule")
+    )
+    told_to: dict[str, set[Receiver]] = defaultdict(set)  # queue → receivers told lately
+    for a in recent:
+        if a.pk not in now_ids:
+            told_to[a.queue].update(receivers(a.rule))
+    if not told_to:
+        return told, []
+    now_told: list[tuple[AlertRule, list[Alert]]] = []
+    waiting: list[Alert] = []
+    for rule, alerts in told:
+        mine = set(receivers(rule))
+        keep = []
+        for a in alerts:
+            fresh = a.state == State.FIRING and a.notified is None
+            if fresh and a.queue and mine & told_to.get(a.queue, set()):
+                waiting.append(a)
+            else:
+                keep.append(a)
+        now_told.append((rule, keep))
+    return now_told, waiting
 
 
 def _values(rule: AlertRule, run: r.Run) -> dict[str, float | None]:
@@ -222,6 +278,8 @@ def _rule(
             continue
         if alert.held:
             candidates.append(alert)  # told once its silence is over (checked below)
+        elif alert.notified is None and alert.acked is None:
+            candidates.append(alert)  # its firing waited for its queue's group interval
         elif again(rule, alert, now):
             candidates.append(alert)
     return _told(rule, candidates, quiet or [], now, ev)
@@ -243,7 +301,9 @@ def _told(
 ) -> list[Alert]:
     """Of the alerts to tell of, those a silence covers are written held (once: a held
     alert is not held again each evaluation, only told when the silence is over); the
-    others are returned to be told. A low-severity rule's alerts wait for the digest."""
+    others are returned to be told (marked told by the caller, once it knows which wait
+    for their queue's group interval: ``_grouping``). A low-severity rule's alerts wait
+    for the digest."""
     told: list[Alert] = []
     held: dict[int, tuple[Silence, list[Alert]]] = {}
     marked: list[Alert] = []
@@ -256,6 +316,7 @@ def _told(
             ev.held.append((rule.name, alert.queue, silences.held_text(silence)))
         elif rule.severity == AlertRule.Severity.HIGH:
             told.append(alert)
+            continue
         alert.notified, alert.held = now, silence is not None
         marked.append(alert)
     _mark(marked)

@@ -88,3 +88,76 @@ def test_the_digest_leaves_silenced_alerts_out(rule_of, add_snapshot, redis_now,
     add_snapshot("q1", redis_now(), msgs=10)
     evaluate()
     assert digest.send_digest() == 0
+
+
+# -- across evaluations: the queue's group interval (RSMQ_ALERT_GROUP_SECONDS) ------------
+
+
+@pytest.fixture
+def two_rules(rule_of, settings) -> None:
+    settings.RSMQ_ALERT_GROUP_SECONDS = 20
+    rule_of(name="backlog", webhook_url="", slack_url=SLACK)
+    rule_of(name="in flight", metric=AlertRule.Metric.INFLIGHT, threshold=1, webhook_url="",
+            slack_url=SLACK)  # fmt: skip
+
+
+def told() -> list[list[tuple[str, str]]]:
+    return [
+        [(a.get("rule") or n.payload["rule"]["name"], a["state"]) for a in n.payload["alerts"]]
+        for n in Notification.objects.order_by("id")
+    ]
+
+
+def test_an_alert_that_joins_a_told_incident_waits_for_the_group_interval(
+    two_rules, add_snapshot, redis_now
+) -> None:
+    t0 = redis_now() - 30_000
+    add_snapshot("q1", t0, msgs=10)
+    evaluate()
+    for s in (10, 19):  # in flight fires 10 s later: within the interval, it waits
+        add_snapshot("q1", t0 + s * 1000, msgs=10, inflight=5)
+        evaluate()
+    assert told() == [[("backlog", "firing")]]
+    add_snapshot("q1", t0 + 20_000, msgs=10, inflight=5)
+    evaluate()
+    assert told() == [[("backlog", "firing")], [("in flight", "firing")]]
+
+
+def test_one_that_resolves_while_it_waits_is_never_told(two_rules, add_snapshot, redis_now):
+    t0 = redis_now() - 30_000
+    add_snapshot("q1", t0, msgs=10)
+    evaluate()
+    add_snapshot("q1", t0 + 10_000, msgs=10, inflight=5)
+    evaluate()
+    add_snapshot("q1", t0 + 15_000, msgs=10, inflight=0)
+    evaluate()
+    add_snapshot("q1", t0 + 25_000, msgs=10, inflight=0)
+    evaluate()
+    assert told() == [[("backlog", "firing")]]
+
+
+def test_another_queue_or_no_interval_is_told_at_once(
+    two_rules, rule_of, add_snapshot, redis_now, settings
+) -> None:
+    rule_of(name="q2 backlog", queue="q2", webhook_url="", slack_url=SLACK)
+    t0 = redis_now() - 30_000
+    add_snapshot("q1", t0, msgs=10)
+    evaluate()
+    add_snapshot("q1", t0 + 10_000, msgs=10)
+    add_snapshot("q2", t0 + 10_000, msgs=10)
+    evaluate()
+    assert told()[-1] == [("q2 backlog", "firing")]
+    settings.RSMQ_ALERT_GROUP_SECONDS = 0
+    add_snapshot("q1", t0 + 11_000, msgs=10, inflight=5)
+    add_snapshot("q2", t0 + 11_000, msgs=10)
+    evaluate()
+    assert told()[-1] == [("in flight", "firing")]
+
+
+def test_the_digest_is_on_beats_schedule(settings) -> None:
+    from dashboard import tasks
+
+    entry = settings.CELERY_BEAT_SCHEDULE["alert-digest"]
+    assert entry["task"] == "dashboard.tasks.alert_digest"
+    assert entry["schedule"].hour == {settings.RSMQ_ALERT_DIGEST_HOUR}
+    assert tasks.alert_digest() == {"notifications": 0}
