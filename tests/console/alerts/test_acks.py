@@ -146,3 +146,9 @@ def test_a_new_firing_clears_the_acknowledgement(firing, operator, add_snapshot,
     evaluate()
     firing.refresh_from_db()
     assert firing.state == Alert.State.FIRING and firing.acked is None and firing.acked_by == ""
+
+
+def test_the_queue_page_says_who_acknowledged_its_alert(firing, operator, console) -> None:
+    operator.post(f"/alerts/ack/{firing.pk}/")
+    page = operator.get(console.queue("q1")).content.decode()
+    assert "acknowledged by otto" in page
