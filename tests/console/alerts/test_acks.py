@@ -148,7 +148,8 @@ def test_a_new_firing_clears_the_acknowledgement(firing, operator, add_snapshot,
     assert firing.state == Alert.State.FIRING and firing.acked is None and firing.acked_by == ""
 
 
-def test_the_queue_page_says_who_acknowledged_its_alert(firing, operator, console) -> None:
+def test_the_queue_page_says_who_acknowledged_its_alert(firing, operator, console, rsmq) -> None:
+    rsmq.create_queue("q1")
     operator.post(f"/alerts/ack/{firing.pk}/")
     page = operator.get(console.queue("q1")).content.decode()
     assert "acknowledged by otto" in page
