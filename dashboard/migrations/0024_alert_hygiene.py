@@ -3,6 +3,15 @@
 import django.db.models.deletion
 import django.utils.timezone
 from django.db import migrations, models
+from django.db.models import F
+
+
+def told_when_they_fired(apps, schema_editor):
+    """The alerts firing before this migration were told when they fired: without this
+    every one of them would be told again at the first evaluation (a firing never told
+    is told), and their resolutions not at all."""
+    Alert = apps.get_model("dashboard", "Alert")
+    Alert.objects.filter(state="firing").update(notified=F("changed"))
 
 
 class Migration(migrations.Migration):
@@ -134,4 +143,5 @@ class Migration(migrations.Migration):
             model_name="silence",
             index=models.Index(fields=["connection", "namespace", "ends"], name="silence_place"),
         ),
+        migrations.RunPython(told_when_they_fired, migrations.RunPython.noop),
     ]
