@@ -11,6 +11,7 @@ import pytest
 from dashboard.models import AlertRule, AuditEntry
 
 pytestmark = pytest.mark.django_db
+RENOTIFY = "renotify_seconds must be whole seconds between 0 and 604800"
 
 
 @pytest.fixture
@@ -42,8 +43,8 @@ def test_without_them_a_rule_is_high_and_told_once(admin, form) -> None:
 @pytest.mark.parametrize(
     ("fields", "says"),
     [
-        ({"renotify_seconds": "-1"}, "renotify_seconds must be whole seconds between 0 and 604800"),
-        ({"renotify_seconds": "604801"}, "renotify_seconds must be whole seconds between 0 and 604800"),
+        ({"renotify_seconds": "-1"}, RENOTIFY),
+        ({"renotify_seconds": "604801"}, RENOTIFY),
         ({"severity": "urgent"}, "severity must be high or low"),
     ],
 )
