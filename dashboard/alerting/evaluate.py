@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 LOCK = "alerts"
 LOCK_TIMEOUT = 120.0
 PER_NOTIFICATION = 1000  # alerts told in one notification
+GROUPED_NAMED_MAX = 1000  # queues _grouping names in its query at most
 State = Alert.State
 
 
@@ -123,7 +124,13 @@ def _grouping(
     and the alerts that wait. Only a firing never told waits: a resolution, a
     re-notification or the end of a silence never does."""
     window = group_seconds() * 1000
-    if not window or not any(a.state == State.FIRING for _, alerts in told for a in alerts):
+    fresh_queues = {
+        a.queue
+        for _, alerts in told
+        for a in alerts
+        if a.state == State.FIRING and a.notified is None and a.queue
+    }
+    if not window or not fresh_queues:
         return told, []
     now_ids = {a.pk for _, alerts in told for a in alerts}
     recent = (
@@ -138,6 +145,8 @@ def _grouping(
         .exclude(queue="")
         .select_related("rule")
     )
+    if len(fresh_queues) <= GROUPED_NAMED_MAX:  # (else the place's: an IN of them all is too long)
+        recent = recent.filter(queue__in=fresh_queues)
     told_to: dict[str, set[Receiver]] = defaultdict(set)  # queue → receivers told lately
     for a in recent:
         if a.pk not in now_ids:
