@@ -49,6 +49,9 @@ LOCK = "alerts"
 LOCK_TIMEOUT = 120.0
 PER_NOTIFICATION = 1000  # alerts told in one notification
 GROUPED_NAMED_MAX = 1000  # queues _grouping names in its query at most
+# A notification of more alerts carries no acknowledge links (nobody acknowledges 1,000
+# alerts one by one from a chat; each link is a signature to make): the page is for that.
+ACK_LINKS_MAX = 100
 State = Alert.State
 
 
@@ -244,6 +247,10 @@ def _rule(
                     connection=rule.connection,
                     namespace=rule.namespace,
                     queue=queue,
+                    # given, not left to their db_default (an expression object each:
+                    # a pattern may make 100,000 of these at once)
+                    held=False,
+                    acked_by="",
                 )
                 alert.since = now
                 state = State.FIRING if rule.for_seconds == 0 else State.PENDING
@@ -385,7 +392,7 @@ def _write(
             )
 
 
-def _info(a: Alert, owners: Owners, rule_name: str = "") -> delivery.AlertInfo:
+def _info(a: Alert, owners: Owners, rule_name: str = "", link: bool = True) -> delivery.AlertInfo:
     o = owners.of(a.queue) if a.queue else None
     info: delivery.AlertInfo = {
         "queue": a.queue,
@@ -395,7 +402,7 @@ def _info(a: Alert, owners: Owners, rule_name: str = "") -> delivery.AlertInfo:
         "changed": iso(a.changed),
         "owner": o.as_dict() if o else None,
     }
-    if a.state == State.FIRING:
+    if a.state == State.FIRING and link:
         info["ack_url"] = acks.url(a)
     if rule_name:
         info["rule"] = rule_name
@@ -406,9 +413,11 @@ def payload(rule: AlertRule, told: list[Alert], now: int) -> delivery.Payload:
     """What every receiver is told (the generic webhook's body; Slack's and e-mail's
     text are made from it). Each alert names who owns its queue (dashboard/triage/owners.py):
     ``owner`` is {"owner", "oncall", "runbook_url", "matched"}, or None; a firing one
-    carries ``ack_url``, its acknowledge link (dashboard/alerting/acks.py)."""
+    carries ``ack_url``, its acknowledge link (dashboard/alerting/acks.py), in a
+    notification of at most ACK_LINKS_MAX alerts."""
     owners = Owners(rule.connection, rule.namespace)
-    alerts = [_info(a, owners) for a in told]
+    links = len(told) <= ACK_LINKS_MAX
+    alerts = [_info(a, owners, link=links) for a in told]
     return {
         "rule": {
             "id": rule.pk, "name": rule.name, "condition": rule.condition,

@@ -153,3 +153,18 @@ def test_the_queue_page_says_who_acknowledged_its_alert(firing, operator, consol
     operator.post(f"/alerts/ack/{firing.pk}/")
     page = operator.get(console.queue("q1")).content.decode()
     assert "acknowledged by otto" in page
+
+
+def test_a_notification_of_many_alerts_carries_no_links(
+    rule_of, add_snapshot, redis_now, monkeypatch
+) -> None:
+    from dashboard.alerting import evaluate as evaluation
+
+    monkeypatch.setattr(evaluation, "ACK_LINKS_MAX", 1)
+    rule_of(queue="", pattern="q*")
+    now = redis_now()
+    add_snapshot("q1", now, msgs=10)
+    add_snapshot("q2", now, msgs=10)
+    evaluate()
+    alerts = Notification.objects.get().payload["alerts"]
+    assert len(alerts) == 2 and not any("ack_url" in a for a in alerts)
