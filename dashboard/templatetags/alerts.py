@@ -44,6 +44,9 @@ EVENTS_SHOWN = 10
 def queue_alerts(conn: str, ns: str, qname: str) -> dict[str, Any]:
     mine = Alert.objects.filter(connection=conn, namespace=ns, queue=qname)
     return {
+        "conn": conn,
+        "ns": ns,
+        "qname": qname,
         "alerts": list(mine.select_related("rule").order_by("state", "-changed")),
         "events": list(
             AlertEvent.objects.filter(alert__in=mine).select_related("alert__rule")[:EVENTS_SHOWN]

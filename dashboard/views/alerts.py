@@ -65,7 +65,9 @@ def _params(rule: AlertRule) -> RuleParams:
 def alerts_page(request: HtmxHttpRequest) -> HttpResponse:
     # Rules span every place, so there is none to resolve: only the role.
     require(request.user, Role.VIEWER)
-    return render(request, "alerts.html", _page(request))
+    # "Silence…" from a queue page: the form open, its place and queue filled in.
+    asked = {k: request.GET[k] for k in ("place", "pattern") if request.GET.get(k)}
+    return render(request, "alerts.html", _page(request, silence_posted=asked))
 
 
 def _page(request: HtmxHttpRequest, **extra: Any) -> dict[str, Any]:

@@ -261,3 +261,19 @@ def test_the_outbox_on_the_page_shows_what_was_held_and_by_what(
     assert "Notifications held by silences: 1" in page
     assert "silence by otto until" in page and "db migration" in page
     assert "Notifications waiting" not in page  # held is not waiting
+
+
+def test_a_queue_pages_silence_link_opens_the_form_filled_in(
+    rule_of, operator, add_snapshot, redis_now, console, rsmq, ns: str
+) -> None:
+    rsmq.create_queue("q1")
+    rule_of()
+    add_snapshot("q1", redis_now(), msgs=10)
+    evaluate()
+    page = operator.get(console.queue("q1")).content.decode()
+    link = f"/alerts/?place=default%2F{ns}&amp;pattern=q1#silences"
+    assert link in page
+    form = operator.get(html.unescape(link)).content.decode()
+    assert '<details class="new-silence" open>' in form
+    assert f'<option value="default/{ns}" selected>' in form
+    assert 'name="pattern" value="q1"' in form
