@@ -144,7 +144,7 @@ def _grouping(
             held=False,
             notified__gt=now - window,
             rule__severity=AlertRule.Severity.HIGH,
-        )  # fmt: skip
+        )
         .exclude(queue="")
         .select_related("rule")
     )
