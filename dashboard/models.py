@@ -427,6 +427,13 @@ class Alert(models.Model):
     def changed_at(self) -> dt.datetime:
         return dt.datetime.fromtimestamp(self.changed / 1000, tz=dt.UTC)
 
+    @property
+    def notified_at(self) -> dt.datetime | None:
+        """When it was last told of (or held), if ever."""
+        if self.notified is None:
+            return None
+        return dt.datetime.fromtimestamp(self.notified / 1000, tz=dt.UTC)
+
 
 class AlertEvent(models.Model):
     """A change of an alert's state, kept as its history."""

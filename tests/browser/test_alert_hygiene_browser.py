@@ -48,6 +48,8 @@ def firing(console: str, settings, lake, broker_url: str, ns: str, add_snapshot,
 
 
 def fits(page: Page, width: int) -> None:
+    # after a form's answer, its stylesheet may still be coming when the text shows
+    page.wait_for_load_state("load")
     assert page.evaluate("document.documentElement.scrollWidth") <= width
 
 
@@ -149,4 +151,40 @@ def test_an_operator_silences_acknowledges_and_schedules_a_window(
     fits(page, width)
     page.locator("details.new-silence summary").click()  # the form open, the lists full
     assert violations(page) == []
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_an_admin_sets_a_rules_renotify_and_the_alert_is_told_again(
+    firing: str, make_user, page_as, add_snapshot, redis_now, settings, width: int
+) -> None:
+    settings.RSMQ_OUTBOUND_ALLOW = ["hooks.example.com"]  # its webhook: never looked up
+    user = make_user("admin")
+    Preference.objects.create(user=user, refresh_seconds=0)
+    page = page_as(user, viewport={"width": width, "height": 900})
+    rule = AlertRule.objects.get(name="backlog")
+    assert page.goto(f"/alerts/{rule.pk}/").status == 200  # type: ignore[union-attr]
+    page.locator("input[name=renotify_seconds]").fill("30")
+    page.locator("select[name=severity]").select_option("high")
+    page.locator("form.rule button[type=submit]").click()
+    expect(page.locator(".flash.ok")).to_contain_text("Rule saved")
+    rule.refresh_from_db()
+    assert rule.renotify_seconds == 30
+    fits(page, width)
+    page.goto("/alerts/")
+    expect(page.locator("table.rules")).to_contain_text("high, again every 30 s")
+    backlog = Alert.objects.get(rule=rule)
+    first = backlog.notified
+    assert first is not None
+    # 30 s after it was told (by the snapshots' clock), still firing: told again
+    add_snapshot("q1", first + 30_000, msgs=11, wait_p50=1.0, wait_samples=100, wait_slow=0)
+    evaluate()
+    backlog.refresh_from_db()
+    assert backlog.notified == first + 30_000
+    told = [n for n in Notification.objects.order_by("id") for a in n.payload["alerts"]
+            if a.get("rule", n.payload["rule"]["name"]) == "backlog"]  # fmt: skip
+    assert len(told) == 2
+    page.goto("/alerts/")
+    expect(page.locator(f"tr[data-alert='{backlog.pk}'] [data-told]")).not_to_have_text("–")
+    fits(page, width)
     assert page.errors == []  # type: ignore[attr-defined]
