@@ -29,6 +29,7 @@ pytest_plugins = [
 ]
 
 BACKENDS = pytest.StashKey["Backends"]()
+HERE = Path(__file__).resolve().parent
 
 
 @pytest.fixture(scope="session")
@@ -154,6 +155,19 @@ def pytest_report_header(config: pytest.Config) -> str:
 @pytest.hookimpl(wrapper=True)
 def pytest_pycollect_makeitem(collector: pytest.Collector) -> Iterator[object]:
     return with_twins(collector, (yield))
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """The tests of a module that share a fixture of the module's scope (a served console,
+    a chromium, a big queue filled once) go to one worker together (``./run test`` runs
+    ``--dist loadgroup``): it is made once, not once per worker."""
+    fixtures = getattr(item, "_fixtureinfo", None)
+    if fixtures is not None and any(
+        defs[-1].scope in ("module", "class")
+        and HERE in Path(defs[-1].func.__code__.co_filename).parents
+        for defs in fixtures.name2fixturedefs.values()
+    ):
+        item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 @pytest.hookimpl(trylast=True)
