@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
-from browser_support import accept_dialogs, seed_realistic
 from django.utils import timezone
 from playwright.sync_api import Page, expect
+from support.browser import accept_dialogs, seed_realistic
 
 from dashboard.models import (
     Alert,
