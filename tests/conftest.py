@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import redis
 from support.node_rsmq import NodeRsmq, install
+from support.parallel import Groups
 from support.postgres_fixtures import Backends, twins_last, with_twins
 from support.postgres_fixtures import report_header as postgres_report_header
 from support.redis_topologies import RedisClusterGroup, SentinelGroup
@@ -18,7 +19,7 @@ from queues import RedisSMQ
 from queues.server import EmbeddedRedis
 
 # Helper modules that test modules import: their asserts rewritten like a test's.
-pytest.register_assert_rewrite("support.console_fixtures", "metrics_scrape")
+pytest.register_assert_rewrite("support.console_fixtures", "support.metrics_scrape")
 
 # The fixtures that more than one test folder uses, loaded once for the whole session (the
 # only pytest_plugins of the suite); a folder's own fixtures are in its conftest.py.
@@ -29,7 +30,6 @@ pytest_plugins = [
 ]
 
 BACKENDS = pytest.StashKey["Backends"]()
-HERE = Path(__file__).resolve().parent
 
 
 @pytest.fixture(scope="session")
@@ -143,6 +143,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "postgres: the Postgres twin of a database test")
     config.stash[BACKENDS] = Backends(config)
+    config.pluginmanager.register(Groups(), "rsmq-xdist-groups")
     from support.roles import remake_after_flushes  # (Django's: not in client_fixtures' runs)
 
     remake_after_flushes()
@@ -155,19 +156,6 @@ def pytest_report_header(config: pytest.Config) -> str:
 @pytest.hookimpl(wrapper=True)
 def pytest_pycollect_makeitem(collector: pytest.Collector) -> Iterator[object]:
     return with_twins(collector, (yield))
-
-
-def pytest_itemcollected(item: pytest.Item) -> None:
-    """The tests of a module that share a fixture of the module's scope (a served console,
-    a chromium, a big queue filled once) go to one worker together (``./run test`` runs
-    ``--dist loadgroup``): it is made once, not once per worker."""
-    fixtures = getattr(item, "_fixtureinfo", None)
-    if fixtures is not None and any(
-        defs[-1].scope in ("module", "class")
-        and HERE in Path(defs[-1].func.__code__.co_filename).parents
-        for defs in fixtures.name2fixturedefs.values()
-    ):
-        item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 @pytest.hookimpl(trylast=True)
