@@ -319,3 +319,34 @@ def test_htmx_headers_are_set_by_django_htmx() -> None:
         if text.upper().startswith("HX-")
     ]
     assert not offenders, f"HX-* headers set by hand: {offenders}"
+
+
+def test_tests_are_test_modules_and_their_helpers_are_in_tests_support() -> None:
+    """Under tests/, a folder holds its test modules and its conftest.py; every helper they
+    share is a module of tests/support/ (imported as ``support.…``), and no test module
+    imports another (nor a folder's conftest)."""
+    tests = ROOT / "tests"
+    support = tests / "support"
+    files = [p for p in sorted(tests.rglob("*.py")) if "node_modules" not in p.parts]
+    helpers = [
+        str(p.relative_to(ROOT))
+        for p in files
+        if support not in p.parents and not p.name.startswith("test_") and p.name != "conftest.py"
+    ]
+    assert not helpers, f"helpers outside tests/support/: {helpers}"
+    local = {p.stem for p in files if support not in p.parents}  # test modules, conftest
+    offenders = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module]
+            else:
+                continue
+            offenders += [
+                f"{path.relative_to(ROOT)}:{node.lineno}: {name}"
+                for name in names
+                if name.split(".")[0] in local or name.split(".")[-1].startswith("test_")
+            ]
+    assert not offenders, f"test modules imported: {offenders}"
