@@ -34,5 +34,5 @@ def snap(time: str, sent: int, recv: int, queue: str = "q1", **counts: object) -
     return (
         c["connection"], c["namespace"], queue, at(time), c["msgs"], c["hiddenmsgs"],
         c["inflight"], c["delayed"], sent, recv, c["oldest_age"], c["created"],
-        *[None] * 9,  # the wait and processing times: none
+        *[None] * 10,  # the wait and processing times, the slow waits: none
     )  # fmt: skip

@@ -129,9 +129,10 @@ def spawn(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
 
 
 class Command(BaseCommand):
-    # The system checks run in the migrate command below, in a process of its own: they
-    # import every view and route, which this process, supervising for days, never needs.
-    requires_system_checks: list[str] = []
+    # The console's own configuration check (dashboard/serving/checks.py) here; Django's
+    # others run in the migrate command below, in a process of its own: they import every
+    # view and route, which this process, supervising for days, never needs.
+    requires_system_checks = ["rsmq"]
     help = (
         "Run the whole console: the embedded redis-server (unless RSMQ_REDIS_URL is set), "
         "migrations, demo data and a login, the Celery worker and beat, and the web server."
