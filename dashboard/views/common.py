@@ -17,6 +17,9 @@ from dashboard.places.place import Place
 from dashboard.web.htmx import HtmxHttpRequest
 
 UNPROCESSABLE = 422  # htmx is configured (base.html) to swap it: forms show their errors
+#: a page "as of" a past time is history: no action is offered, nothing refreshes (the
+#: header's context, views/context.py, overridden by the page's)
+FROZEN = {"frozen": True, "can_operate": False, "can_admin": False, "refresh": 0}
 
 
 def context(place: Place | None, **extra: Any) -> dict[str, Any]:

@@ -25,10 +25,11 @@ from dashboard.places.connections import connections
 from dashboard.places.place import Place
 from dashboard.snapshots import latest
 from dashboard.snapshots.history import current_rates, trends
-from dashboard.triage import conditions, flags, forecast, thresholds
+from dashboard.triage import as_of, conditions, flags, forecast, thresholds
 from dashboard.triage.owners import Owners
 from dashboard.views.actions import Posted
 from dashboard.views.common import (
+    FROZEN,
     UNPROCESSABLE,
     back,
     context,
@@ -108,6 +109,8 @@ def home(request: HtmxHttpRequest) -> HttpResponse:
 @require_safe
 def overview(request: HtmxHttpRequest, conn: str, ns: str) -> HttpResponse:
     place = place_for(request, conn, ns)
+    if "as_of" in request.GET:  # a frozen view of a past time (dashboard/triage/as_of.py)
+        return render_as_of(request, place, request.GET["as_of"])
     return render_overview(request, place, QueueCreateForm())
 
 
@@ -420,3 +423,97 @@ def leftover_queues(place: Place) -> Leftovers | None:
         return place.rsmq.leftover_queues()
     except (RsmqError, RedisError):
         return None
+
+
+#: the orders of an overview "as of" a past time (each a key of as_of.Then; ascending)
+AS_OF_SORTS: dict[str, Callable[[as_of.Then], Any]] = {
+    ATTENTION: lambda t: (-t.score, -t.msgs, t.qname),
+    "name": lambda t: t.qname,
+    "msgs": lambda t: t.msgs,
+    "visible": lambda t: t.visible,
+    "inflight": lambda t: t.inflight,
+    "delayed": lambda t: t.delayed,
+    "oldest": lambda t: t.oldest_age or 0.0,
+    "totalsent": lambda t: t.totalsent,
+    "totalrecv": lambda t: t.totalrecv,
+    "send_rate": lambda t: t.send_rate or 0.0,
+    "receive_rate": lambda t: t.receive_rate or 0.0,
+}
+AS_OF_COLUMNS = [
+    ("name", "Queue", "", ""),
+    ("msgs", "Messages", "num", "Messages then"),
+    ("delta", "Now", "num", "Messages now, and the difference from then"),
+    ("visible", "Visible", "num", ""),
+    ("inflight", "In flight", "num", ""),
+    ("delayed", "Delayed", "num", ""),
+    ("oldest", "Oldest visible", "num", "Age of the oldest visible message then"),
+    ("totalsent", "Sent", "num col-mid", ""),
+    ("totalrecv", "Received", "num col-mid", ""),
+    ("send_rate", "Send rate", "num", "Over the snapshot interval before then"),
+    ("receive_rate", "Receive rate", "num", "Over the snapshot interval before then"),
+]
+
+
+def render_as_of(request: HtmxHttpRequest, place: Place, raw: str) -> HttpResponse:
+    """The overview as it was at a past time (``?as_of=``): the snapshot run then, each
+    queue's condition and reasons then, its flags and firing alerts then; beside it each
+    row's messages now and its state now. A frozen view: no actions, no refresh."""
+    params = request.GET
+    clock = round(time.time() * 1000)
+    conn, ns = place.conn.name, place.ns
+    ctx = context(place, current=current(request), params=params, **FROZEN)
+    try:
+        asked = as_of.parse(raw)
+    except as_of.BadTime as e:
+        ctx.update(as_of_error=str(e))
+        return render(request, "overview_as_of.html", ctx, status=400)
+    moment, rows = as_of.run(conn, ns, asked, clock)
+    ctx.update(moment=moment)
+    if rows is None or moment.taken_at is None:
+        return render(request, "overview_as_of.html", ctx, status=400 if asked > clock else 200)
+    every = as_of.queues(conn, ns, rows, moment.taken_at)
+    search = params.get("q", "").strip()
+    sort = params.get("sort", ATTENTION)
+    if sort.lstrip("-") not in AS_OF_SORTS:
+        sort = ATTENTION
+    shown = [t for t in every if search.lower() in t.qname.lower()]
+    totals = {
+        "queues": len(every),
+        "msgs": sum(t.msgs for t in every),
+        "visible": sum(t.visible for t in every),
+        "inflight": sum(t.inflight for t in every),
+        "delayed": sum(t.delayed for t in every),
+        "incidents": sum(t.incident for t in every),
+    }
+    # (not by "now": that would read every queue live; the page's are read below)
+    shown.sort(key=AS_OF_SORTS[sort.lstrip("-")], reverse=sort.startswith("-"))
+    page_obj = Paginator(shown, settings.RSMQ_PAGE_SIZE).get_page(int_param(params.get("page"), 1))
+    then: list[as_of.Then] = list(page_obj.object_list)
+    names = [t.qname for t in then]
+    try:  # now, beside then: the page's queues, one round trip
+        live = {s.qname: s for s in place.rsmq.queue_stats(names)} if names else {}
+        ctx.update(live_read=True)
+    except (RsmqError, RedisError):
+        live = {}
+        ctx.update(live_read=False)
+    by_name = {t.qname: t for t in then}
+    for t in then:
+        t.now = live.get(t.qname)
+    states_now = dict(
+        QueueCondition.objects.filter(connection=conn, namespace=ns, queue__in=names).values_list(
+            "queue", "state"
+        )
+    )
+    for q, open_then in as_of.flags_at(conn, ns, names, moment.taken_at).items():
+        by_name[q].flags = open_then
+    ctx.update(
+        columns=AS_OF_COLUMNS,
+        then=then,
+        page_obj=page_obj,
+        search=search,
+        sort=sort,
+        totals=totals,
+        states_now={q: LABELS.get(s, s) for q, s in states_now.items()},
+        owners=Owners(conn, ns).summaries(names),
+    )
+    return render(request, "overview_as_of.html", ctx)
