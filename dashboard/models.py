@@ -624,6 +624,9 @@ class ConditionChange(models.Model):
     state = models.CharField(max_length=20, choices=QueueCondition.State.choices)
     reason = models.CharField(max_length=500, blank=True)
     points = models.FloatField(default=0)  # how bad; the score's size comes from the snapshot
+    # the state it changed from ("": the queue's first judgement): the timeline's "what
+    # changed" without reading the row before
+    was = models.CharField(max_length=20, blank=True, default="")
 
     class Meta:
         indexes = [

@@ -435,7 +435,7 @@ def update(conn: str, ns: str, stats: list[QueueStats], rsmq: RedisSMQ | None) -
     # something else than at its last judgement, so a page "as of" a past time can say
     # what the overview said then, and why.
     changes = [
-        (conn, ns, r[2], r[3], r[9], r[10], r[11])
+        (conn, ns, r[2], r[3], r[9], r[10], r[11], (said.get(r[2]) or ("",))[0])
         for r in rows
         if said.get(r[2]) != (r[9], r[10], r[11])
     ]
@@ -461,7 +461,7 @@ def _json(value: dict[str, Any]) -> str:
 
 
 #: a row of the conditions' history (ConditionChange)
-CHANGE_ROW = ("connection", "namespace", "queue", "at", "state", "reason", "points")
+CHANGE_ROW = ("connection", "namespace", "queue", "at", "state", "reason", "points", "was")
 
 
 def _insert(

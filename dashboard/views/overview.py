@@ -412,6 +412,9 @@ def render_overview(
         leftover_queues=leftover_queues(place) if params.get("leftovers") else None,
         # paused / throttled badges and the peaks of what is coming due (overview_flow.py)
         **overview_flow(triage.flagged, stats),
+        # this moment, frozen: its link (the page "as of" now, whenever it is opened)
+        freeze_at=as_of.iso(now or clock),
+        freeze_label=as_of.label(now or clock),
     )
     return render(request, template(request, "overview.html", "queue-table"), ctx, status=status)
 
