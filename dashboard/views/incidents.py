@@ -24,7 +24,7 @@ from dashboard.models import Snapshot
 from dashboard.places.place import configured
 from dashboard.triage import as_of, timeline
 from dashboard.triage.timeline import KINDS, Filter
-from dashboard.views.common import FROZEN, context
+from dashboard.views.common import context, frozen
 from dashboard.web.htmx import HtmxHttpRequest
 from queues import validation as v
 
@@ -141,18 +141,18 @@ def _page_number(value: str | None) -> int:
 def incidents(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
     require(request.user, Role.VIEWER)
     now_ms = int(time.time() * 1000)
-    frozen: dict[str, Any] = {}
+    then: dict[str, Any] = {}
     try:
         if "as_of" in request.GET:  # the timeline up to a past time, frozen there
             moment = _moment(request.GET["as_of"], now_ms)
-            frozen = {"moment": moment, **FROZEN}
+            then = {"moment": moment, **frozen(request)}
             if moment.problem:
                 raise BadFilter(moment.problem)
-        f, shown = parse(request.GET, frozen["moment"].asked if frozen else now_ms)
+        f, shown = parse(request.GET, then["moment"].asked if then else now_ms)
         page = _page_number(request.GET.get("page"))
     except BadFilter as e:
         ctx = context(None, error=str(e), shown={}, kinds=KINDS, ranges=RANGES,
-                      place_names=configured(), **frozen)  # fmt: skip
+                      place_names=configured(), **then)  # fmt: skip
         return render(request, "incidents.html", ctx, status=400)
     fmt = request.GET.get("format", "")
     if fmt == "csv":
@@ -184,7 +184,7 @@ def incidents(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
         range_query=ranged.urlencode(),
         now_utc=dt.datetime.fromtimestamp(now_ms / 1000, tz=dt.UTC).strftime(TIME_FORMAT),
         error="",
-        **frozen,
+        **then,
     )
     return render(request, "incidents.html", ctx)
 

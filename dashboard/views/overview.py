@@ -29,11 +29,11 @@ from dashboard.triage import as_of, conditions, flags, forecast, thresholds
 from dashboard.triage.owners import Owners
 from dashboard.views.actions import Posted
 from dashboard.views.common import (
-    FROZEN,
     UNPROCESSABLE,
     back,
     context,
     current,
+    frozen,
     int_param,
     query_of,
     template,
@@ -464,7 +464,7 @@ def render_as_of(request: HtmxHttpRequest, place: Place, raw: str) -> HttpRespon
     params = request.GET
     clock = round(time.time() * 1000)
     conn, ns = place.conn.name, place.ns
-    ctx = context(place, current=current(request), params=params, **FROZEN)
+    ctx = context(place, current=current(request), params=params, **frozen(request))
     try:
         asked = as_of.parse(raw)
     except as_of.BadTime as e:
@@ -487,6 +487,7 @@ def render_as_of(request: HtmxHttpRequest, place: Place, raw: str) -> HttpRespon
         "inflight": sum(t.inflight for t in every),
         "delayed": sum(t.delayed for t in every),
         "incidents": sum(t.incident for t in every),
+        "attention": sum(t.score > 0 for t in every),
     }
     # (not by "now": that would read every queue live; the page's are read below)
     shown.sort(key=AS_OF_SORTS[sort.lstrip("-")], reverse=sort.startswith("-"))

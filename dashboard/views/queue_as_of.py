@@ -18,7 +18,7 @@ from dashboard.places.place import Place
 from dashboard.triage import as_of
 from dashboard.triage.flags import in_figures
 from dashboard.triage.owners import owner_of
-from dashboard.views.common import FROZEN, context, current
+from dashboard.views.common import context, current, frozen
 from dashboard.web.htmx import HtmxHttpRequest
 from queues import RsmqError
 
@@ -44,7 +44,7 @@ def render_queue_as_of(
     conn, ns = place.conn.name, place.ns
     clock = round(time.time() * 1000)
     params = request.GET
-    ctx = context(place, qname=qname, current=current(request), params=params, **FROZEN)
+    ctx = context(place, qname=qname, current=current(request), params=params, **frozen(request))
     try:
         asked = as_of.parse(raw)
     except as_of.BadTime as e:
