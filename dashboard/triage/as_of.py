@@ -108,6 +108,19 @@ class Moment:
         return label(self.oldest) if self.oldest is not None else ""
 
     @property
+    def gap(self) -> str:
+        """Why the snapshot shown is well before the time asked for ("": it is not)."""
+        if self.taken_at is None:
+            return ""
+        interval = round(settings.RSMQ_SNAPSHOT_INTERVAL * 1000)
+        if self.asked - self.taken_at <= max(3 * interval, 60_000):
+            return ""
+        return (
+            f"No snapshot between {label(self.taken_at)} and {label(self.asked)}: snapshots"
+            " were not being taken then; this is the last one before."
+        )
+
+    @property
     def retention_days(self) -> float:
         return float(settings.RSMQ_SNAPSHOT_RETENTION)
 
@@ -158,6 +171,7 @@ class Then:
     receive_rate: float | None = None
     flags: list[AnomalyFlag] = field(default_factory=list)
     now: QueueStats | None = None
+    read_now: bool = False  # whether its counters now were read (``now`` None: it is gone)
 
     @property
     def visible(self) -> int:
@@ -186,14 +200,16 @@ class Then:
     @property
     def delta(self) -> int | None:
         """Messages now minus then (None: gone, or not read)."""
-        if self.now is None or self.now.unreadable:
+        if self.now is None or self.now.unreadable or self.gone:
             return None
         return self.now.msgs - self.msgs
 
     @property
     def gone(self) -> bool:
-        """Deleted (or deleted and created again) since."""
-        return self.now is None or self.now.created != self.created
+        """Deleted (or deleted and created again) since; not when now was not read."""
+        if not self.read_now:
+            return False
+        return self.now is None or (not self.now.unreadable and self.now.created != self.created)
 
 
 COUNTS = ("queue", "taken_at", "msgs", "hiddenmsgs", "inflight", "delayed", "totalsent",

@@ -502,7 +502,7 @@ def render_as_of(request: HtmxHttpRequest, place: Place, raw: str) -> HttpRespon
         ctx.update(live_read=False)
     by_name = {t.qname: t for t in then}
     for t in then:
-        t.now = live.get(t.qname)
+        t.now, t.read_now = live.get(t.qname), bool(ctx["live_read"])
     states_now = dict(
         QueueCondition.objects.filter(connection=conn, namespace=ns, queue__in=names).values_list(
             "queue", "state"

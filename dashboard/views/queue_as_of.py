@@ -64,10 +64,10 @@ def render_queue_as_of(
     except (RsmqError, RedisError):
         now, live_read = None, False
     if t is not None:
-        t.now = now
+        t.now, t.read_now = now, live_read
     then_now = []
     if t is not None:
-        read = now if now is not None and not now.unreadable and not t.gone else None
+        read = now if t.delta is not None else None
         for label, key in COUNTS:
             a = getattr(t, key)
             b = getattr(read, key) if read is not None else None

@@ -141,3 +141,34 @@ def test_it_writes_a_condition_change_only_when_a_condition_changes(console, rsm
     take_snapshot()
     take_snapshot()
     assert ConditionChange.objects.filter(queue="quiet").count() == 1
+
+
+def test_a_queue_deleted_since_is_gone_now(console, past, rsmq, viewer: Client) -> None:
+    rsmq.delete_queue("growing")
+    response = viewer.get(console.overview(f"?as_of={past}"))
+    shown = {t.qname: t for t in _rows(response)}
+    assert shown["growing"].gone and shown["growing"].delta is None
+    assert shown["growing"].msgs == 60  # then, as stored
+    assert not shown["calm"].gone
+
+
+def test_it_says_when_no_snapshot_was_taken_near_the_time(console, past, viewer) -> None:
+    # just after a run: nothing to say
+    body = viewer.get(console.overview(f"?as_of={past}")).content.decode()
+    assert "data-as-of-gap" not in body
+    # an hour after the last run: said, with both times
+    moment = as_of.Moment(past + 3_600_000, past + 7_200_000, past, past)
+    assert moment.gap == (
+        f"No snapshot between {as_of.label(past)} and {as_of.label(past + 3_600_000)}:"
+        " snapshots were not being taken then; this is the last one before."
+    )
+
+
+def test_it_reads_the_time_in_its_forms() -> None:
+    assert as_of.parse("2026-11-28T03:00") == as_of.parse("2026-11-28T03:00:00Z")
+    assert as_of.parse("2026-11-28T03:00:00+00:00") == 1_795_834_800_000
+    assert as_of.parse("1795834800000") == 1_795_834_800_000
+    with pytest.raises(as_of.BadTime):
+        as_of.parse("2026-11-28T03:00+02:00")  # UTC only
+    with pytest.raises(as_of.BadTime):
+        as_of.parse("2026-13-28")
