@@ -4,6 +4,7 @@ open and alerts firing then; frozen (no action)."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -90,3 +91,19 @@ def test_it_says_a_queue_that_did_not_exist_then(console, past, rsmq, viewer) ->
     response = viewer.get(console.queue("later", f"?as_of={past}"))
     assert response.status_code == 200
     assert "was not in the snapshot of" in response.content.decode()
+
+
+def test_its_charts_drawn_again_by_htmx_still_end_then(console, past, viewer: Client) -> None:
+    page = console.queue("q1", f"?as_of={as_of.iso(past)}")
+    headers = {"HTTP_HX_REQUEST": "true", "HTTP_HX_CURRENT_URL": "http://testserver" + page}
+    response = viewer.get(console.queue("q1", "charts/?range=hour"), **headers)
+    assert response.status_code == 200
+    body = response.content.decode()
+    points = [int(at) for at in re.findall(r'data-at="(\d+)"', body)]
+    assert points and max(points) <= past  # the third run, after then, is not drawn
+    assert 'hx-trigger="every' not in body  # frozen: no refresh
+    live = viewer.get(console.queue("q1", "charts/?range=hour"), **{
+        "HTTP_HX_REQUEST": "true",
+        "HTTP_HX_CURRENT_URL": "http://testserver" + console.queue("q1"),
+    }).content.decode()  # fmt: skip
+    assert max(int(at) for at in re.findall(r'data-at="(\d+)"', live)) > past
