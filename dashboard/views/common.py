@@ -79,15 +79,3 @@ def favicon(request: HtmxHttpRequest) -> HttpResponse:
     """``/favicon.ico``, which browsers ask for whatever the page links: the icon under
     its static (hashed, cached for good) name."""
     return redirect(static("favicon.svg"))
-
-
-def frozen(request: HtmxHttpRequest) -> dict[str, Any]:
-    """A page "as of" a past time is history: no action is offered, nothing refreshes (the
-    header's context, views/context.py, overridden by the page's); and the way back to
-    now: the same page and query without ``as_of``."""
-    query = request.GET.copy()
-    for key in ("as_of", "page"):
-        query.pop(key, None)
-    now_url = request.path + (f"?{query.urlencode()}" if query else "")
-    return {"frozen": True, "can_operate": False, "can_admin": False, "refresh": 0,
-            "now_url": now_url}  # fmt: skip

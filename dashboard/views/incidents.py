@@ -24,7 +24,8 @@ from dashboard.models import Snapshot
 from dashboard.places.place import configured
 from dashboard.triage import as_of, timeline
 from dashboard.triage.timeline import KINDS, Filter
-from dashboard.views.common import context, frozen
+from dashboard.views.common import context
+from dashboard.views.frozen import frozen
 from dashboard.web.htmx import HtmxHttpRequest
 from queues import validation as v
 

@@ -33,12 +33,12 @@ from dashboard.views.common import (
     back,
     context,
     current,
-    frozen,
     int_param,
     query_of,
     template,
 )
 from dashboard.views.forms import QueueCreateForm
+from dashboard.views.frozen import start
 from dashboard.views.overview_flow import overview_flow
 from dashboard.web.htmx import HtmxHttpRequest
 from queues import RedisSMQ, RsmqError
@@ -110,7 +110,7 @@ def home(request: HtmxHttpRequest) -> HttpResponse:
 def overview(request: HtmxHttpRequest, conn: str, ns: str) -> HttpResponse:
     place = place_for(request, conn, ns)
     if "as_of" in request.GET:  # a frozen view of a past time (dashboard/triage/as_of.py)
-        return render_as_of(request, place, request.GET["as_of"])
+        return render_as_of(request, place)
     return render_overview(request, place, QueueCreateForm())
 
 
@@ -457,23 +457,17 @@ AS_OF_COLUMNS = [
 ]
 
 
-def render_as_of(request: HtmxHttpRequest, place: Place, raw: str) -> HttpResponse:
+def render_as_of(request: HtmxHttpRequest, place: Place) -> HttpResponse:
     """The overview as it was at a past time (``?as_of=``): the snapshot run then, each
     queue's condition and reasons then, its flags and firing alerts then; beside it each
     row's messages now and its state now. A frozen view: no actions, no refresh."""
+    started = start(request, place, "overview_as_of.html")
+    if isinstance(started, HttpResponse):
+        return started
+    ctx, moment, rows = started
+    assert moment.taken_at is not None
     params = request.GET
-    clock = round(time.time() * 1000)
     conn, ns = place.conn.name, place.ns
-    ctx = context(place, current=current(request), params=params, **frozen(request))
-    try:
-        asked = as_of.parse(raw)
-    except as_of.BadTime as e:
-        ctx.update(as_of_error=str(e))
-        return render(request, "overview_as_of.html", ctx, status=400)
-    moment, rows = as_of.run(conn, ns, asked, clock)
-    ctx.update(moment=moment)
-    if rows is None or moment.taken_at is None:
-        return render(request, "overview_as_of.html", ctx, status=400 if asked > clock else 200)
     every = as_of.queues(conn, ns, rows, moment.taken_at)
     search = params.get("q", "").strip()
     sort = params.get("sort", ATTENTION)

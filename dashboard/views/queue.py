@@ -61,11 +61,7 @@ def queue_detail(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> Ht
     if "as_of" in request.GET:  # a frozen view of a past time (views/queue_as_of.py)
         range_ = request.GET.get("range", "")
         return render_queue_as_of(
-            request,
-            place,
-            qname,
-            request.GET["as_of"],
-            lambda at: charts(request, place, qname, range_, at, frozen=True),
+            request, place, qname, lambda at: charts(request, place, qname, range_, at, True)
         )
     lookup = request.GET.get("id", "").strip()
     try:

@@ -5,7 +5,6 @@ its charts ending then. A frozen view: no action, no refresh."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +17,7 @@ from dashboard.places.place import Place
 from dashboard.triage import as_of
 from dashboard.triage.flags import in_figures
 from dashboard.triage.owners import owner_of
-from dashboard.views.common import context, current, frozen
+from dashboard.views.frozen import start
 from dashboard.web.htmx import HtmxHttpRequest
 from queues import RsmqError
 
@@ -37,23 +36,15 @@ def render_queue_as_of(
     request: HtmxHttpRequest,
     place: Place,
     qname: str,
-    raw: str,
     charts: Callable[[int], dict[str, Any]],
 ) -> HttpResponse:
     """``charts``: views/queue.py's charts context, as a function of the time they end at."""
+    started = start(request, place, "queue_as_of.html", qname=qname)
+    if isinstance(started, HttpResponse):
+        return started
+    ctx, moment, rows = started
+    assert moment.taken_at is not None
     conn, ns = place.conn.name, place.ns
-    clock = round(time.time() * 1000)
-    params = request.GET
-    ctx = context(place, qname=qname, current=current(request), params=params, **frozen(request))
-    try:
-        asked = as_of.parse(raw)
-    except as_of.BadTime as e:
-        ctx.update(as_of_error=str(e))
-        return render(request, "queue_as_of.html", ctx, status=400)
-    moment, rows = as_of.run(conn, ns, asked, clock)
-    ctx.update(moment=moment)
-    if rows is None or moment.taken_at is None:
-        return render(request, "queue_as_of.html", ctx, status=400 if asked > clock else 200)
     at = moment.taken_at
     then = as_of.queues(conn, ns, rows.filter(queue=qname), at)
     t = then[0] if then else None
