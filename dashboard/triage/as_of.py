@@ -269,31 +269,28 @@ def _rates(conn: str, ns: str, rows: QuerySet, out: dict[str, Then]) -> None:
         t.receive_rate = max(0, t.totalrecv - recv) / seconds
 
 
-def firing_at(conn: str, ns: str, at: int, queue: str | None = None) -> dict[str, int]:
-    """Alerts firing at ``at`` per queue: each alert's last change then (AlertEvent)."""
-    alerts = Alert.objects.filter(connection=conn, namespace=ns)
-    if queue is not None:
-        alerts = alerts.filter(queue=queue)
+def _firing(conn: str, ns: str, at: int) -> QuerySet[Alert]:
+    """A namespace's alerts firing at ``at``: each one's last change then (AlertEvent,
+    one index seek an alert) says firing."""
     then = AlertEvent.objects.filter(alert=OuterRef("pk"), at__lte=at).order_by("-at", "-id")
-    counts: dict[str, int] = defaultdict(int)
-    for q in (
-        alerts.annotate(then=Subquery(then.values("state")[:1]))
+    return (
+        Alert.objects.filter(connection=conn, namespace=ns)
+        .annotate(then=Subquery(then.values("state")[:1]))
         .filter(then=Alert.State.FIRING)
-        .values_list("queue", flat=True)
-    ):
+    )
+
+
+def firing_at(conn: str, ns: str, at: int) -> dict[str, int]:
+    """Alerts firing at ``at`` per queue."""
+    counts: dict[str, int] = defaultdict(int)
+    for q in _firing(conn, ns, at).values_list("queue", flat=True):
         counts[q] += 1
     return dict(counts)
 
 
 def alerts_at(conn: str, ns: str, qname: str, at: int) -> list[Alert]:
     """A queue's alerts firing at ``at`` (their rules named)."""
-    then = AlertEvent.objects.filter(alert=OuterRef("pk"), at__lte=at).order_by("-at", "-id")
-    return list(
-        Alert.objects.filter(connection=conn, namespace=ns, queue=qname)
-        .annotate(then=Subquery(then.values("state")[:1]))
-        .filter(then=Alert.State.FIRING)
-        .select_related("rule")
-    )
+    return list(_firing(conn, ns, at).filter(queue=qname).select_related("rule"))
 
 
 def flags_at(conn: str, ns: str, qnames: Iterable[str], at: int) -> dict[str, list[AnomalyFlag]]:
