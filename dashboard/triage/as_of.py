@@ -34,7 +34,6 @@ from queues.models import QueueStats
 
 State = QueueCondition.State
 LABELS = dict(State.choices)
-INCIDENTS = {State.NO_CONSUMERS, State.CRASH_LOOPING, State.FALLING_BEHIND}
 PRUNE_BATCH = 10_000
 
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]00:?00)?")
@@ -187,7 +186,7 @@ class Then:
 
     @property
     def incident(self) -> bool:
-        return self.state in INCIDENTS
+        return self.state in conditions.INCIDENTS
 
     @property
     def score(self) -> float:

@@ -74,6 +74,8 @@ log = logging.getLogger(__name__)
 
 State = QueueCondition.State
 Kind = AnomalyFlag.Kind
+#: the states that are incidents (the overview's badge, its count)
+INCIDENTS = frozenset({State.NO_CONSUMERS, State.CRASH_LOOPING, State.FALLING_BEHIND})
 
 #: how bad each part is (the score is their sum times the queue's size)
 POINTS = {

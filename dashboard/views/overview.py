@@ -241,7 +241,7 @@ class Judged(NamedTuple):
     receive_rate: float | None
 
 
-INCIDENTS = {State.NO_CONSUMERS, State.CRASH_LOOPING, State.FALLING_BEHIND}
+INCIDENTS = conditions.INCIDENTS
 
 
 class Triage:
