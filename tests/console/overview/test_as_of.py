@@ -5,6 +5,8 @@ oldest snapshot kept."""
 
 from __future__ import annotations
 
+import html
+import re
 import time
 from pathlib import Path
 
@@ -172,3 +174,16 @@ def test_it_reads_the_time_in_its_forms() -> None:
         as_of.parse("2026-11-28T03:00+02:00")  # UTC only
     with pytest.raises(as_of.BadTime):
         as_of.parse("2026-13-28")
+
+
+def test_the_live_overview_offers_to_freeze_it(console, past, viewer: Client) -> None:
+    response = viewer.get(console.overview("?sort=name"))
+    body = response.content.decode()
+    frozen_link = re.search(r'href="([^"]*)" data-freeze', body)
+    assert frozen_link is not None
+    link = html.unescape(frozen_link.group(1))
+    assert "sort=name" in link and f"as_of={response.context['freeze_at']}" in link.replace(
+        "%3A", ":"
+    )
+    again = viewer.get(console.overview(link))
+    assert again.context["moment"].taken_at is not None  # the run it was showing
