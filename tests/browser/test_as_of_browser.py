@@ -1,7 +1,8 @@
-"""Time travel in Chromium, at 1440 px and at 390 px: from the overview an operator asks
-for a past time and reads the frozen overview of then — the incident of then first, its
-reason, its messages now beside then, no action offered — follows a queue to its page as
-of then, and comes back to now; the frozen view's link opens the same view again."""
+"""Time travel in Chromium, at 1440 px (light) and at 390 px (dark): from the overview an
+operator asks for a past time and reads the frozen overview of then — the incident of then
+first, its reason, its messages now beside then, no action offered — follows a queue to
+its page as of then, and comes back to now; the frozen view's link opens the same view
+again."""
 
 from __future__ import annotations
 
@@ -48,7 +49,12 @@ def past(console: str, settings, rsmq: RedisSMQ, lake: Path) -> int:
 def test_an_operator_walks_the_overview_as_of_then(
     console: str, past: int, width: int, make_user, page_as
 ) -> None:
-    page = page_as(make_user("operator", "olga"), viewport={"width": width, "height": 900})
+    scheme = "dark" if width == 390 else "light"  # both schemes, one walk each
+    page = page_as(
+        make_user("operator", "olga"),
+        viewport={"width": width, "height": 900},
+        color_scheme=scheme,
+    )
     page.goto(f"{console}/")
     expect(page.locator("[data-as-of-title]")).to_have_count(0)
     page.locator("#as-of-open summary").click()
