@@ -87,8 +87,14 @@ class Moment:
 
     @property
     def param(self) -> str:
-        """The frozen link's ``as_of``: the time asked for, so the link says the same."""
-        return iso(self.asked)
+        """The frozen link's ``as_of``: the time asked for, exactly, so the link (and a
+        queue's, from the overview's row) shows the same run: epoch ms within a second."""
+        return iso(self.asked) if self.asked % 1000 == 0 else str(self.asked)
+
+    @property
+    def field(self) -> str:
+        """The time asked for as a datetime-local field holds it (UTC, to the second)."""
+        return iso(self.asked)[:19]
 
     @property
     def asked_label(self) -> str:

@@ -187,3 +187,12 @@ def test_the_live_overview_offers_to_freeze_it(console, past, viewer: Client) ->
     )
     again = viewer.get(console.overview(link))
     assert again.context["moment"].taken_at is not None  # the run it was showing
+
+
+def test_a_rows_link_opens_its_queue_at_the_same_run(console, past, viewer: Client) -> None:
+    response = viewer.get(console.overview(f"?as_of={past}"))
+    found = re.search(r'href="([^"]*/q/growing/\?as_of=[^"]*)"', response.content.decode())
+    assert found is not None
+    queue = viewer.get(html.unescape(found.group(1)))
+    assert queue.context["moment"].asked == past  # to the millisecond
+    assert queue.context["moment"].taken_at == response.context["moment"].taken_at
