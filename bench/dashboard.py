@@ -235,7 +235,7 @@ def run_as_of(url: str, args: argparse.Namespace) -> list[tuple[str, float, floa
     at = as_of.iso(then)
     sent, original = count_sends()
     pages = [
-        ("live overview of 1,000 queues (default order: the peer)", "/c/default/bench/"),
+        (f"live overview of {n:,} queues (default order: the peer)", "/c/default/bench/"),
         ("as of: overview, default order", f"/c/default/bench/?as_of={then}"),
         ("as of: overview, sort by messages", f"/c/default/bench/?as_of={at}&sort=-msgs"),
         (
