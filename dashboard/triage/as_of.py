@@ -69,6 +69,12 @@ def iso(ms: int) -> str:
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def param(ms: int) -> str:
+    """Epoch ms as a link's ``as_of``, exactly: ISO on a whole second, else epoch ms (a
+    link to a moment shows the run it showed, even one taken within that second)."""
+    return iso(ms) if ms % 1000 == 0 else str(ms)
+
+
 def label(ms: int) -> str:
     """Epoch ms as the banner says it: ``2026-11-28 03:00:05 UTC``."""
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
@@ -89,7 +95,7 @@ class Moment:
     def param(self) -> str:
         """The frozen link's ``as_of``: the time asked for, exactly, so the link (and a
         queue's, from the overview's row) shows the same run: epoch ms within a second."""
-        return iso(self.asked) if self.asked % 1000 == 0 else str(self.asked)
+        return param(self.asked)
 
     @property
     def field(self) -> str:
@@ -232,10 +238,14 @@ def run(conn: str, ns: str, asked: int, now: int) -> tuple[Moment, QuerySet | No
     return m, found[1]
 
 
-def queues(conn: str, ns: str, rows: QuerySet, taken_at: int) -> list[Then]:
-    """Every queue of a run (``rows``) as the overview showed it then, in no order: four
-    queries whatever the number of queues (the run's rows with each one's condition by
-    one index seek, the run before for the rates, the alerts firing, nothing per queue)."""
+def queues(
+    conn: str, ns: str, run: QuerySet, taken_at: int, names: list[str] | None = None
+) -> list[Then]:
+    """Every queue of a run (``run``: its rows), or the ``names`` among them, as the
+    overview showed it then, in no order: a few queries whatever the number of queues
+    (the run's rows with each one's condition by one index seek, the run before for the
+    rates, the alerts firing; nothing per queue)."""
+    rows = run if names is None else run.filter(queue__in=names)
     out = {r[0]: Then(*r) for r in rows.values_list(*COUNTS).iterator()}
     if not out:
         return []
@@ -249,23 +259,26 @@ def queues(conn: str, ns: str, rows: QuerySet, taken_at: int) -> list[Then]:
     ):
         t = out[q]
         t.state, t.reason, t.points = state, reason, points
-    _rates(conn, ns, rows, out)
+    # (the run before ends before the whole run's first reading, not the rows' asked for)
+    _rates(conn, ns, run.aggregate(t=Min("taken_at"))["t"], names, out)
     for q, n in firing_at(conn, ns, taken_at).items():
         if q in out:
             out[q].alerts = n
     return list(out.values())
 
 
-def _rates(conn: str, ns: str, rows: QuerySet, out: dict[str, Then]) -> None:
+def _rates(
+    conn: str, ns: str, start: int | None, names: list[str] | None, out: dict[str, Then]
+) -> None:
     """Each queue's send and receive rates over the interval before its reading, as its
-    condition was judged then: from the run before."""
-    start = rows.aggregate(t=Min("taken_at"))["t"]
+    condition was judged then: from the run before the one that began at ``start``."""
     before = latest.run_at(conn, ns, start - 1) if start is not None else None
     if before is None:
         return
-    for q, at, sent, recv, created in (
-        before[1].values_list("queue", "taken_at", "totalsent", "totalrecv", "created").iterator()
-    ):
+    rows = before[1] if names is None else before[1].filter(queue__in=names)
+    for q, at, sent, recv, created in rows.values_list(
+        "queue", "taken_at", "totalsent", "totalrecv", "created"
+    ).iterator():
         t = out.get(q)
         if t is None or t.created != created or at >= t.taken_at:
             continue

@@ -413,7 +413,7 @@ def render_overview(
         # paused / throttled badges and the peaks of what is coming due (overview_flow.py)
         **overview_flow(triage.flagged, stats),
         # this moment, frozen: its link (the page "as of" now, whenever it is opened)
-        freeze_at=as_of.iso(now or clock),
+        freeze_at=as_of.param(now or clock),
         freeze_label=as_of.label(now or clock),
     )
     return render(request, template(request, "overview.html", "queue-table"), ctx, status=status)

@@ -448,7 +448,7 @@ def render_queue(
         undoable=SimpleLazyObject(lambda: undos.fits(place, qname, stats)),
         undo_hours=undos.hours(),
         # this moment, frozen: its link (the page "as of" now, whenever it is opened)
-        freeze_at=as_of.iso(stats.now),
+        freeze_at=as_of.param(stats.now),
         freeze_label=as_of.label(stats.now),
         **browser,
         **forms_,

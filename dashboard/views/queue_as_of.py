@@ -46,7 +46,7 @@ def render_queue_as_of(
     assert moment.taken_at is not None
     conn, ns = place.conn.name, place.ns
     at = moment.taken_at
-    then = as_of.queues(conn, ns, rows.filter(queue=qname), at)
+    then = as_of.queues(conn, ns, rows, at, [qname])
     t = then[0] if then else None
     try:
         found = place.rsmq.queue_stats([qname])

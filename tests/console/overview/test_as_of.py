@@ -196,3 +196,11 @@ def test_a_rows_link_opens_its_queue_at_the_same_run(console, past, viewer: Clie
     queue = viewer.get(html.unescape(found.group(1)))
     assert queue.context["moment"].asked == past  # to the millisecond
     assert queue.context["moment"].taken_at == response.context["moment"].taken_at
+
+
+def test_a_queues_page_then_has_the_rates_of_its_row(console, past, viewer: Client) -> None:
+    rows = {t.qname: t for t in _rows(viewer.get(console.overview(f"?as_of={past}")))}
+    assert rows["growing"].send_rate and rows["growing"].send_rate > 0
+    for q, t in rows.items():
+        then = viewer.get(console.queue(q, f"?as_of={past}")).context["then"]
+        assert (then.send_rate, then.receive_rate) == (t.send_rate, t.receive_rate), q
