@@ -1,4 +1,4 @@
-"""The console's Celery app: `celery -A dashboard worker` and `celery -A dashboard beat`.
+"""The console's Celery app: `celery -A dashboard worker` (beat's: dashboard/beat.py).
 
 Configured from the Django settings named CELERY_* (broker: the queues' Redis, a database
 of its own); the tasks are in dashboard/tasks.py, scheduled by CELERY_BEAT_SCHEDULE.

@@ -105,6 +105,10 @@ class Snapshot(models.Model):
     processing_p99 = models.FloatField(null=True, blank=True)
     processing_samples = models.BigIntegerField(null=True, blank=True)
     timings_sampled = models.BooleanField(null=True, blank=True)  # from a sample, not all
+    # Of the wait_samples, those that waited longer than the queue's SLO
+    # (RSMQ_OLDEST_AGE_SLO(S)): the bad events of its wait-time SLO, which burn-rate
+    # alerts read (dashboard/alerting/burn.py); None where no wait was seen.
+    wait_slow = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         indexes = [
@@ -304,6 +308,16 @@ class AlertRule(models.Model):
         NO_CONSUMERS = "state:no_consumers", "consumers: none"
         CRASH_LOOPING = "state:crash_looping", "consumers: crash-looping"
         FALLING_BEHIND = "state:falling_behind", "consumers: falling behind"
+        # The queue's wait-time SLO (``threshold``: its target, the percentage of messages
+        # that wait less than the queue's SLO) burning its error budget too fast, over two
+        # windows at once (the SRE workbook's multiwindow, multi-burn-rate alerts:
+        # dashboard/alerting/burn.py).
+        BURN_FAST = "burn:fast", "wait SLO burn rate: fast (1 h and 5 min over 14.4)"
+        BURN_SLOW = "burn:slow", "wait SLO burn rate: slow (6 h and 30 min over 6)"
+
+    class Severity(models.TextChoices):
+        HIGH = "high", "high: notify at once"
+        LOW = "low", "low: in the daily digest"
 
     class Op(models.TextChoices):
         ABOVE = "gt", "above"
@@ -319,6 +333,11 @@ class AlertRule(models.Model):
     threshold = models.FloatField(default=0)
     for_seconds = models.PositiveIntegerField(default=0)
     enabled = models.BooleanField(default=True)
+    severity = models.CharField(
+        max_length=4, choices=Severity.choices, default=Severity.HIGH, db_default=Severity.HIGH
+    )
+    # A firing alert nobody acknowledged is told again this often (0: once).
+    renotify_seconds = models.PositiveIntegerField(default=0, db_default=0)
     webhook_url = models.URLField(max_length=500, blank=True)
     # The key of the webhook's HMAC-SHA256 signature, made when the rule is created.
     webhook_secret = models.CharField(max_length=64, blank=True)
@@ -349,6 +368,11 @@ class AlertRule(models.Model):
         return self.metric.startswith("redis:")
 
     @property
+    def burn(self) -> str | None:
+        """The burn-rate window pair a burn rule watches ("fast", "slow"), else None."""
+        return self.metric.removeprefix("burn:") if self.metric.startswith("burn:") else None
+
+    @property
     def consumer_state(self) -> str | None:
         """The consumer state a state rule watches, else None."""
         return self.metric.removeprefix("state:") if self.metric.startswith("state:") else None
@@ -357,6 +381,8 @@ class AlertRule(models.Model):
     def condition(self) -> str:
         if self.flag or self.consumer_state:
             return self.get_metric_display()
+        if self.burn:
+            return f"{self.get_metric_display()}, target {self.threshold:,.10g}%"
         return f"{self.get_metric_display()} {self.get_op_display()} {self.threshold:,.10g}"
 
     @property
@@ -381,6 +407,13 @@ class Alert(models.Model):
     value = models.FloatField(null=True)
     since = models.BigIntegerField()  # epoch ms: when the condition started to hold
     changed = models.BigIntegerField()  # epoch ms of the last change of state
+    # epoch ms of the last notification written of it (sent, or held by a silence)
+    notified = models.BigIntegerField(null=True, blank=True)
+    # the last one was held by a silence: told once the silence is over, if still firing
+    held = models.BooleanField(default=False, db_default=False)
+    # epoch ms an operator acknowledged this firing (no re-notify until it fires anew)
+    acked = models.BigIntegerField(null=True, blank=True)
+    acked_by = models.CharField(max_length=150, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["-changed"]
@@ -393,6 +426,13 @@ class Alert(models.Model):
     @property
     def changed_at(self) -> dt.datetime:
         return dt.datetime.fromtimestamp(self.changed / 1000, tz=dt.UTC)
+
+    @property
+    def notified_at(self) -> dt.datetime | None:
+        """When it was last told of (or held), if ever."""
+        if self.notified is None:
+            return None
+        return dt.datetime.fromtimestamp(self.notified / 1000, tz=dt.UTC)
 
 
 class AlertEvent(models.Model):
@@ -441,6 +481,11 @@ class Notification(models.Model):
     # Retries ended: an error that can't go away (a refused target, a 4xx, a bad
     # address), or too many failures; last_error says which.
     gave_up = models.DateTimeField(null=True, blank=True, db_index=True)
+    # Never sent: a silence held it (its text says which, by whom, until when).
+    held = models.CharField(max_length=500, blank=True, default="", db_default="")
+    silence = models.ForeignKey(
+        "Silence", null=True, blank=True, on_delete=models.SET_NULL, related_name="notifications"
+    )
 
     class Meta:
         ordering = ["-created", "-id"]
@@ -824,3 +869,45 @@ class QueueExpectation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.connection}/{self.namespace}/{self.queue}: idle {self.idle}"
+
+
+class Silence(models.Model):
+    """An operator's silence: the alerts of one rule, or of the queues whose names match a
+    pattern (or both), of one connection and namespace, are not notified while it is on
+    (their notifications are written held: the outbox shows them). From ``starts`` until
+    ``ends`` (or until expired by hand: ``ends`` set to then); a maintenance window when
+    it names ``weekdays``: on then only, from ``window_start`` to ``window_end`` (UTC;
+    an end before the start runs past midnight), within starts…ends (no end: for good).
+    dashboard/acting/silences.py reads and writes them."""
+
+    connection = models.CharField(max_length=100)
+    namespace = models.CharField(max_length=200)
+    rule = models.ForeignKey(
+        AlertRule, null=True, blank=True, on_delete=models.CASCADE, related_name="silences"
+    )
+    pattern = models.CharField(max_length=160, blank=True)  # a queue glob ("orders-*")
+    reason = models.CharField(max_length=500)
+    created_by = models.CharField(max_length=150)
+    created = models.DateTimeField(default=timezone.now)
+    starts = models.DateTimeField(default=timezone.now)
+    ends = models.DateTimeField(null=True, blank=True)
+    expired_by = models.CharField(max_length=150, blank=True)  # "expire now": who
+    weekdays = models.JSONField(default=list, blank=True)  # 0 = Monday … 6 = Sunday
+    window_start = models.TimeField(null=True, blank=True)
+    window_end = models.TimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        indexes = [models.Index(fields=["connection", "namespace", "ends"], name="silence_place")]
+
+    def __str__(self) -> str:
+        return f"silence of {self.target} ({self.reason})"
+
+    @property
+    def target(self) -> str:
+        what = [f"rule {self.rule.name}" if self.rule else "", self.pattern]
+        return " on ".join(w for w in what if w)
+
+    @property
+    def window(self) -> bool:
+        return bool(self.weekdays)

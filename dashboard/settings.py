@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import dj_database_url
+from celery.schedules import crontab
 
 from queues.server import default_redis_url
 
@@ -319,6 +320,15 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_TASK_IGNORE_RESULT = True  # the tasks write their results themselves: no backend
 CELERY_TIMEZONE = TIME_ZONE
+# Alerts (dashboard/alerting/): the hour (UTC) of the daily digest of low-severity alerts;
+# where the console is (https://console.example.com), for the acknowledge links in
+# notifications (unset: they are paths on the console).
+RSMQ_ALERT_DIGEST_HOUR = int(os.environ.get("RSMQ_ALERT_DIGEST_HOUR", "8"))
+RSMQ_CONSOLE_URL = os.environ.get("RSMQ_CONSOLE_URL", "")
+# A queue's alert that fires within this many seconds of another of the queue being told
+# to the same receiver waits, and is told with the rest once they are over (one incident,
+# one notification); 0: each is told at once.
+RSMQ_ALERT_GROUP_SECONDS = float(os.environ.get("RSMQ_ALERT_GROUP_SECONDS", "300"))
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "snapshot": {
@@ -336,6 +346,12 @@ CELERY_BEAT_SCHEDULE = {
     "prune-audit": {
         "task": "dashboard.tasks.prune_audit",
         "schedule": 3600.0,
+        "options": {"expires": 3600.0},
+    },
+    # The daily digest of low-severity alerts (dashboard/alerting/digest.py).
+    "alert-digest": {
+        "task": "dashboard.tasks.alert_digest",
+        "schedule": crontab(minute=0, hour=RSMQ_ALERT_DIGEST_HOUR),
         "options": {"expires": 3600.0},
     },
     # A job's step lost with its task (a worker restarted), queued again (acting/jobs.py).

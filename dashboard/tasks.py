@@ -8,7 +8,7 @@ from typing import Any
 from celery import shared_task
 
 from dashboard.acting import jobs
-from dashboard.alerting import evaluate
+from dashboard.alerting import digest, evaluate
 
 # The outbox's task is delivery's own (evaluation starts it): imported here, the worker
 # registers it with the rest.
@@ -93,6 +93,12 @@ def evaluate_alerts() -> dict[str, Any]:
         "rules": ev.rules, "changes": ev.changes, "notifications": ev.notifications,
         "skipped": ev.skipped, "failed": ev.failed, "locked": ev.locked,
     }  # fmt: skip
+
+
+@shared_task(name="dashboard.tasks.alert_digest", ignore_result=True)
+def alert_digest() -> dict[str, Any]:
+    """The daily digest of low-severity alerts (dashboard/alerting/digest.py)."""
+    return {"notifications": digest.send_digest()}
 
 
 @shared_task(name="dashboard.tasks.bulk_count", ignore_result=True)

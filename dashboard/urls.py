@@ -54,6 +54,10 @@ alert_patterns = [
     path("new/", alerts.rule_create, name="rsmq-alert-rule-create"),
     path("<int:pk>/", alerts.rule_edit, name="rsmq-alert-rule"),
     path("<int:pk>/delete/", alerts.rule_delete, name="rsmq-alert-rule-delete"),
+    path("silences/", alerts.silence_create, name="rsmq-silence-create"),
+    path("silences/<int:pk>/expire/", alerts.silence_expire, name="rsmq-silence-expire"),
+    path("ack/<int:pk>/", alerts.alert_ack, name="rsmq-alert-ack"),
+    path("ack/link/<str:token>/", alerts.ack_link, name="rsmq-alert-ack-link"),
 ]
 
 urlpatterns = [

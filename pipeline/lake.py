@@ -56,6 +56,9 @@ SCHEMA = pa.schema(
         ("processing_p99", pa.float64()),
         ("processing_samples", pa.int64()),
         ("timings_sampled", pa.bool_()),  # true: from a sample of the messages, not all
+        # Of the wait samples, those over the queue's SLO (the console's
+        # RSMQ_OLDEST_AGE_SLO(S)): its wait-time SLO's bad events; null as above.
+        ("wait_slow", pa.int64()),
     ]
 )
 

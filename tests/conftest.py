@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import redis
 from support.node_rsmq import NodeRsmq, install
+from support.parallel import Groups
 from support.postgres_fixtures import Backends, twins_last, with_twins
 from support.postgres_fixtures import report_header as postgres_report_header
 from support.redis_topologies import RedisClusterGroup, SentinelGroup
@@ -18,7 +19,7 @@ from queues import RedisSMQ
 from queues.server import EmbeddedRedis
 
 # Helper modules that test modules import: their asserts rewritten like a test's.
-pytest.register_assert_rewrite("support.console_fixtures", "metrics_scrape")
+pytest.register_assert_rewrite("support.console_fixtures", "support.metrics_scrape")
 
 # The fixtures that more than one test folder uses, loaded once for the whole session (the
 # only pytest_plugins of the suite); a folder's own fixtures are in its conftest.py.
@@ -142,6 +143,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "postgres: the Postgres twin of a database test")
     config.stash[BACKENDS] = Backends(config)
+    config.pluginmanager.register(Groups(), "rsmq-xdist-groups")
     from support.roles import remake_after_flushes  # (Django's: not in client_fixtures' runs)
 
     remake_after_flushes()

@@ -175,7 +175,7 @@ def test_the_pages_and_the_api_do_not_import_each_other(ours: Graph) -> None:
 #: dashboard/'s rooms, lowest first: a room imports only rooms above it in this list (a
 #: room's modules import each other freely). ARCHITECTURE.md describes each.
 ROOMS = [
-    ("dashboard.settings", "dashboard.celery", "dashboard.models"),
+    ("dashboard.settings", "dashboard.celery", "dashboard.beat", "dashboard.models"),
     ("dashboard.places",),  # which Redis, which namespace
     ("dashboard.web",),  # the error table, what every request meets
     ("dashboard.audit",),
@@ -217,7 +217,7 @@ def test_the_console_has_a_few_top_level_modules() -> None:
     tasks: everything else lives in a room, so a folder name answers "where is X"."""
     top = sorted(p.stem for p in (ROOT / "dashboard").glob("*.py") if p.stem != "__init__")
     assert top == [
-        "admin", "apps", "asgi", "celery", "models", "settings", "tasks", "urls", "wsgi"
+        "admin", "apps", "asgi", "beat", "celery", "models", "settings", "tasks", "urls", "wsgi"
     ]  # fmt: skip
 
 
@@ -319,3 +319,34 @@ def test_htmx_headers_are_set_by_django_htmx() -> None:
         if text.upper().startswith("HX-")
     ]
     assert not offenders, f"HX-* headers set by hand: {offenders}"
+
+
+def test_tests_are_test_modules_and_their_helpers_are_in_tests_support() -> None:
+    """Under tests/, a folder holds its test modules and its conftest.py; every helper they
+    share is a module of tests/support/ (imported as ``support.…``), and no test module
+    imports another (nor a folder's conftest)."""
+    tests = ROOT / "tests"
+    support = tests / "support"
+    files = [p for p in sorted(tests.rglob("*.py")) if "node_modules" not in p.parts]
+    helpers = [
+        str(p.relative_to(ROOT))
+        for p in files
+        if support not in p.parents and not p.name.startswith("test_") and p.name != "conftest.py"
+    ]
+    assert not helpers, f"helpers outside tests/support/: {helpers}"
+    local = {p.stem for p in files if support not in p.parents}  # test modules, conftest
+    offenders = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module]
+            else:
+                continue
+            offenders += [
+                f"{path.relative_to(ROOT)}:{node.lineno}: {name}"
+                for name in names
+                if name.split(".")[0] in local or name.split(".")[-1].startswith("test_")
+            ]
+    assert not offenders, f"test modules imported: {offenders}"

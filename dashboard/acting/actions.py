@@ -66,6 +66,16 @@ TRIAGE_ACTIONS: Actions = {
     "expect": Action(Role.OPERATOR, "expected_idle"),
 }
 
+# Alert hygiene (views/alerts.py): silence alerts (a rule, a queue pattern, a recurring
+# maintenance window) and end a silence now; acknowledge a firing alert, on the alerts
+# page or from a notification's link. The operator's: they change no message, only who
+# is told, and each is audited.
+ALERT_ACTIONS: Actions = {
+    "silence": Action(Role.OPERATOR, "alert_silence"),
+    "expire": Action(Role.OPERATOR, "alert_silence_expire"),
+    "ack": Action(Role.OPERATOR, "alert_ack"),
+}
+
 # Two the console has no button for, at the roles theirs need: creating a queue
 # (overview.queue_create: admin) and receiving (it hides the message and counts a
 # receive, as an operator's requeue or visibility change does).

@@ -85,7 +85,7 @@ def send_due() -> Sent:
     result = Sent()
     down: set[str] = set()
     due = Notification.objects.filter(
-        sent__isnull=True, gave_up__isnull=True, next_attempt__lte=now
+        sent__isnull=True, gave_up__isnull=True, held="", next_attempt__lte=now
     ).filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
     for pk, target in due.order_by("next_attempt", "pk").values_list("pk", "target")[:BATCH]:
         if time.monotonic() > deadline:
@@ -101,7 +101,7 @@ def send_due() -> Sent:
             result.errors.append(outcome)
             down.add(target)
     waiting = (
-        Notification.objects.filter(sent__isnull=True, gave_up__isnull=True)
+        Notification.objects.filter(sent__isnull=True, gave_up__isnull=True, held="")
         .exclude(target__in=down, next_attempt__lte=now)  # left for their own backoff
         .order_by("next_attempt")
         .values_list("next_attempt", flat=True)
@@ -117,7 +117,7 @@ def send_one(pk: int) -> bool | str | None:
     another worker has it, or it went already."""
     now = timezone.now()
     claimed = (
-        Notification.objects.filter(pk=pk, sent__isnull=True, gave_up__isnull=True)
+        Notification.objects.filter(pk=pk, sent__isnull=True, gave_up__isnull=True, held="")
         .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
         .update(claimed_until=now + CLAIM)
     )
@@ -228,6 +228,8 @@ class AlertInfo(TypedDict):
     since: str
     changed: str
     owner: dict[str, str] | None
+    ack_url: NotRequired[str]  # a firing alert's acknowledge link (alerting/acks.py)
+    rule: NotRequired[str]  # its rule's name, in a notification of several rules
 
 
 class Payload(TypedDict):
@@ -237,6 +239,8 @@ class Payload(TypedDict):
 
     id: NotRequired[str]
     rule: RuleInfo
+    group: NotRequired[str]  # one queue's alerts of several rules (evaluate.group_payload)
+    digest: NotRequired[bool]  # the daily digest of low-severity alerts (alerting/digest.py)
     evaluated_at: str
     firing: int
     resolved: int
@@ -250,7 +254,12 @@ def lines(payload: Payload) -> list[str]:
     for a in payload["alerts"]:
         value = "" if a["value"] is None else f" (value {a['value']:g})"
         what = f"{where}/{a['queue']}" if a["queue"] else f"the Redis of {rule['connection']}"
-        out.append(f"{a['state'].upper()}: {rule['name']} on {what}{value}{owned(a)}")
+        name = a.get("rule") or rule["name"]
+        # A link only where the console said where it is (RSMQ_CONSOLE_URL): a path alone
+        # leads nowhere from a chat or a mailbox.
+        link = a.get("ack_url", "")
+        ack = f" — acknowledge: {link}" if link.startswith(("http://", "https://")) else ""
+        out.append(f"{a['state'].upper()}: {name} on {what}{value}{owned(a)}{ack}")
     return out
 
 

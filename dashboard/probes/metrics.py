@@ -63,8 +63,9 @@ from django.views.decorators.http import require_safe
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from dashboard.acting import silences
 from dashboard.api.calls import readers  # an API token of any role, RSMQ_METRICS_TOKEN or a viewer
-from dashboard.models import QueueCondition
+from dashboard.models import Alert, QueueCondition
 from dashboard.places.connections import Connection, connections, stats_of_all
 from dashboard.probes import redis_health
 from dashboard.probes.exposition import Family, escape, labels, render
@@ -241,8 +242,34 @@ class Scrape:
         for place, seconds in self.age:
             age.add_metric(place, seconds)
         yield from (unreadable, up, age)
+        yield from self.silenced()
         yield from self.redis()
         yield from self._times()
+
+    def silenced(self) -> Iterator[Metric]:
+        """What is silenced (dashboard/acting/silences.py): the silences and maintenance
+        windows on now per place, and each firing alert whose notification one held."""
+        on = GaugeMetricFamily(
+            "rsmq_alert_silences",
+            "Silences and maintenance windows on now: their alerts notify nobody",
+            labels=PLACE,
+        )
+        held = GaugeMetricFamily(
+            "rsmq_alert_silenced",
+            "1: the rule's alert on the queue fires, and a silence held its notification",
+            labels=[*PLACE, "queue", "rule"],
+        )
+        mine = {(c.name, ns) for c, ns in self.places}
+        # (a namespace whose Redis is down reports rsmq_up 0 and nothing else)
+        for (conn, ns), _ in sorted(p for p in self.up if p[1]):
+            on.add_metric([conn, ns], len(silences.on_now(conn, ns)))
+        firing = Alert.objects.filter(state=Alert.State.FIRING, held=True).values_list(
+            "connection", "namespace", "queue", "rule__name"
+        )
+        for conn, ns, queue, rule in firing.order_by("connection", "namespace", "queue"):
+            if (conn, ns) in mine:
+                held.add_metric([conn, ns, queue, rule], 1)
+        yield from (on, held)
 
     def redis(self) -> Iterator[Metric]:
         """Each connection's Redis health (cached a few seconds, as the banner's)."""

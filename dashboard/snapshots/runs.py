@@ -110,6 +110,7 @@ def _rows(
     readings: dict[str, WaitReading] | None = None,
 ) -> list[Row]:
     readings = readings or {}
+    slo = timing.slos(conn.name, ns)
     rows = []
     for s in stats:
         if s.unreadable:
@@ -120,7 +121,7 @@ def _rows(
             run.unreadable.append(f"{conn.name}/{ns}/{s.qname}")
             continue
         reading = readings.get(s.qname)
-        times = timing.of_reading(reading).columns() if reading else timing.NO_TIMING
+        times = timing.of_reading(reading).columns(slo(s.qname)) if reading else timing.NO_TIMING
         rows.append((conn.name, ns, *FROM_STATS(s), *times))
     return rows
 

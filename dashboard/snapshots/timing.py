@@ -17,8 +17,11 @@ of the values at or below it: always a value that was seen).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+from django.conf import settings
 
 from queues.limits import TIMINGS_MAX
 from queues.models import WaitReading
@@ -40,8 +43,9 @@ class Timing:
     processing: tuple[float, ...]
     sampled: bool  # some messages were left out (a sample): said so on the page
 
-    def columns(self) -> tuple[float | int | bool | None, ...]:
-        """The snapshot's timing columns (``pipeline.lake.SCHEMA``'s order)."""
+    def columns(self, slo: float = math.inf) -> tuple[float | int | bool | None, ...]:
+        """The snapshot's timing columns (``pipeline.lake.SCHEMA``'s order); ``slo``: the
+        queue's wait SLO (s), for the waits over it (``wait_slow``)."""
         out: list[float | int | bool | None] = []
         for values in (self.waits, self.processing):
             if values:
@@ -50,16 +54,42 @@ class Timing:
             else:
                 out += [None, None, None, None]
         out.append(self.sampled if (self.waits or self.processing) else None)
+        out.append(sum(w > slo for w in self.waits) if self.waits else None)
         return tuple(out)
 
 
 #: the columns of a snapshot row with nothing to say about time
-NO_TIMING: tuple[None, ...] = (None,) * 9
+NO_TIMING: tuple[None, ...] = (None,) * 10
 TIMING_COLUMNS = (
     "wait_p50", "wait_p95", "wait_p99", "wait_samples",
     "processing_p50", "processing_p95", "processing_p99", "processing_samples",
-    "timings_sampled",
+    "timings_sampled", "wait_slow",
 )  # fmt: skip
+
+
+def slos(conn: str, ns: str) -> Callable[[str], float]:
+    """Each queue's SLO (s): the oldest visible message's age it should stay under, and
+    the wait its messages should stay under: an override for ``conn/ns/queue`` in
+    ``RSMQ_OLDEST_AGE_SLOS``, else for the queue's name, else for a pattern it matches
+    (``emails-*``), else ``RSMQ_OLDEST_AGE_SLO``. The settings are read once (a snapshot
+    judges up to 100,000 queues; reading a Django setting is not free)."""
+    table = {str(k): float(v) for k, v in settings.RSMQ_OLDEST_AGE_SLOS.items()}
+    default = float(settings.RSMQ_OLDEST_AGE_SLO)
+    patterns = [(p, v) for p, v in table.items() if any(c in p for c in "*?[")]
+    place = f"{conn}/{ns}/"
+
+    def slo(qname: str) -> float:
+        found = table.get(place + qname)
+        if found is None:
+            found = table.get(qname)
+        if found is not None:
+            return found
+        for pattern, value in patterns:
+            if fnmatchcase(qname, pattern):
+                return value
+        return default
+
+    return slo
 
 
 def of_reading(reading: WaitReading) -> Timing:

@@ -44,7 +44,7 @@ import math
 from collections import defaultdict
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import connection as db
@@ -63,12 +63,14 @@ from dashboard.models import (
     Snapshot,
 )
 from dashboard.places.connections import get_rsmq
-from dashboard.snapshots import runs
 from dashboard.triage import due, forecast, thresholds
 from dashboard.triage.flags import quiet_keys
 from queues import RedisSMQ
 from queues.errors import RsmqError
 from queues.models import Flow, QueueStats
+
+if TYPE_CHECKING:
+    from dashboard.snapshots.runs import Run
 
 log = logging.getLogger(__name__)
 
@@ -575,10 +577,14 @@ def flows_of(rsmq: RedisSMQ | None) -> dict[str, Flow]:
         return {}
 
 
-def take_snapshot() -> runs.Run:
+def take_snapshot() -> Run:
     """A snapshot run (what Celery beat runs), then each namespace it read judged: each
     queue's condition and the console's flags, stored apart from the run, so that a
     failure here never loses the snapshot."""
+    # The lake's writer (pyarrow, some 40 MB) is imported by the process that takes
+    # snapshots, the Celery worker, and never by the web processes that judge nothing.
+    from dashboard.snapshots import runs
+
     run = runs.take()
     for conn, ns, stats in run.read:
         try:

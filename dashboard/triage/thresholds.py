@@ -26,6 +26,7 @@ from fnmatch import fnmatchcase
 
 from django.conf import settings
 
+from dashboard.snapshots import timing
 from queues.models import MessageInfo, QueueStats
 
 
@@ -41,25 +42,9 @@ def oldest_age_slo(conn: str, ns: str, qname: str) -> float:
 
 
 def oldest_age_slos(conn: str, ns: str) -> Callable[[str], float]:
-    """``oldest_age_slo`` for many queues of a namespace: the settings read once (reading
-    a Django setting is not free, and a snapshot judges up to 100,000 queues)."""
-    slos = {str(k): float(v) for k, v in settings.RSMQ_OLDEST_AGE_SLOS.items()}
-    default = float(settings.RSMQ_OLDEST_AGE_SLO)
-    patterns = [(p, v) for p, v in slos.items() if any(c in p for c in "*?[")]
-    place = f"{conn}/{ns}/"
-
-    def slo(qname: str) -> float:
-        found = slos.get(place + qname)
-        if found is None:
-            found = slos.get(qname)
-        if found is not None:
-            return found
-        for pattern, value in patterns:
-            if fnmatchcase(qname, pattern):
-                return value
-        return default
-
-    return slo
+    """``oldest_age_slo`` for many queues of a namespace, the settings read once: the
+    snapshots' own (a queue's wait SLO is the same number)."""
+    return timing.slos(conn, ns)
 
 
 def smallest_oldest_age_slo() -> float:

@@ -4,22 +4,27 @@ history of every alert, and the notifications still waiting for their receiver."
 from __future__ import annotations
 
 import secrets
-from typing import TypedDict
+from typing import Any, TypedDict
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.db.models import Count, Q
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from dashboard.access.guard import authorize
 from dashboard.access.roles import Role, require
+from dashboard.acting import silences
+from dashboard.acting.actions import ALERT_ACTIONS
+from dashboard.alerting import acks
 from dashboard.audit import log as audit
-from dashboard.models import Alert, AlertEvent, AlertRule, AuditEntry, Notification
+from dashboard.models import Alert, AlertEvent, AlertRule, AuditEntry, Notification, Silence
 from dashboard.places.place import configured, resolve, resolve_or_first
-from dashboard.views.common import UNPROCESSABLE, context
+from dashboard.views.common import UNPROCESSABLE, back, context
 from dashboard.views.forms import AlertRuleForm
 from dashboard.web.htmx import HtmxHttpRequest
 
@@ -38,6 +43,8 @@ class RuleParams(TypedDict):
     op: str
     threshold: float
     for_seconds: int
+    severity: str
+    renotify_seconds: int
     enabled: bool
     webhook: bool
     slack: bool
@@ -48,6 +55,7 @@ def _params(rule: AlertRule) -> RuleParams:
     return {
         "rule": rule.name, "pattern": rule.pattern, "metric": rule.metric, "op": rule.op,
         "threshold": rule.threshold, "for_seconds": rule.for_seconds, "enabled": rule.enabled,
+        "severity": rule.severity, "renotify_seconds": rule.renotify_seconds,
         "webhook": bool(rule.webhook_url), "slack": bool(rule.slack_url), "emails": rule.emails,
     }  # fmt: skip
 
@@ -57,10 +65,20 @@ def _params(rule: AlertRule) -> RuleParams:
 def alerts_page(request: HtmxHttpRequest) -> HttpResponse:
     # Rules span every place, so there is none to resolve: only the role.
     require(request.user, Role.VIEWER)
+    # "Silence…" from a queue page: the form open, its place and queue filled in.
+    asked = {k: request.GET[k] for k in ("place", "pattern") if request.GET.get(k)}
+    return render(request, "alerts.html", _page(request, silence_posted=asked))
+
+
+def _page(request: HtmxHttpRequest, **extra: Any) -> dict[str, Any]:
     live = Alert.objects.exclude(state=Alert.State.RESOLVED).select_related("rule")
-    outbox = Notification.objects.filter(sent__isnull=True, gave_up__isnull=True)
+    outbox = Notification.objects.filter(sent__isnull=True, gave_up__isnull=True, held="")
     given_up = Notification.objects.filter(sent__isnull=True, gave_up__isnull=False)
-    ctx = context(
+    held = Notification.objects.exclude(held="").select_related("silence")
+    quiet = silences.current()
+    now = timezone.now()
+    shown = [(x, silences.on(x, now), silences.window_text(x)) for x in quiet]
+    return context(
         None,
         rules=AlertRule.objects.annotate(
             active=Count("alerts", filter=~Q(alerts__state=Alert.State.RESOLVED))
@@ -74,8 +92,124 @@ def alerts_page(request: HtmxHttpRequest) -> HttpResponse:
         # whether something answered there).
         given_up=given_up.order_by("-gave_up", "-pk")[:FAILED_SHOWN],
         given_up_count=given_up.count(),
+        held=held.order_by("-created", "-pk")[:FAILED_SHOWN],
+        held_count=held.count(),
+        silences=shown,
+        silenced_now=sum(on for _, on, _ in shown),
+        places=configured(),
+        days=silences.DAYS,
+        rule_choices=AlertRule.objects.order_by("name").only(
+            "pk", "name", "connection", "namespace"
+        ),
+        **extra,
     )
-    return render(request, "alerts.html", ctx)
+
+
+@login_required
+@require_POST
+def silence_create(request: HtmxHttpRequest) -> HttpResponse:
+    action = ALERT_ACTIONS["silence"]
+    conn, ns = request.POST.get("connection", ""), request.POST.get("namespace", "")
+    if request.POST.get("place"):
+        conn, _, ns = request.POST["place"].partition("/")
+    where = resolve_or_first(conn, ns)
+    pattern = request.POST.get("pattern", "")
+    authorize(request, where, action.role, action.audit_name, queue=pattern)
+    asked = silences.read(request.POST, configured())
+    if asked.errors:
+        text = "; ".join(asked.errors.values())
+        audit.record(request, where, action.audit_name, AuditEntry.Outcome.INVALID,
+                     queue=pattern, detail=text, params=asked.params())  # fmt: skip
+        page = render(request, "alerts.html", _page(request, silence_errors=asked.errors,
+                                                    silence_posted=request.POST))  # fmt: skip
+        page.status_code = UNPROCESSABLE
+        return page
+    by = request.user.get_username()
+    with transaction.atomic():  # written and audited together, or neither
+        silence = silences.create(asked, by)
+        audit.record(request, resolve(asked.connection, asked.namespace), action.audit_name,
+                     AuditEntry.Outcome.OK, queue=asked.pattern, params=asked.params(),
+                     detail=f"silence {silence.pk}: {silence.target}")  # fmt: skip
+    kind = "Maintenance window" if silence.weekdays else "Silence"
+    messages.success(request, f"{kind} on {silence.target}: {silence.reason}.")
+    return redirect(reverse("rsmq-alerts") + "#silences")
+
+
+@login_required
+@require_POST
+def silence_expire(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    action = ALERT_ACTIONS["expire"]
+    silence = get_object_or_404(Silence, pk=pk)
+    where = resolve_or_first(silence.connection, silence.namespace)
+    authorize(request, where, action.role, action.audit_name, queue=silence.pattern)
+    params = {"silence": silence.pk, "target": silence.target, "reason": silence.reason}
+    if silence.ends is not None and silence.ends <= timezone.now():
+        messages.info(request, f"The silence on {silence.target} was over already.")
+        return redirect(reverse("rsmq-alerts") + "#silences")
+    with transaction.atomic():
+        silences.expire(silence, request.user.get_username())
+        audit.record(request, where, action.audit_name, AuditEntry.Outcome.OK,
+                     queue=silence.pattern, params=params)  # fmt: skip
+    messages.success(request, f"The silence on {silence.target} is over: its alerts notify again.")
+    return redirect(reverse("rsmq-alerts") + "#silences")
+
+
+def _ack(request: HtmxHttpRequest, alert: Alert, how: str) -> bool:
+    """Acknowledge ``alert`` as the request's user (its role checked by the caller),
+    audited; False (said, audited as invalid) if it was not firing or acknowledged."""
+    action = ALERT_ACTIONS["ack"]
+    where = resolve_or_first(alert.connection, alert.namespace)
+    params = {"rule": alert.rule.name, "since": alert.since, "from": how}
+    with transaction.atomic():
+        done = acks.acknowledge(alert, request.user.get_username())
+        outcome = AuditEntry.Outcome.OK if done else AuditEntry.Outcome.INVALID
+        detail = "" if done else "not firing, or acknowledged already"
+        audit.record(request, where, action.audit_name, outcome, queue=alert.queue,
+                     params=params, detail=detail)  # fmt: skip
+    return done
+
+
+@login_required
+@require_POST
+def alert_ack(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    action = ALERT_ACTIONS["ack"]
+    alert = get_object_or_404(Alert.objects.select_related("rule"), pk=pk)
+    where = resolve_or_first(alert.connection, alert.namespace)
+    authorize(request, where, action.role, action.audit_name, queue=alert.queue)
+    what = f"{alert.rule.name} on {alert.queue or 'Redis ' + alert.connection}"
+    if _ack(request, alert, "console"):
+        messages.success(request, f"Acknowledged {what}: not told again until it fires anew.")
+    else:
+        messages.error(request, f"{what} is not firing, or was acknowledged already.")
+    return redirect(back(request, reverse("rsmq-alerts")))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def ack_link(request: HtmxHttpRequest, token: str) -> HttpResponse:
+    """A notification's acknowledge link: GET shows what it acknowledges and a button
+    (a link preview or a mail scanner that fetches it acts on nothing); POST acts."""
+    action = ALERT_ACTIONS["ack"]
+    if request.method == "GET":
+        require(request.user, Role.VIEWER)
+    try:
+        link = acks.read(token)
+    except acks.Refused as e:
+        if request.method == "POST":  # a refusal of the role first, audited
+            authorize(request, resolve(), action.role, action.audit_name)
+        page = render(request, "alerts_ack.html", context(None, refused=str(e)))
+        page.status_code = 400 if request.method == "GET" else 409
+        return page
+    alert = link.alert
+    if request.method == "POST":
+        where = resolve_or_first(alert.connection, alert.namespace)
+        authorize(request, where, action.role, action.audit_name, queue=alert.queue)
+        if _ack(request, alert, "link"):
+            return render(request, "alerts_ack.html", context(None, alert=alert, done=True))
+        page = render(request, "alerts_ack.html", context(None, refused="Used already."))
+        page.status_code = 409
+        return page
+    return render(request, "alerts_ack.html", context(None, alert=alert, token=token))
 
 
 @login_required

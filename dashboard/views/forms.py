@@ -323,13 +323,29 @@ class PlacedForm(forms.ModelForm):
             self.initial["place"] = f"{self.instance.connection}/{self.instance.namespace}"
 
 
+MAX_RENOTIFY = 7 * 24 * 3600
+
+
 class AlertRuleForm(PlacedForm):
     """An alert rule (dashboard/alerting/): where, what, when, and who hears of it."""
 
     threshold = forms.FloatField(
         label="Threshold", required=False, min_value=-MAX_THRESHOLD, max_value=MAX_THRESHOLD,
         error_messages=_range("threshold", f"{-MAX_THRESHOLD:g}", f"{MAX_THRESHOLD:g}", "a number"),
-        help_text="ignored for anomaly flags (they fire while the flag is open)",
+        help_text="ignored for anomaly flags (they fire while the flag is open); for a burn"
+        " rate, the SLO's target in % (99: 99 % of messages wait less than the queue's SLO)",
+    )  # fmt: skip
+    severity = forms.ChoiceField(
+        label="Severity", required=False, choices=AlertRule.Severity.choices,
+        error_messages={"invalid_choice": "severity must be high or low"},
+        help_text="low: no notification at once, one digest a day",
+    )  # fmt: skip
+    renotify_seconds = forms.IntegerField(
+        label="Re-notify every (s)", required=False, min_value=0, max_value=MAX_RENOTIFY,
+        error_messages=_range("renotify_seconds", "0", str(MAX_RENOTIFY), "whole seconds"),
+        help_text=f"0 to {MAX_RENOTIFY}: tell a firing alert again this often until someone"
+        " acknowledges it (0: once)",
+        widget=forms.NumberInput(attrs={"min": 0, "max": MAX_RENOTIFY}),
     )  # fmt: skip
     for_seconds = forms.IntegerField(
         label="For (s)", min_value=0, max_value=MAX_FOR_SECONDS,
@@ -350,7 +366,8 @@ class AlertRuleForm(PlacedForm):
     class Meta:
         model = AlertRule
         fields = ["name", "queue", "pattern", "metric", "op", "threshold", "for_seconds",
-                  "enabled", "webhook_url", "slack_url", "emails"]  # fmt: skip
+                  "severity", "renotify_seconds", "enabled", "webhook_url", "slack_url",
+                  "emails"]  # fmt: skip
         labels = {"op": "Fires when the value is", "emails": "E-mail to"}
         help_texts = {"emails": "addresses, comma-separated"}
         error_messages = {
@@ -359,6 +376,7 @@ class AlertRuleForm(PlacedForm):
             "metric": {"required": "metric is required",
                        "invalid_choice": "metric must be one of the listed metrics or flags"},
             "op": {"invalid_choice": "op must be above (gt) or below (lt)"},
+            "severity": {"invalid_choice": "severity must be high or low"},
             "emails": {"max_length": "emails must be at most 500 characters"},
         }  # fmt: skip
 
@@ -418,6 +436,13 @@ class AlertRuleForm(PlacedForm):
                     f" and {MAX_THRESHOLD:g}",
                 )
             data["threshold"] = 0.0
+        elif metric.startswith("burn:") and not 0 < data["threshold"] < 100:
+            self.add_error(
+                "threshold", "threshold: the SLO's target, a percentage above 0 and below 100"
+            )
+        if data.get("renotify_seconds") is None:
+            data["renotify_seconds"] = 0
+        data["severity"] = data.get("severity") or AlertRule.Severity.HIGH
         conn, _, ns = data.get("place", "").partition("/")
         self.instance.connection, self.instance.namespace = conn, ns
         return data

@@ -33,15 +33,22 @@ else
 end
 local suffixes = ARGV[3]
 local ids = {}
-for i = 1, n do
-  -- microseconds + index: the ids of one batch strictly increase in send order
-  local id = base36(us + i - 1) .. string.sub(suffixes, i * 22 - 21, i * 22)
-  redis.call("ZADD", KEYS[1], score, id)
-  redis.call("HSET", KEYS[2], id, ARGV[i + 3])
-  ids[i] = id
-end
 if n == 0 then
   return ids
+end
+-- a ZADD and an HSET for each hundred messages (unpack's stack is small)
+for first = 1, n, 100 do
+  local scored, fields, k = {}, {}, 0
+  for i = first, math.min(n, first + 99) do
+    -- microseconds + index: the ids of one batch strictly increase in send order
+    local id = base36(us + i - 1) .. string.sub(suffixes, i * 22 - 21, i * 22)
+    ids[i] = id
+    scored[k + 1], scored[k + 2] = score, id
+    fields[k + 1], fields[k + 2] = id, ARGV[i + 3]
+    k = k + 2
+  end
+  redis.call("ZADD", KEYS[1], unpack(scored))
+  redis.call("HSET", KEYS[2], unpack(fields))
 end
 redis.call("HINCRBY", KEYS[2], "totalsent", n)
 if ARGV[2] ~= "" then

@@ -9,9 +9,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM, PASSWORD, role_group
 from django.test import Client
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from support.browser import CHROMIUM, PASSWORD, role_group
 
 HERE = Path(__file__).resolve().parent
 

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM, PASSWORD, role_group
+from support.browser import CHROMIUM, PASSWORD, role_group
 
 from dashboard.models import Preference
 from dashboard.triage.conditions import take_snapshot

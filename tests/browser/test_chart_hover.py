@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM
 from django.utils import timezone
+from support.browser import CHROMIUM
 
 if not CHROMIUM.exists():
     pytest.skip(f"{CHROMIUM} is missing", allow_module_level=True)

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM
+from support.browser import CHROMIUM
 
 from dashboard.models import Annotation, AuditEntry, Ownership
 from dashboard.probes import redis_health

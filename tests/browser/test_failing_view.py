@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM
+from support.browser import CHROMIUM
 
 from dashboard.models import AuditEntry
 from queues import RedisSMQ

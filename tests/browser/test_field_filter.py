@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from browser_support import CHROMIUM
+from support.browser import CHROMIUM
 
 from queues import RedisSMQ
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from browser_support import CHROMIUM, accept_dialogs
+from support.browser import CHROMIUM, accept_dialogs
 from support.go_rsmq import GoRsmq
 
 if not CHROMIUM.exists():

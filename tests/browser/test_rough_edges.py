@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
-from browser_support import accept_dialogs, seed_realistic
 from django.utils import timezone
 from playwright.sync_api import Page, expect
+from support.browser import accept_dialogs, seed_realistic
 
 from dashboard.models import (
     Alert,
@@ -199,7 +199,7 @@ def test_a_walk_through_the_pages_and_actions_logs_no_console_error(
     visit(f"{console}/q/emails/")
     page.wait_for_timeout(2500)  # the queue page's, and its charts'
     page.get_by_role("link", name="last day").click()  # the charts swapped by htmx
-    expect(page.locator(".ranges a[aria-current]")).to_have_text("last day")
+    expect(page.locator('nav[aria-label="Chart range"] a[aria-current]')).to_have_text("last day")
     page.fill("#id_body", '{"to": "zoe@example.com"}')
     page.get_by_role("button", name="Send", exact=True).click()
     expect(page.locator("[data-feedback]")).to_contain_text("Sent message ")

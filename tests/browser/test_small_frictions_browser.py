@@ -6,8 +6,8 @@ Tab presses past the chart markers."""
 from __future__ import annotations
 
 import pytest
-from browser_support import accept_dialogs
 from playwright.sync_api import expect
+from support.browser import accept_dialogs
 
 from dashboard.models import Alert, AlertRule, Annotation, AnomalyFlag
 from queues import RedisSMQ

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 import redis
-from browser_support import accept_dialogs
 from playwright.sync_api import expect
+from support.browser import accept_dialogs
 
 from dashboard.models import AuditEntry
 from queues import RedisSMQ

@@ -1,6 +1,6 @@
 """The README's screenshots (docs/screenshots/), from real data: ``RSMQ_SCREENSHOTS=1``.
 
-Nothing drawn here is made up: the queues of browser_support.seed_realistic get real traffic
+Nothing drawn here is made up: the queues of support.browser.seed_realistic get real traffic
 for a few minutes — producers sending in bursts, a worker receiving and deleting, some
 messages failing until the dead-letter policy moves them — while the real snapshot task
 (dashboard.snapshots.runs.take, what Celery beat runs) records them every two seconds. The
@@ -17,8 +17,8 @@ import threading
 import time
 
 import pytest
-from browser_support import ROOT, seed_realistic
 from playwright.sync_api import expect
+from support.browser import ROOT, seed_realistic
 
 from dashboard.alerting import evaluate
 from dashboard.models import AlertRule

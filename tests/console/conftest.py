@@ -2,7 +2,8 @@
 its actions), message/ (the message page and its actions), failing/, api/, access/
 (logins, roles, audit), alerts/, metrics/, snapshots/ (snapshots, charts, rates, the
 pipeline's results), pages/ (what every page shares), robustness/ (Redis down, corrupt
-records, round trips, secrets), setup/ (configuration, commands, the database).
+records, round trips, secrets), setup/ (configuration, commands, the database, the
+console on a Redis Cluster or through Sentinel).
 
 Their fixtures: ``console``, ``login`` and the clients per role (``viewer``,
 ``operator``, ``admin``, ``outsider``, ``anon``, ``as_role``), ``wire`` and ``token`` are

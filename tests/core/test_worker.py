@@ -1,7 +1,7 @@
 """The worker runtime, run as real `rsmq worker` processes on the test Redis.
 
-Each test starts ``python -m queues.cli --url URL --ns NS worker workers.app:worker``
-(tests/workers/app.py: what a handler does is said by the message's JSON body) and
+Each test starts ``python -m queues.cli --url URL --ns NS worker support.workers.app:worker``
+(tests/support/workers/app.py: what a handler does is said by the message's JSON body) and
 reads what the handlers did from the records they send to the "results" queue.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from workers.harness import Monitor, Records, WorkerProcess, wait_for
+from support.workers.harness import Monitor, Records, WorkerProcess, wait_for
 
 from queues import RedisSMQ
 from queues import scripts as S
@@ -38,7 +38,7 @@ def start(redis_url: str, ns: str, tmp_path: Path) -> Iterator[Start]:
     def start_worker(
         queues: str,
         *args: str,
-        target: str = "workers.app:worker",
+        target: str = "support.workers.app:worker",
         url: str | None = redis_url,
         ns: str | None = ns,
         env: dict[str, str] | None = None,
@@ -499,7 +499,7 @@ def test_a_worker_made_with_its_own_url_and_ns_keeps_them_without_url_and_ns_opt
 ):
     rsmq.create_queue("jobs")
     env = {"WORKER_URL": redis_url, "WORKER_NS": ns}
-    worker = start("jobs", target="workers.app:configured", url=None, ns=None, env=env)
+    worker = start("jobs", target="support.workers.app:configured", url=None, ns=None, env=env)
     send(rsmq, "jobs")
 
     wait_for(lambda: records.ends() or worker.proc.poll() is not None, 10, "a record or exit")
@@ -511,7 +511,7 @@ def test_url_given_for_a_worker_made_with_its_own_client_is_no_traceback(
 ):
     rsmq.create_queue("jobs")
     env = {"WORKER_URL": redis_url, "WORKER_NS": ns}
-    worker = start("jobs", target="workers.app:with_client", env=env)
+    worker = start("jobs", target="support.workers.app:with_client", env=env)
     send(rsmq, "jobs")
 
     wait_for(lambda: records.ends() or worker.proc.poll() is not None, 10, "a record or exit")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from workers.harness import Records, WorkerProcess, wait_for
+from support.workers.harness import Records, WorkerProcess, wait_for
 
 from queues import RedisSMQ
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from workers.harness import WorkerProcess, wait_for
+from support.workers.harness import WorkerProcess, wait_for
 
 from queues import RedisSMQ
 from queues.errors import InvalidArgument

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from workers.harness import WorkerProcess
+from support.workers.harness import WorkerProcess
 
 from queues import RedisSMQ
 
@@ -90,7 +90,7 @@ def test_soak_no_message_lost_none_processed_twice_at_once_counts_reconcile(
     def worker() -> WorkerProcess:
         log = tmp_path / f"worker-{time.monotonic_ns()}.log"
         return WorkerProcess(
-            log, "workers.soak:worker", redis_url, ns, ["--log-level", "ERROR"], env
+            log, "support.workers.soak:worker", redis_url, ns, ["--log-level", "ERROR"], env
         )
 
     rng = random.Random(MESSAGES)

@@ -1,5 +1,5 @@
 """tests/serve's fixture: ``clone``, a fresh `git clone` of this branch sharing this .venv
-(its helpers, to start `./run` in it and talk to it, are in served.py)."""
+(its helpers, to start `./run` in it and talk to it, are in tests/support/served.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from served import ROOT, installed_hash, kill_everything_in
+from support.served import ROOT, installed_hash, kill_everything_in
 
 
 @pytest.fixture(scope="module")

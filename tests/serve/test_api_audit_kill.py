@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from served import Served, call, make_token, processes_in, request, serving
+from support.served import Served, call, make_token, processes_in, request, serving
 
 pytestmark = pytest.mark.slow
 QUEUE = "kill-audit"

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from served import Served, call, make_token, request, serving
+from support.served import Served, call, make_token, request, serving
 
 pytestmark = pytest.mark.slow
 

@@ -33,8 +33,8 @@ from typing import Any
 import psycopg
 import pytest
 import yaml
-from served import Served
 from support.postgres_fixtures import EmbeddedPostgres, postgres_bindir
+from support.served import Served
 
 from queues import RedisSMQ
 from queues.server import EmbeddedRedis, free_port

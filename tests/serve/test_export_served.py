@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 import redis
-from served import Response, Served, cookies, make_token, processes_in, request, serving
+from support.served import Response, Served, cookies, make_token, processes_in, request, serving
 
 from queues import RedisSMQ
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from served import Response, Served, call, cookies, make_token, request, serving
+from support.served import Response, Served, call, cookies, make_token, request, serving
 
 pytestmark = pytest.mark.slow
 

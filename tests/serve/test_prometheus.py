@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from served import ROOT, Response, Served, cookies, request, start
+from support.served import ROOT, Response, Served, cookies, request, start
 
 from queues import RedisSMQ
 from queues.server import free_port

@@ -17,7 +17,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from served import ROOT, Served, call, cookies, make_token, serving
+from support.served import ROOT, Served, call, cookies, make_token, serving
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from served import processes_in, request, run_env, start
+from support.served import processes_in, request, run_env, start
 
 pytestmark = pytest.mark.slow
 

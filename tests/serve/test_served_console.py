@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from served import Served, make_token, processes_in, request, run_env, start
+from support.served import Served, make_token, processes_in, request, run_env, start
 
 pytestmark = pytest.mark.slow
 

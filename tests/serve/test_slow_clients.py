@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from served import Response, Served, request, run_env, start
+from support.served import Response, Served, request, run_env, start
 
 pytestmark = pytest.mark.slow
 

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from served import Served, start
-from workers.harness import WorkerProcess, wait_for
+from support.served import Served, start
+from support.workers.harness import WorkerProcess, wait_for
 
 from queues import RedisSMQ
 
@@ -107,7 +107,7 @@ def test_the_incidents_lead_the_default_order_with_their_reasons(
         rsmq.send_messages("payments", ["order"] * 1000)
     rsmq.send_messages("mail", [json.dumps({"to": "x"})] * 30)
     rsmq.send_messages("scheduled", ["later"] * 50, delay=3600)
-    worker = WorkerProcess(tmp_path / "worker.log", "workers.triage:worker", url, NS,
+    worker = WorkerProcess(tmp_path / "worker.log", "support.workers.triage:worker", url, NS,
                            env={"TRIAGE_HEALTHY": str(HEALTHY)})  # fmt: skip
     traffic = Traffic(url)
     try:

@@ -12,7 +12,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from served import Served, cookies, request, start
+from support.served import Served, cookies, request, start
 
 pytestmark = pytest.mark.slow
 

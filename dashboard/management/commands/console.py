@@ -33,7 +33,7 @@ import redis
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
 
 from dashboard.management import demo
@@ -129,6 +129,9 @@ def spawn(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
 
 
 class Command(BaseCommand):
+    # The system checks run in the migrate command below, in a process of its own: they
+    # import every view and route, which this process, supervising for days, never needs.
+    requires_system_checks: list[str] = []
     help = (
         "Run the whole console: the embedded redis-server (unless RSMQ_REDIS_URL is set), "
         "migrations, demo data and a login, the Celery worker and beat, and the web server."
@@ -253,16 +256,19 @@ class Command(BaseCommand):
             else:
                 env["ALLOWED_HOSTS"] = host
 
-        call_command("migrate", interactive=False, verbosity=0)
+        manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
+        if subprocess.run([*manage, "migrate", "--no-input", "-v", "0"], env=env).returncode:
+            raise CommandError("manage.py migrate failed (above): nothing was started")
         if not options["dev"]:
             call_command("collectstatic", interactive=False, verbosity=0)
         demo_data = (embedded or options["demo"]) and not options["no_demo"]
         if demo_data:
             self._seed(embedded.url if embedded else None)
 
-        celery = [sys.executable, "-m", "celery", "--app", "dashboard"]
-        # DEBUG keeps every SQL query in memory: a worker that runs for days must not.
-        celery_env = dict(env, DEBUG="0")
+        celery = [sys.executable, "-m", "celery", "--app"]
+        # DEBUG keeps every SQL query in memory: a worker that runs for days must not. The
+        # system checks ran in migrate: the worker and beat import no view or route.
+        celery_env = dict(env, DEBUG="0", CELERY_SKIP_CHECKS="1")
         web_env = dict(env, RSMQ_WEB_THREADS=str(options["threads"]))
         web = Child(
             "web", "the web server", lambda: spawn(web_argv(host, port, options), web_env), False
@@ -271,8 +277,9 @@ class Command(BaseCommand):
         if not options["no_celery"]:
             beat_file = settings.CELERY_BEAT_SCHEDULE_FILENAME
             # solo: one task at a time is plenty for a snapshot every few seconds.
-            worker_argv = [*celery, "worker", "--pool", "solo", "--loglevel", "INFO"]
-            beat_argv = [*celery, "beat", "--loglevel", "INFO", "--schedule", beat_file]
+            worker_argv = [*celery, "dashboard", "worker", "--pool", "solo", "--loglevel", "INFO"]
+            beat_argv = [*celery, "dashboard.beat", "beat", "--loglevel", "INFO",
+                         "--schedule", beat_file]  # fmt: skip
             self.children[1:1] = [
                 Child("worker", "the Celery worker", lambda: spawn(worker_argv, celery_env), True),
                 Child("beat", "Celery beat", lambda: spawn(beat_argv, celery_env), True),

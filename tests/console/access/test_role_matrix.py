@@ -20,7 +20,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.utils import timezone
 
-from dashboard.models import AuditEntry, UndoEntry
+from dashboard.alerting import acks
+from dashboard.models import Alert, AlertRule, AuditEntry, Silence, UndoEntry
 from queues import RedisSMQ
 
 pytestmark = pytest.mark.django_db
@@ -62,6 +63,7 @@ class Act:
     path: str = ""  # posted to this path of the queue's page instead of its act/
     changes: bool = True  # whether it changes Redis at once (a job first counts)
     failing: bool = False  # posted from the queue's Failing view
+    url: Callable[[], str] | None = None  # posted to this path (a page of no queue)
 
 
 ACTS: dict[str, Act] = {
@@ -159,6 +161,25 @@ ACTS: dict[str, Act] = {
     "annotate": Act(
         "q1", lambda ids: {"text": "deploy v2"}, "annotation_create", False, "annotate/", False,
     ),
+    # alert hygiene (views/alerts.py): the database only; the fixture's rule of q1 fires,
+    # and a silence is on
+    "alert_silence": Act(
+        "", lambda ids: {"place": f"default/{AlertRule.objects.get().namespace}",
+                         "pattern": "orders-*", "reason": "deploy", "hours": "1"},
+        "alert_silence", changes=False, url=lambda: "/alerts/silences/",
+    ),
+    "alert_silence_expire": Act(
+        "", lambda ids: {}, "alert_silence_expire", changes=False,
+        url=lambda: f"/alerts/silences/{Silence.objects.get().pk}/expire/",
+    ),
+    "alert_ack": Act(
+        "", lambda ids: {}, "alert_ack", changes=False,
+        url=lambda: f"/alerts/ack/{Alert.objects.get().pk}/",
+    ),
+    "alert_ack_link": Act(
+        "", lambda ids: {}, "alert_ack", changes=False,
+        url=lambda: f"/alerts/ack/link/{acks.token(Alert.objects.get())}/",
+    ),
     # the fixture's kept delete of q1's third message (its token: ids[-1])
     "undo": Act(
         "q1", lambda ids: {"action": "undo", "undo-token": ids[-1], "undo-confirm": "yes"}, "undo"
@@ -193,6 +214,17 @@ def ids(console, rsmq: RedisSMQ, r) -> list[str]:
         token=token, connection="default", namespace=console.ns, queue="q1", action="delete",
         count=1, expires=timezone.now() + dt.timedelta(hours=1),
     )  # fmt: skip
+    # an alert rule of q1, firing; a silence of orders-* on for an hour
+    rule = AlertRule.objects.create(
+        name="backlog", connection="default", namespace=console.ns, queue="q1",
+        metric="visible", threshold=1,
+    )  # fmt: skip
+    Alert.objects.create(rule=rule, connection="default", namespace=console.ns, queue="q1",
+                         state="firing", value=3, since=1, changed=1)  # fmt: skip
+    Silence.objects.create(
+        connection="default", namespace=console.ns, pattern="orders-*", reason="deploy",
+        created_by="otto", ends=timezone.now() + dt.timedelta(hours=1),
+    )  # fmt: skip
     return [*ids, token]
 
 
@@ -210,6 +242,8 @@ def client_as(settings, as_role, anon) -> Callable[[str], Client]:
 
 
 def _url(console, act: Act, ids: list[str]) -> str:
+    if act.url is not None:
+        return act.url()
     if not act.queue:
         return console.create()
     if act.failing:

@@ -239,12 +239,16 @@ def test_a_receiver_that_hangs_costs_one_timeout_per_call_not_one_per_notificati
     hanging.listen(8)  # takes connections, never answers
     url = f"http://127.0.0.1:{hanging.getsockname()[1]}/hook"
     try:
+        # Two rules on two queues: two notifications (one queue's alerts of two rules
+        # to one receiver would be one: evaluate.enqueue_grouped)
         for name in ("a", "b"):
             AlertRule.objects.create(
-                name=name, connection="default", namespace=ns, queue="q1", metric="visible",
-                threshold=0, webhook_url=url, webhook_secret="k",
+                name=name, connection="default", namespace=ns, queue=f"q-{name}",
+                metric="visible", threshold=0, webhook_url=url, webhook_secret="k",
             )  # fmt: skip
-        add_snapshot("q1", redis_now(), msgs=1)
+        now = redis_now()
+        add_snapshot("q-a", now, msgs=1)
+        add_snapshot("q-b", now, msgs=1)
         evaluate()
         assert Notification.objects.count() == 2
         started = time.monotonic()

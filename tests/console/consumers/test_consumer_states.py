@@ -19,7 +19,7 @@ import pytest
 from celery.contrib.testing.worker import start_worker
 from django.db.models import Max
 from django.test import Client
-from workers.harness import WorkerProcess, wait_for
+from support.workers.harness import WorkerProcess, wait_for
 
 from dashboard import tasks
 from dashboard.celery import app

@@ -13,7 +13,7 @@ import time
 import pytest
 from django.test import Client
 from support.node_rsmq import install
-from workers.harness import wait_for
+from support.workers.harness import wait_for
 
 from dashboard.models import QueueCondition
 from dashboard.triage.conditions import take_snapshot

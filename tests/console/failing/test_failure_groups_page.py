@@ -1,6 +1,6 @@
 """The dead-letter pages say what they are, and the Failing view's groups — error lines,
 first and last failure, ids — with retry / delete of one group. Failures made by a real
-`rsmq worker` whose handler raises (tests/workers/app.py), dead-lettered by the policy."""
+`rsmq worker` whose handler raises (tests/support/workers/app.py), dead-lettered by the policy."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 import redis
 from django.test import Client
-from workers.harness import WorkerProcess, wait_for
+from support.workers.harness import WorkerProcess, wait_for
 
 from dashboard.models import AuditEntry, UndoEntry
 from queues import RedisSMQ
 
 pytestmark = pytest.mark.django_db
 
-FAILED = "workers.app.Failed"  # what the test worker's handler raises
+FAILED = "support.workers.app.Failed"  # what the test worker's handler raises
 
 
 def text(response) -> str:
@@ -67,7 +67,9 @@ def failed_by_a_worker(
     rsmq.set_dead_letter_policy("payments", "dlq", 2)
     rsmq.set_dead_letter_policy("orders", "dlq", 2)
     env = {"WORKER_QUEUES": "payments:backoff=0", "WORKER_RESULTS": "results"}
-    worker = WorkerProcess(tmp_path / "worker.log", "workers.app:worker", redis_url, ns, (), env)
+    worker = WorkerProcess(
+        tmp_path / "worker.log", "support.workers.app:worker", redis_url, ns, (), env
+    )
     try:
         # 50 ms a try: its two failures are that far apart
         ids = rsmq.send_messages("payments", [json.dumps({"fail": True, "sleep": 0.05})] * 3)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 from django.test import Client
-from metrics_scrape import TOKEN, scrape
 from prometheus_client.parser import text_string_to_metric_families
+from support.metrics_scrape import TOKEN, scrape
 
 from queues import RedisSMQ
 from queues.server import free_port

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from django.db.models import F
 from django.test import Client
-from metrics_scrape import scrape
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from support.metrics_scrape import scrape
 
 from dashboard.models import Snapshot
 from dashboard.probes.exposition import Family, labels, render

@@ -53,7 +53,7 @@ def beat(worker, broker_url: str, tmp_path: Path) -> Iterator[subprocess.Popen[b
     }
     log = (tmp_path / "beat.log").open("wb")
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "--app", "dashboard", "beat", "--loglevel", "INFO",
+        [sys.executable, "-m", "celery", "--app", "dashboard.beat", "beat", "--loglevel", "INFO",
          "--schedule", str(tmp_path / "beat-schedule")],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip

@@ -230,7 +230,7 @@ def test_a_run_across_midnight_writes_a_file_per_day(console, lake: Path) -> Non
 
     midnight = dt.datetime(2026, 11, 22, tzinfo=dt.UTC).timestamp() * 1000
     rows = [
-        ("c", "ns", f"q{i}", int(midnight) + ms, 1, 0, 0, 0, 1, 0, None, 1, *[None] * 9)
+        ("c", "ns", f"q{i}", int(midnight) + ms, 1, 0, 0, 0, 1, 0, None, 1, *[None] * 10)
         for i, ms in enumerate((-20, -10, 0, 10))
     ]
     columns = [list(c) for c in zip(*rows, strict=True)]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import redis
-from workers.harness import Monitor, Records, WorkerProcess, wait_for
+from support.workers.harness import Monitor, Records, WorkerProcess, wait_for
 
 from dashboard.models import Snapshot
 from dashboard.snapshots import runs
@@ -54,7 +54,7 @@ def processing(row: Snapshot) -> tuple[float | None, ...]:
 def worker(redis_url: str, ns: str, tmp_path: Path, rsmq: RedisSMQ) -> Iterator[WorkerProcess]:
     rsmq.create_queue("jobs")
     env = {"WORKER_QUEUES": "jobs:concurrency=8", "WORKER_RESULTS": "results"}
-    w = WorkerProcess(tmp_path / "worker.log", "workers.app:worker", redis_url, ns, (), env)
+    w = WorkerProcess(tmp_path / "worker.log", "support.workers.app:worker", redis_url, ns, (), env)
     yield w
     w.stop()
 

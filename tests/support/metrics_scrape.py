@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
+
 from support.console_fixtures import TOKEN
 
 

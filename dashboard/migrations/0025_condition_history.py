@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("dashboard", "0023_flag_acks_expected_idle_job_phase_until"),
+        ("dashboard", "0024_alert_hygiene"),
     ]
 
     operations = [

@@ -17,7 +17,7 @@ import redis
 
 from queues import RedisSMQ
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TESTS = ROOT / "tests"
 
 
@@ -27,7 +27,7 @@ class WorkerProcess:
     def __init__(
         self,
         log: Path,
-        target: str = "workers.app:worker",
+        target: str = "support.workers.app:worker",
         url: str | None = None,
         ns: str | None = None,
         args: Iterable[str] = (),

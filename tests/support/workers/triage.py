@@ -1,5 +1,5 @@
 """The worker app of tests/serve/test_triage_served.py (``rsmq worker
-workers.triage:worker``): ``mail``'s handler fails every message (a crash loop),
+support.workers.triage:worker``): ``mail``'s handler fails every message (a crash loop),
 ``reports``'s takes 0.2 s a message one at a time (too slow for its traffic), the
 ``healthy-*`` queues' do nothing (they keep up). No records: nothing else fills up."""
 

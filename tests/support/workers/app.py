@@ -1,4 +1,4 @@
-"""The worker app of tests/core/test_worker.py: ``rsmq worker workers.app:worker``.
+"""The worker app of tests/core/test_worker.py: ``rsmq worker support.workers.app:worker``.
 
 Set up by environment variables, so that each test starts the processes it needs:
 

@@ -1,4 +1,4 @@
-"""The soak test's worker: ``rsmq worker workers.soak:worker``.
+"""The soak test's worker: ``rsmq worker support.workers.soak:worker``.
 
 One trivial handler on ``WORKER_QUEUE`` that fails at random (``WORKER_FAIL_RATE``) and
 writes what it does to a file of its own process in ``WORKER_RECORD_DIR``, one
