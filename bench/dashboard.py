@@ -2,6 +2,7 @@
 
     python bench/dashboard.py [--quick] [--write]
     python bench/dashboard.py --due   (the Coming due view of 1,000,000 delayed messages)
+    python bench/dashboard.py --as-of (the pages "as of" a past time, 1,000 queues, a day kept)
 
 Starts its own redis-server pinned to core 0 and runs the Django views in this
 process pinned to core 1 (Django's test client: server time, no network or browser):
@@ -63,6 +64,13 @@ def main() -> None:
         help="only the queue page's four tabs on the 1,000,000-message queue of the default"
         " run (20,000 in flight, none delayed) and a live refresh of each",
     )
+    ap.add_argument(
+        "--as-of",
+        action="store_true",
+        help="only the pages 'as of' a past time: the overview of 1,000 queues (--queues) with"
+        " a day of snapshot runs kept (--runs), beside the live overview in the same run",
+    )
+    ap.add_argument("--runs", type=int, default=8640, help="--as-of: snapshot runs kept")
     args = ap.parse_args()
 
     from bench.machine import console_env, pinned_redis
@@ -83,6 +91,9 @@ def main() -> None:
             return
         if args.due:
             publish(render_due(*run_due(server.url, args), args), args.write)
+            return
+        if args.as_of:
+            publish(render(run_as_of(server.url, args), args), args.write)
             return
         if args.tabs:
             rows = run_tabs(server.url, args)
@@ -156,6 +167,94 @@ def run_big(url: str, args: argparse.Namespace) -> list[tuple[str, float, float,
         f" {judged:.2f} s ({100 * judged / statistics.median(takes):.0f}% of the median run)."
     )
     return rows
+
+
+def run_as_of(url: str, args: argparse.Namespace) -> list[tuple[str, float, float, int, str]]:
+    """The overview, a queue's page and the timeline "as of" a time in the middle of
+    ``args.runs`` stored snapshot runs of ``args.queues`` (1,000) queues, with a condition
+    change every tenth run on a tenth of the queues; the live overview as their peer."""
+    import django
+
+    django.setup()
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+    from django.db import connection, transaction
+    from django.test import Client
+    from django.test.utils import setup_test_environment
+    from redis.connection import AbstractConnection
+
+    from bench.machine import create_queues
+    from dashboard.models import ConditionChange, Snapshot
+    from dashboard.snapshots import runs as snapshot_runs
+    from dashboard.triage import as_of
+    from dashboard.triage.conditions import CHANGE_ROW, take_snapshot
+
+    setup_test_environment()
+    call_command("migrate", verbosity=0)
+    call_command("collectstatic", interactive=False, verbosity=0)  # the hashed names
+    client = Client()
+    client.force_login(User.objects.create_superuser("bench", "b@example.com", "bench"))
+    n = args.queues = args.queues or 1000
+    names = [f"queue-{i:06d}" for i in range(n)]
+    print(f"creating {n:,} queues ...", flush=True)
+    create_queues(url, "bench", names, messages=3)
+    for _ in range(2):
+        assert take_snapshot().rows == n
+    # The history before them, as the snapshot task would have left it: a run every 10 s.
+    first = Snapshot.objects.order_by("taken_at").values_list("taken_at", flat=True)[0]
+    created = dict(Snapshot.objects.values_list("queue", "created"))
+    interval = 10_000
+    print(f"storing {args.runs:,} runs of history ({args.runs * n:,} rows) ...", flush=True)
+    cols = snapshot_runs.COLUMNS
+    extra = len(cols) - 12  # the timing columns: none
+    for k in range(args.runs, 0, -1000):
+        rows, changes = [], []
+        for r in range(k, max(0, k - 1000), -1):
+            at = first - r * interval
+            for i, q in enumerate(names):
+                msgs, total = (r + i) % 50, 10 * (args.runs - r)
+                rows.append(("default", "bench", q, at + i, msgs, 0, 0, 0, total, total, None,
+                             created[q], *([None] * extra)))  # fmt: skip
+                if r % 10 == 0 and i % 10 == r // 10 % 10:
+                    state = "no_consumers" if r % 20 else "healthy"
+                    reason = "no consumer for 5 min" if r % 20 else ""
+                    changes.append(("default", "bench", q, at + i, state, reason,
+                                    40.0 if r % 20 else 0.0, ""))  # fmt: skip
+        with transaction.atomic():
+            snapshot_runs._insert(rows)
+            q = connection.ops.quote_name
+            table = q(ConditionChange._meta.db_table)
+            sql = (f"INSERT INTO {table} ({', '.join(q(c) for c in CHANGE_ROW)})"
+                   f" VALUES ({', '.join(['%s'] * len(CHANGE_ROW))})")  # fmt: skip
+            with connection.cursor() as cursor:
+                cursor.executemany(sql, changes)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    total = Snapshot.objects.count()
+    then = first - args.runs // 2 * interval + n  # the middle of the day, after a run
+    at = as_of.iso(then)
+    sent, original = count_sends()
+    pages = [
+        (f"live overview of {n:,} queues (default order: the peer)", "/c/default/bench/"),
+        ("as of: overview, default order", f"/c/default/bench/?as_of={then}"),
+        ("as of: overview, sort by messages", f"/c/default/bench/?as_of={at}&sort=-msgs"),
+        (
+            "as of: overview, sort by name, page 10",
+            f"/c/default/bench/?as_of={at}&sort=name&page=10",
+        ),
+        ("as of: overview, search", f"/c/default/bench/?as_of={at}&q=queue-0001"),
+        ("as of: queue page", f"/c/default/bench/q/queue-000010/?as_of={at}"),
+        ("as of: incident timeline, last hour", f"/incidents/?as_of={at}&range=1h"),
+    ]
+    out = [measure(client, sent, label, path, 150, args.rounds) for label, path in pages]
+    AbstractConnection.send_packed_command = original
+    args.note = (
+        f" {total:,} snapshot rows ({args.runs + 2:,} runs of {n:,} queues, one every 10 s:"
+        f" {args.runs / 360:.1f} h),"
+        f" {ConditionChange.objects.count():,} condition changes; the time asked for is"
+        f" {args.runs // 2:,} runs back."
+    )
+    return out
 
 
 def run(url: str, args: argparse.Namespace) -> list[tuple[str, float, float, int, str]]:
@@ -808,6 +907,8 @@ def render(rows: list[tuple[str, float, float, int, str]], args: argparse.Namesp
     from bench.machine import describe
 
     big = f" --queues {args.queues}" if args.queues else " --tabs" if args.tabs else ""
+    if getattr(args, "as_of", False):
+        big = f" --as-of --runs {args.runs}"
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     lines = [
         "## Dashboard pages (`bench/dashboard.py" + (" --quick" if args.quick else "") + big + "`)",
@@ -818,8 +919,8 @@ def render(rows: list[tuple[str, float, float, int, str]], args: argparse.Namesp
             f" Three snapshot runs first (RSMQ_SNAPSHOT_INTERVAL 60 s): every page sorts by the"
             f" last, among {3 * args.queues:,} snapshot rows;"
             f" load average at the end {load}.{args.note}"
-            if args.queues
-            else f" Load average at the end {load}."
+            if args.queues and not getattr(args, "as_of", False)
+            else f" Load average at the end {load}.{getattr(args, 'note', '')}"
         ),
         "",
         "| page | median | p90 | Redis round trips | budget |",

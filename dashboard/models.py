@@ -655,6 +655,35 @@ class QueueCondition(models.Model):
         return f"{self.connection}/{self.namespace}/{self.queue}: {self.state}"
 
 
+class ConditionChange(models.Model):
+    """A queue's condition whenever it changed (dashboard/triage/conditions.py writes one
+    where it judges, only when the state, the reasons or the points differ from the
+    queue's last): what the overview said of it, and why, from ``at`` until its next row
+    (dashboard/triage/as_of.py reads it for a page "as of" a past time). Pruned with the
+    snapshots (RSMQ_SNAPSHOT_RETENTION), each queue's last row before the cutoff kept."""
+
+    connection = models.CharField(max_length=100)
+    namespace = models.CharField(max_length=200)
+    queue = models.CharField(max_length=160)
+    at = models.BigIntegerField()  # epoch ms (Redis clock): the judged reading's taken_at
+    state = models.CharField(max_length=20, choices=QueueCondition.State.choices)
+    reason = models.CharField(max_length=500, blank=True)
+    points = models.FloatField(default=0)  # how bad; the score's size comes from the snapshot
+    # the state it changed from ("": the queue's first judgement): the timeline's "what
+    # changed" without reading the row before
+    was = models.CharField(max_length=20, blank=True, default="")
+
+    class Meta:
+        indexes = [
+            # a queue's condition at a time: its last row at or before it (one seek)
+            models.Index(fields=["connection", "namespace", "queue", "at"], name="change_queue"),
+            models.Index(fields=["at"], name="change_time"),  # retention
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.connection}/{self.namespace}/{self.queue}: {self.state} at {self.at}"
+
+
 class SavedFilter(models.Model):
     """A message filter saved under a name (dashboard/views/saved_filters.py): for one
     queue or every queue of a connection's namespace; its owner's, or (``shared``, an

@@ -18,7 +18,7 @@ from dashboard.audit import drain as audit_drain
 from dashboard.audit import retention
 from dashboard.models import AlertRule
 from dashboard.snapshots import runs
-from dashboard.triage import conditions
+from dashboard.triage import as_of, conditions
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,9 @@ def prune_audit() -> dict[str, Any]:
 def prune_snapshots() -> dict[str, Any]:
     """Retention: rows and lake days older than RSMQ_SNAPSHOT_RETENTION days."""
     rows, days = runs.prune()
-    return {"rows": rows, "days": [d.isoformat() for d in days]}
+    # the conditions' history goes back as far as the snapshots (a page "as of" a time)
+    changes = as_of.prune()
+    return {"rows": rows, "days": [d.isoformat() for d in days], "condition_changes": changes}
 
 
 @shared_task(name="dashboard.tasks.pipeline_rollups", ignore_result=True)

@@ -44,7 +44,22 @@ def last_run(conn: str, ns: str) -> tuple[int, QuerySet[Snapshot]] | None:
     interval_ms = settings.RSMQ_SNAPSHOT_INTERVAL * 1000
     if last is None or round(time.time() * 1000) - last[0] > max(3 * interval_ms, 60_000):
         return None
-    latest, queue = last
+    return last[0], _run_rows(mine, *last)
+
+
+def run_at(conn: str, ns: str, at_ms: int) -> tuple[int, QuerySet[Snapshot]] | None:
+    """(when it was taken, its rows) of the namespace's last snapshot run taken at or
+    before ``at_ms`` (what a page "as of" that time shows), or None: none kept so early."""
+    mine = Snapshot.objects.filter(connection=conn, namespace=ns)
+    last = (
+        mine.filter(taken_at__lte=at_ms).order_by("-taken_at").values_list("taken_at", "queue")
+    ).first()
+    return None if last is None else (last[0], _run_rows(mine, *last))
+
+
+def _run_rows(mine: QuerySet[Snapshot], latest: int, queue: str) -> QuerySet[Snapshot]:
+    """The rows of the run whose last row (``latest``) is ``queue``'s."""
+    interval_ms = settings.RSMQ_SNAPSHOT_INTERVAL * 1000
     # A run's rows carry the Redis time of their stats call, spread over the run's read,
     # and runs never overlap (a lock): the run before ended with the previous reading of
     # the queue read last (the last in name order), so what came after is this run's.
@@ -55,8 +70,7 @@ def last_run(conn: str, ns: str) -> tuple[int, QuerySet[Snapshot]] | None:
         .first()
     )
     start = before if before is not None else latest - interval_ms / 2
-    rows = mine.filter(taken_at__gt=start, taken_at__lte=latest)
-    return latest, rows
+    return mine.filter(taken_at__gt=start, taken_at__lte=latest)
 
 
 def is_big(rows: QuerySet[Snapshot]) -> bool:

@@ -54,7 +54,14 @@ from redis.exceptions import RedisError
 
 from dashboard.display.formatting import duration as _duration
 from dashboard.display.formatting import exact, per_second
-from dashboard.models import Alert, AnomalyFlag, QueueCondition, QueueExpectation, Snapshot
+from dashboard.models import (
+    Alert,
+    AnomalyFlag,
+    ConditionChange,
+    QueueCondition,
+    QueueExpectation,
+    Snapshot,
+)
 from dashboard.places.connections import get_rsmq
 from dashboard.triage import due, forecast, thresholds
 from dashboard.triage.flags import quiet_keys
@@ -69,6 +76,8 @@ log = logging.getLogger(__name__)
 
 State = QueueCondition.State
 Kind = AnomalyFlag.Kind
+#: the states that are incidents (the overview's badge, its count)
+INCIDENTS = frozenset({State.NO_CONSUMERS, State.CRASH_LOOPING, State.FALLING_BEHIND})
 
 #: how bad each part is (the score is their sum times the queue's size)
 POINTS = {
@@ -390,12 +399,14 @@ def update(conn: str, ns: str, stats: list[QueueStats], rsmq: RedisSMQ | None) -
     start = min(s.now for s in readable)
     now = max(s.now for s in readable)
     where = {"connection": conn, "namespace": ns}
-    prev = {
-        r[0]: r[1:]
-        for r in QueueCondition.objects.filter(**where)
-        .values_list("queue", "taken_at", "created", "msgs", "totalsent", "totalrecv", "recv_since")
+    prev: dict[str, tuple[int, int, int, int, int, int]] = {}
+    said: dict[str, tuple[str, str, float]] = {}  # what each queue's condition said last
+    for r in (
+        QueueCondition.objects.filter(**where)
+        .values_list("queue", *PREV, "state", "reason", "points")
         .iterator()
-    }
+    ):
+        prev[r[0]], said[r[0]] = r[1:7], r[7:]
     base = base_readings(conn, ns, start - round(settings.RSMQ_BACKLOG_WINDOW * 1000), start)
     dlqs = {s.dlq for s in readable if s.dlq}
     flags = AnomalyFlag.objects.filter(**where, end__isnull=True)
@@ -424,13 +435,24 @@ def update(conn: str, ns: str, stats: list[QueueStats], rsmq: RedisSMQ | None) -
              j.receive_rate, _json(j.figures) if j.points or j.parts else "{}",
              o.wait_key if o else None, o.drain_key if o else None)
         )  # fmt: skip
+    # The history (ConditionChange): a row only for a queue whose condition says
+    # something else than at its last judgement, so a page "as of" a past time can say
+    # what the overview said then, and why.
+    changes = [
+        (conn, ns, r[2], r[3], r[9], r[10], r[11], (said.get(r[2]) or ("",))[0])
+        for r in rows
+        if said.get(r[2]) != (r[9], r[10], r[11])
+    ]
     with transaction.atomic():
         QueueCondition.objects.filter(**where).delete()
         _insert(rows)
+        _insert(changes, ConditionChange, CHANGE_ROW)
         _flags(conn, ns, judged, now)
     return len(rows)
 
 
+#: what the next judgement reads of a queue's last condition (``judge``'s ``prev``)
+PREV = ("taken_at", "created", "msgs", "totalsent", "totalrecv", "recv_since")
 ROW = ("connection", "namespace", "queue", "taken_at", "created", "msgs", "totalsent",
        "totalrecv", "recv_since", "state", "reason", "points", "size", "alerts", "score",
        "send_rate", "receive_rate", "figures", "wait_p95", "drain_key")  # fmt: skip
@@ -442,13 +464,23 @@ def _json(value: dict[str, Any]) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-def _insert(rows: list[tuple[Any, ...]]) -> None:
-    meta = QueueCondition._meta
+#: a row of the conditions' history (ConditionChange)
+CHANGE_ROW = ("connection", "namespace", "queue", "at", "state", "reason", "points", "was")
+
+
+def _insert(
+    rows: list[tuple[Any, ...]],
+    model: type[QueueCondition | ConditionChange] = QueueCondition,
+    columns: tuple[str, ...] = ROW,
+) -> None:
+    if not rows:
+        return
+    meta = model._meta
     by_name = {f.name: f.column for f in meta.concrete_fields}
     q = db.ops.quote_name
     sql = (
-        f"INSERT INTO {q(meta.db_table)} ({', '.join(q(by_name[c]) for c in ROW)})"
-        f" VALUES ({', '.join(['%s'] * len(ROW))})"
+        f"INSERT INTO {q(meta.db_table)} ({', '.join(q(by_name[c]) for c in columns)})"
+        f" VALUES ({', '.join(['%s'] * len(columns))})"
     )
     with db.cursor() as cursor:
         cursor.executemany(sql, rows)

@@ -19,7 +19,14 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from dashboard.models import AlertEvent, Annotation, AnomalyFlag, AuditEntry
+from dashboard.models import (
+    AlertEvent,
+    Annotation,
+    AnomalyFlag,
+    AuditEntry,
+    ConditionChange,
+    QueueCondition,
+)
 from dashboard.triage import flags
 
 #: the kinds of event, in the order the filters list them, with their names
@@ -28,7 +35,10 @@ KINDS = {
     "alert": "alert transitions",
     "flag": "anomaly flags",
     "annotation": "annotations (deploys)",
+    "condition": "queue conditions (what the overview said, and why)",
 }
+#: states that are no event when a queue is first judged in them without a reason
+CALM = ("healthy", "idle", "expected_idle")
 #: rows one source reads at most for one request (a page, an export, a chart's markers)
 SCAN_MAX = 100_000
 #: events one export writes at most
@@ -181,6 +191,24 @@ def _annotations(f: Filter) -> Iterator[Event]:
                     a.created_by, f"annotation:{a.pk}")  # fmt: skip
 
 
+def _conditions(f: Filter) -> Iterator[Event]:
+    """Each change of a queue's condition (dashboard/triage/conditions.py writes one
+    when its state or reasons change): what the overview said of it from then on."""
+    qs = _place(ConditionChange.objects.filter(at__gte=f.start, at__lte=f.end), f)
+    qs = qs.exclude(was="", state__in=CALM, reason="")  # a calm queue seen the first time
+    labels = dict(QueueCondition.State.choices)
+    for c in _ordered(qs, f, "at"):
+        if not f.wants(c.queue):
+            continue
+        text = str(labels.get(c.state, c.state))
+        if c.was and c.was != c.state:
+            text = f"{labels.get(c.was, c.was)} → {text}"
+        if c.reason:
+            text += f": {c.reason}"
+        yield Event(c.at, "condition", c.connection, c.namespace, c.queue, text, "",
+                    f"condition:{c.pk}")  # fmt: skip
+
+
 def events(f: Filter) -> Iterator[Event]:
     """Every event the filter asks for, in time order (newest first if it says so)."""
     sources: list[Iterable[Event]] = []
@@ -192,6 +220,8 @@ def events(f: Filter) -> Iterator[Event]:
         sources += [_flags(f, end=False), _flags(f, end=True)]
     if "annotation" in f.kinds:
         sources.append(_annotations(f))
+    if "condition" in f.kinds:
+        sources.append(_conditions(f))
     return heapq.merge(*sources, key=lambda e: e.at, reverse=f.newest_first)
 
 
@@ -202,7 +232,9 @@ def markers(
     the operator actions named in ``actions`` (None: every one) — what changed messages
     or queues, not a filter saved — and one marker a job: at its start, saying how it
     ended."""
-    f = Filter(start, end, conn, ns, queue=qname, newest_first=True)
+    # (a queue's condition changes are not marked: its charts show what they say)
+    kinds = frozenset(KINDS) - {"condition"}
+    f = Filter(start, end, conn, ns, queue=qname, kinds=kinds, newest_first=True)
     latest: list[Event] = []
     job_at: dict[str, int] = {}  # a job's one marker: its place in latest
     for event in events(f):  # newest first: a job's end before its start

@@ -14,15 +14,18 @@ from itertools import islice
 from typing import Any, TypedDict
 
 from django.contrib.auth.decorators import login_required
+from django.db.models import Min
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from dashboard.access.roles import Role, require
+from dashboard.models import Snapshot
 from dashboard.places.place import configured
-from dashboard.triage import timeline
+from dashboard.triage import as_of, timeline
 from dashboard.triage.timeline import KINDS, Filter
 from dashboard.views.common import context
+from dashboard.views.frozen import frozen
 from dashboard.web.htmx import HtmxHttpRequest
 from queues import validation as v
 
@@ -139,12 +142,18 @@ def _page_number(value: str | None) -> int:
 def incidents(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
     require(request.user, Role.VIEWER)
     now_ms = int(time.time() * 1000)
+    then: dict[str, Any] = {}
     try:
-        f, shown = parse(request.GET, now_ms)
+        if "as_of" in request.GET:  # the timeline up to a past time, frozen there
+            moment = _moment(request.GET["as_of"], now_ms)
+            then = {"moment": moment, **frozen(request)}
+            if moment.problem:
+                raise BadFilter(moment.problem)
+        f, shown = parse(request.GET, then["moment"].asked if then else now_ms)
         page = _page_number(request.GET.get("page"))
     except BadFilter as e:
         ctx = context(None, error=str(e), shown={}, kinds=KINDS, ranges=RANGES,
-                      place_names=configured())  # fmt: skip
+                      place_names=configured(), **then)  # fmt: skip
         return render(request, "incidents.html", ctx, status=400)
     fmt = request.GET.get("format", "")
     if fmt == "csv":
@@ -176,8 +185,21 @@ def incidents(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
         range_query=ranged.urlencode(),
         now_utc=dt.datetime.fromtimestamp(now_ms / 1000, tz=dt.UTC).strftime(TIME_FORMAT),
         error="",
+        **then,
     )
     return render(request, "incidents.html", ctx)
+
+
+def _moment(raw: str, now_ms: int) -> as_of.Moment:
+    """The time a frozen timeline ends at, and how far back the conditions' history goes
+    (the snapshots' retention: the timeline's other events are kept longer)."""
+    try:
+        asked = as_of.parse(raw)
+    except as_of.BadTime as e:
+        raise BadFilter(str(e)) from None
+    oldest = Snapshot.objects.aggregate(t=Min("taken_at"))["t"]
+    problem = f"{as_of.label(asked)} is in the future." if asked > now_ms else ""
+    return as_of.Moment(asked, now_ms, None, oldest, problem)
 
 
 def _name(f: Filter, ext: str) -> str:

@@ -25,7 +25,7 @@ from dashboard.places.connections import connections
 from dashboard.places.place import Place
 from dashboard.snapshots import latest
 from dashboard.snapshots.history import current_rates, trends
-from dashboard.triage import conditions, flags, forecast, thresholds
+from dashboard.triage import as_of, conditions, flags, forecast, thresholds
 from dashboard.triage.owners import Owners
 from dashboard.views.actions import Posted
 from dashboard.views.common import (
@@ -38,6 +38,7 @@ from dashboard.views.common import (
     template,
 )
 from dashboard.views.forms import QueueCreateForm
+from dashboard.views.frozen import start
 from dashboard.views.overview_flow import overview_flow
 from dashboard.web.htmx import HtmxHttpRequest
 from queues import RedisSMQ, RsmqError
@@ -108,6 +109,8 @@ def home(request: HtmxHttpRequest) -> HttpResponse:
 @require_safe
 def overview(request: HtmxHttpRequest, conn: str, ns: str) -> HttpResponse:
     place = place_for(request, conn, ns)
+    if "as_of" in request.GET:  # a frozen view of a past time (dashboard/triage/as_of.py)
+        return render_as_of(request, place)
     return render_overview(request, place, QueueCreateForm())
 
 
@@ -238,7 +241,7 @@ class Judged(NamedTuple):
     receive_rate: float | None
 
 
-INCIDENTS = {State.NO_CONSUMERS, State.CRASH_LOOPING, State.FALLING_BEHIND}
+INCIDENTS = conditions.INCIDENTS
 
 
 class Triage:
@@ -409,6 +412,9 @@ def render_overview(
         leftover_queues=leftover_queues(place) if params.get("leftovers") else None,
         # paused / throttled badges and the peaks of what is coming due (overview_flow.py)
         **overview_flow(triage.flagged, stats),
+        # this moment, frozen: its link (the page "as of" now, whenever it is opened)
+        freeze_at=as_of.param(now or clock),
+        freeze_label=as_of.label(now or clock),
     )
     return render(request, template(request, "overview.html", "queue-table"), ctx, status=status)
 
@@ -420,3 +426,92 @@ def leftover_queues(place: Place) -> Leftovers | None:
         return place.rsmq.leftover_queues()
     except (RsmqError, RedisError):
         return None
+
+
+#: the orders of an overview "as of" a past time (each a key of as_of.Then; ascending)
+AS_OF_SORTS: dict[str, Callable[[as_of.Then], Any]] = {
+    ATTENTION: lambda t: (-t.score, -t.msgs, t.qname),
+    "name": lambda t: t.qname,
+    "msgs": lambda t: t.msgs,
+    "visible": lambda t: t.visible,
+    "inflight": lambda t: t.inflight,
+    "delayed": lambda t: t.delayed,
+    "oldest": lambda t: t.oldest_age or 0.0,
+    "totalsent": lambda t: t.totalsent,
+    "totalrecv": lambda t: t.totalrecv,
+    "send_rate": lambda t: t.send_rate or 0.0,
+    "receive_rate": lambda t: t.receive_rate or 0.0,
+}
+AS_OF_COLUMNS = [
+    ("name", "Queue", "", ""),
+    ("msgs", "Messages", "num", "Messages then"),
+    ("delta", "Now", "num", "Messages now, and the difference from then"),
+    ("visible", "Visible", "num", ""),
+    ("inflight", "In flight", "num", ""),
+    ("delayed", "Delayed", "num", ""),
+    ("oldest", "Oldest visible", "num", "Age of the oldest visible message then"),
+    ("totalsent", "Sent", "num col-mid", ""),
+    ("totalrecv", "Received", "num col-mid", ""),
+    ("send_rate", "Send rate", "num", "Over the snapshot interval before then"),
+    ("receive_rate", "Receive rate", "num", "Over the snapshot interval before then"),
+]
+
+
+def render_as_of(request: HtmxHttpRequest, place: Place) -> HttpResponse:
+    """The overview as it was at a past time (``?as_of=``): the snapshot run then, each
+    queue's condition and reasons then, its flags and firing alerts then; beside it each
+    row's messages now and its state now. A frozen view: no actions, no refresh."""
+    started = start(request, place, "overview_as_of.html")
+    if isinstance(started, HttpResponse):
+        return started
+    ctx, moment, rows = started
+    assert moment.taken_at is not None
+    params = request.GET
+    conn, ns = place.conn.name, place.ns
+    every = as_of.queues(conn, ns, rows, moment.taken_at)
+    search = params.get("q", "").strip()
+    sort = params.get("sort", ATTENTION)
+    if sort.lstrip("-") not in AS_OF_SORTS:
+        sort = ATTENTION
+    shown = [t for t in every if search.lower() in t.qname.lower()]
+    totals = {
+        "queues": len(every),
+        "msgs": sum(t.msgs for t in every),
+        "visible": sum(t.visible for t in every),
+        "inflight": sum(t.inflight for t in every),
+        "delayed": sum(t.delayed for t in every),
+        "incidents": sum(t.incident for t in every),
+        "attention": sum(t.score > 0 for t in every),
+    }
+    # (not by "now": that would read every queue live; the page's are read below)
+    shown.sort(key=AS_OF_SORTS[sort.lstrip("-")], reverse=sort.startswith("-"))
+    page_obj = Paginator(shown, settings.RSMQ_PAGE_SIZE).get_page(int_param(params.get("page"), 1))
+    then: list[as_of.Then] = list(page_obj.object_list)
+    names = [t.qname for t in then]
+    try:  # now, beside then: the page's queues, one round trip
+        live = {s.qname: s for s in place.rsmq.queue_stats(names)} if names else {}
+        ctx.update(live_read=True)
+    except (RsmqError, RedisError):
+        live = {}
+        ctx.update(live_read=False)
+    by_name = {t.qname: t for t in then}
+    for t in then:
+        t.now, t.read_now = live.get(t.qname), bool(ctx["live_read"])
+    states_now = dict(
+        QueueCondition.objects.filter(connection=conn, namespace=ns, queue__in=names).values_list(
+            "queue", "state"
+        )
+    )
+    for q, open_then in as_of.flags_at(conn, ns, names, moment.taken_at).items():
+        by_name[q].flags = open_then
+    ctx.update(
+        columns=AS_OF_COLUMNS,
+        then=then,
+        page_obj=page_obj,
+        search=search,
+        sort=sort,
+        totals=totals,
+        states_now={q: LABELS.get(s, s) for q, s in states_now.items()},
+        owners=Owners(conn, ns).summaries(names),
+    )
+    return render(request, "overview_as_of.html", ctx)

@@ -28,10 +28,11 @@ from dashboard.places import place as places
 from dashboard.places.place import Place
 from dashboard.snapshots.history import RANGES, queue_history
 from dashboard.templatetags.console import state_label
-from dashboard.triage import conditions, flags, forecast
+from dashboard.triage import as_of, conditions, flags, forecast
 from dashboard.views.common import context, current, int_param, query_of, template
 from dashboard.views.context import refresh_seconds
 from dashboard.views.forms import SaveFilterForm, queue_page_forms
+from dashboard.views.queue_as_of import render_queue_as_of
 from dashboard.views.queue_flow import flow_context
 from dashboard.web.htmx import HtmxHttpRequest
 from queues import QueueUnreadable, RsmqError
@@ -57,6 +58,11 @@ MOVE_SUGGESTIONS = 500
 def queue_detail(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> HttpResponse:
     place = place_for(request, conn, ns)
     v.qname(qname)  # a bad name in the URL: the middleware answers 404
+    if "as_of" in request.GET:  # a frozen view of a past time (views/queue_as_of.py)
+        range_ = request.GET.get("range", "")
+        return render_queue_as_of(
+            request, place, qname, lambda at: charts(request, place, qname, range_, at, True)
+        )
     lookup = request.GET.get("id", "").strip()
     try:
         found = lookup and v.ID_RE.fullmatch(lookup) and place.rsmq.get_message(qname, lookup)
@@ -77,13 +83,16 @@ def queue_charts(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> Ht
         return redirect(
             place.url("rsmq-queue", qname) + (f"?range={range_}" if range_ in RANGES else "")
         )
-    stats = places.queue_stats(place, qname)
-    ctx = context(
-        place,
-        qname=qname,
-        params=query_of(request.htmx.current_url or ""),
-        **charts(request, place, qname, range_, stats.now),
-    )
+    params = query_of(request.htmx.current_url or "")
+    try:  # the charts of a page "as of" a past time end then
+        frozen_at = as_of.parse(params.get("as_of", "")) if "as_of" in params else None
+    except as_of.BadTime:
+        frozen_at = None
+    if frozen_at is not None:
+        chart_ctx = charts(request, place, qname, range_, frozen_at, frozen=True)
+    else:
+        chart_ctx = charts(request, place, qname, range_, places.queue_stats(place, qname).now)
+    ctx = context(place, qname=qname, params=params, **chart_ctx)
     return render(request, "queue.html#charts", ctx)
 
 
@@ -438,6 +447,9 @@ def render_queue(
         # confirmation says "this cannot be undone" when not (read only if shown)
         undoable=SimpleLazyObject(lambda: undos.fits(place, qname, stats)),
         undo_hours=undos.hours(),
+        # this moment, frozen: its link (the page "as of" now, whenever it is opened)
+        freeze_at=as_of.param(stats.now),
+        freeze_label=as_of.label(stats.now),
         **browser,
         **forms_,
         **(extra or {}),
@@ -515,12 +527,18 @@ def names_and_sources(place: Place, qname: str) -> tuple[list[str], list[str]]:
 
 
 def charts(
-    request: HtmxHttpRequest, place: Place, qname: str, range_: str, now: int
+    request: HtmxHttpRequest,
+    place: Place,
+    qname: str,
+    range_: str,
+    now: int,
+    frozen: bool = False,
 ) -> dict[str, Any]:
     """The charts' context; their snapshots are read only if the page shows them (a live
-    refresh of the counts does not)."""
+    refresh of the counts does not). ``frozen``: they end at ``now``, a past time (a
+    page "as of" it), and never refresh."""
     range_ = range_ if range_ in RANGES else "hour"
-    refresh = refresh_seconds(request)
+    refresh = 0 if frozen else refresh_seconds(request)
     return {
         "history": SimpleLazyObject(
             lambda: queue_history(place.conn.name, place.ns, qname, range_, now)

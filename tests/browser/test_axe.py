@@ -9,6 +9,7 @@ page by Playwright (the context bypasses the Content-Security-Policy for that al
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,8 @@ import pytest
 from playwright.sync_api import Browser, Page
 
 from dashboard.models import Preference
+from dashboard.triage import as_of
+from dashboard.triage.conditions import take_snapshot
 from queues import RedisSMQ
 
 # The browser, the users and the logged-in pages of the main browser module.
@@ -44,7 +47,7 @@ def violations(page: Page) -> list[str]:
 
 
 @pytest.fixture
-def pages(console, settings, rsmq: RedisSMQ) -> dict[str, str]:
+def pages(console, settings, rsmq: RedisSMQ, lake: Path) -> dict[str, str]:
     """Every page of the console, with something on it: a queue with messages in every
     state and a dead-letter queue, a message, the audit log with a row."""
     settings.RSMQ_REFRESH_SECONDS = 0  # no refresh swapping the page under axe
@@ -56,6 +59,8 @@ def pages(console, settings, rsmq: RedisSMQ) -> dict[str, str]:
     rsmq.send_messages("orders", ["later"], delay=3600)
     rsmq.send_messages("orders-dlq", ["dead"])
     rsmq.record_failure("orders", ids[0], ValueError("order 0 has no customer"))
+    take_snapshot()  # the pages as of a past time (issue 31) show it
+    then = as_of.iso(round(time.time() * 1000) + 1000)[:19]
     return {
         "overview": f"{console}/",
         "queue": f"{console}/q/orders/",
@@ -74,6 +79,11 @@ def pages(console, settings, rsmq: RedisSMQ) -> dict[str, str]:
         "tokens": "/tokens/",
         "failing": f"{console}/q/orders/failing/",
         "dead-letter queue, failing": f"{console}/q/orders-dlq/failing/",
+        # Issue 31: the pages as of a past time, and one before the oldest snapshot kept
+        "overview, as of": f"{console}/?as_of={then}",
+        "queue, as of": f"{console}/q/orders/?as_of={then}",
+        "incidents, as of": f"/incidents/?as_of={then}&range=1h",
+        "overview, before retention": f"{console}/?as_of=2020-01-01T00:00",
     }
 
 

@@ -211,7 +211,7 @@ def test_the_incident_page_is_paginated(console, ns: str, viewer: Client) -> Non
         ({"start": "2026-01-02T00:00", "end": "2026-01-01T00:00"}, "end must be after start"),
         ({"start": "2020-01-01T00:00", "end": "2026-01-01T00:00"}, "at most 366 days"),
         ({"range": "1y"}, "range must be one of 15m, 30m, 1h, 6h, 24h, 7d, 30d"),
-        ({"kind": "gossip"}, "kind must be one of action, alert, flag, annotation"),
+        ({"kind": "gossip"}, "kind must be one of action, alert, flag, annotation, condition"),
         ({"queue": "bad name!"}, "queue"),
         ({"queue": "a", "pattern": "a*"}, "queue or pattern: give one of the two"),
         ({"connection": "nope"}, "connection must be one of the configured connections"),

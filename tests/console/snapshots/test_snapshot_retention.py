@@ -83,5 +83,5 @@ def test_the_task_prunes_up_to_now(settings, lake: Path, add_snapshot) -> None:
     now = dt.datetime.now(dt.UTC)
     add_snapshot("q1", _ms(now - dt.timedelta(days=1, minutes=1)))
     add_snapshot("q1", _ms(now - dt.timedelta(hours=23)))
-    assert prune_snapshots() == {"rows": 1, "days": []}
+    assert prune_snapshots() == {"rows": 1, "days": [], "condition_changes": 0}
     assert Snapshot.objects.count() == 1
