@@ -43,7 +43,8 @@ def exclusive(what: Path) -> Iterator[None]:
 SPARK = {"spark", "spark_cluster"}
 TESTS = Path(__file__).resolve().parents[1]
 #: Where the workers write which test is in which group, for the controller's scheduler
-#: (set by the controller before it starts them; RSMQ_: kept from ./run in the served tests).
+#: (set by the controller before it starts them; an RSMQ_ name, which the served tests'
+#: ./run does not inherit).
 GROUPS = "RSMQ_TEST_GROUPS"
 
 
