@@ -150,7 +150,8 @@ def test_a_message_of_a_worker_killed_mid_message_goes_to_another_worker_after_v
     assert started["pid"] == first.pid
     # hidden until the vt its last heartbeat set ran out (heartbeats every vt / 3)
     assert 1.1 <= end["start"] - killed < 3
-    assert end["start"] - started["start"] >= 2
+    # (2 s on the Redis server's clock, in whole ms; the workers stamp with their own)
+    assert end["start"] - started["start"] >= 2 - 0.01
     wait_for(lambda: queue_empty(rsmq, "jobs"), 5, "the message deleted")
 
 
