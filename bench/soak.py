@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.soak [--minutes 120] [--warmup 15] [--write]
 
 Starts ``./run 127.0.0.1:<free port>`` as a newcomer would (the embedded Redis, the demo
-data, granian, the Celery worker and beat, supervised), with a data folder of its own.
+data, granian, the Celery worker with beat in it, supervised), with a data folder of its own.
 Then, for ``--minutes``:
 
 * an API client (an operator's token) sends, receives and deletes on a queue of its own,
@@ -52,7 +52,6 @@ ROLES = (
     ("supervisor", "manage.py console"),
     ("redis", "redis-server"),
     ("worker", "celery --app dashboard worker"),
-    ("beat", "celery --app dashboard.beat beat"),
     ("web", "granian"),
 )
 

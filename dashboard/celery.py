@@ -1,14 +1,18 @@
 """The console's Celery app: `celery -A dashboard worker` (beat's: dashboard/beat.py).
 
 Configured from the Django settings named CELERY_* (broker: the queues' Redis, a database
-of its own); the tasks are in dashboard/tasks.py, scheduled by CELERY_BEAT_SCHEDULE.
+of its own); the tasks are in dashboard/tasks.py, scheduled by CELERY_BEAT_SCHEDULE. With
+RSMQ_WORKER_BEAT on (./run), beat runs as a thread of the worker rather than a process of
+its own: one console needs one beat, and a thread costs no second copy of Django.
 """
 
 from __future__ import annotations
 
 import os
 
-from celery import Celery
+from celery import Celery, signals
+from celery.beat import EmbeddedService
+from django.conf import settings
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
@@ -29,3 +33,21 @@ def alert_sweep(sender: Celery, **kwargs: object) -> None:
         name="alert-notifications",
         expires=SWEEP_SECONDS,
     )
+
+
+_beat: list[EmbeddedService] = []
+
+
+@signals.worker_ready.connect
+def start_beat(**kwargs: object) -> None:
+    if settings.RSMQ_WORKER_BEAT and not _beat:
+        # A thread, not Celery's ``--beat`` (a forked process): the worker's solo pool runs
+        # one task at a time, and beat only sends, so the schedule keeps time beside it.
+        _beat.append(EmbeddedService(app, thread=True))
+        _beat[0].start()
+
+
+@signals.worker_shutdown.connect
+def stop_beat(**kwargs: object) -> None:
+    while _beat:
+        _beat.pop().stop()

@@ -330,6 +330,9 @@ RSMQ_CONSOLE_URL = os.environ.get("RSMQ_CONSOLE_URL", "")
 # one notification); 0: each is told at once.
 RSMQ_ALERT_GROUP_SECONDS = float(os.environ.get("RSMQ_ALERT_GROUP_SECONDS", "300"))
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+# Beat as a thread of the worker (./run: one worker, so one beat); deployments with several
+# workers run exactly one `celery --app dashboard.beat beat` instead (docs/production.md).
+RSMQ_WORKER_BEAT = env_bool("RSMQ_WORKER_BEAT")
 CELERY_BEAT_SCHEDULE = {
     "snapshot": {
         "task": "dashboard.tasks.snapshot",

@@ -4,11 +4,11 @@ Before anything starts, every address it needs is checked (the web address, the 
 Redis's port, the data dir not in use by another ./run): a second ./run exits with one line
 and starts nothing. Then: the embedded Redis (unless RSMQ_REDIS_URL names a real one),
 migrations, static files, demo data on the embedded Redis only, and the children — the web
-server (granian; `--dev`: runserver), the Celery worker and beat — each in a process group
-of its own. A child that dies is named with its exit in one line: Redis, the worker and
-beat are restarted (a few times at most), the web server is not — everything stops and
-./run exits non-zero, never leaving a half console behind. SIGINT and SIGTERM stop the web
-server, the worker, beat, then Redis, in that order, terminal or not.
+server (granian; `--dev`: runserver) and the Celery worker with beat in a thread of it —
+each in a process group of its own. A child that dies is named with its exit in one line:
+Redis and the worker are restarted (a few times at most), the web server is not —
+everything stops and ./run exits non-zero, never leaving a half console behind. SIGINT and
+SIGTERM stop the web server, the worker, then Redis, in that order, terminal or not.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from queues.urls import redacted
 RESTART_LIMIT = 5
 RESTART_WINDOW = 300.0
 # Seconds each child gets to stop before SIGKILL: the worker finishes its task.
-STOP_TIMEOUT = {"web": 15.0, "worker": 20.0, "beat": 5.0}
+STOP_TIMEOUT = {"web": 15.0, "worker": 20.0}
 
 
 class Stop(Exception):
@@ -268,23 +268,23 @@ class Command(BaseCommand):
 
         celery = [sys.executable, "-m", "celery", "--app"]
         # DEBUG keeps every SQL query in memory: a worker that runs for days must not. The
-        # system checks ran in migrate: the worker and beat import no view or route.
-        celery_env = dict(env, DEBUG="0", CELERY_SKIP_CHECKS="1")
+        # system checks ran in migrate: the worker imports no view or route. Beat is a
+        # thread of the one worker (dashboard/celery.py), not a process of its own.
+        celery_env = dict(env, DEBUG="0", CELERY_SKIP_CHECKS="1", RSMQ_WORKER_BEAT="1")
         web_env = dict(env, RSMQ_WEB_THREADS=str(options["threads"]))
+        # glibc gives each thread that allocates an arena of its own, kept for good: a web
+        # process's Django threads would each hold one. Two are enough for a few threads.
+        web_env.setdefault("MALLOC_ARENA_MAX", "2")
         web = Child(
             "web", "the web server", lambda: spawn(web_argv(host, port, options), web_env), False
         )
         self.children.insert(0, web)
         if not options["no_celery"]:
-            beat_file = settings.CELERY_BEAT_SCHEDULE_FILENAME
             # solo: one task at a time is plenty for a snapshot every few seconds.
             worker_argv = [*celery, "dashboard", "worker", "--pool", "solo", "--loglevel", "INFO"]
-            beat_argv = [*celery, "dashboard.beat", "beat", "--loglevel", "INFO",
-                         "--schedule", beat_file]  # fmt: skip
-            self.children[1:1] = [
-                Child("worker", "the Celery worker", lambda: spawn(worker_argv, celery_env), True),
-                Child("beat", "Celery beat", lambda: spawn(beat_argv, celery_env), True),
-            ]
+            self.children.insert(
+                1, Child("worker", "the Celery worker", lambda: spawn(worker_argv, celery_env), True)
+            )
         for child in self.children:
             if child.process is None:
                 child.run()
@@ -347,7 +347,7 @@ class Command(BaseCommand):
 
     def _stop_all(self, embedded: EmbeddedRedis | None) -> None:
         # Web first (no new requests), then the worker (finishes its task while Redis is
-        # up), then beat, and Redis last (it writes its append-only file on the way out).
+        # up), and Redis last (it writes its append-only file on the way out).
         self.stopping = True
         running = [c for c in self.children if c.process and c.process.poll() is None]
         if running:
