@@ -9,6 +9,8 @@ its own: one console needs one beat, and a thread costs no second copy of Django
 from __future__ import annotations
 
 import os
+import threading
+from typing import Protocol
 
 from celery import Celery, signals
 from celery.beat import EmbeddedService
@@ -35,7 +37,14 @@ def alert_sweep(sender: Celery, **kwargs: object) -> None:
     )
 
 
-_beat: list[EmbeddedService] = []
+class Service(Protocol):
+    """Beat's embedded service (celery.beat.EmbeddedService: a thread here)."""
+
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+
+
+_beat: list[Service] = []
 
 
 @signals.worker_ready.connect
@@ -43,8 +52,10 @@ def start_beat(**kwargs: object) -> None:
     if settings.RSMQ_WORKER_BEAT and not _beat:
         # A thread, not Celery's ``--beat`` (a forked process): the worker's solo pool runs
         # one task at a time, and beat only sends, so the schedule keeps time beside it.
-        _beat.append(EmbeddedService(app, thread=True))
-        _beat[0].start()
+        service = EmbeddedService(app, thread=True)
+        assert isinstance(service, threading.Thread)  # what thread=True makes
+        _beat.append(service)
+        service.start()
 
 
 @signals.worker_shutdown.connect

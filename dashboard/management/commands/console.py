@@ -282,9 +282,8 @@ class Command(BaseCommand):
         if not options["no_celery"]:
             # solo: one task at a time is plenty for a snapshot every few seconds.
             worker_argv = [*celery, "dashboard", "worker", "--pool", "solo", "--loglevel", "INFO"]
-            self.children.insert(
-                1, Child("worker", "the Celery worker", lambda: spawn(worker_argv, celery_env), True)
-            )
+            start_worker = lambda: spawn(worker_argv, celery_env)  # noqa: E731
+            self.children.insert(1, Child("worker", "the Celery worker", start_worker, True))
         for child in self.children:
             if child.process is None:
                 child.run()
