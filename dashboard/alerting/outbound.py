@@ -231,26 +231,30 @@ def check(url: str, resolve: bool = True) -> Target | None:
     return Target(scheme, host, port, path, addresses[0])
 
 
+class Pinned(http.client.HTTPConnection):
+    """HTTP or HTTPS to the address checked: the host's name stays in the Host header and
+    TLS's server name (the certificate is checked against it), the socket goes to
+    ``target.address`` (http.client's public ``connect``, overridden)."""
+
+    def __init__(self, target: Target, timeout: float) -> None:
+        super().__init__(target.host, target.port, timeout=timeout)
+        self.default_port = SCHEMES[target.scheme]  # the Host header names no default port
+        self.target = target
+        self.tls = ssl.create_default_context() if target.scheme == "https" else None
+
+    def connect(self) -> None:
+        sock = socket.create_connection((self.target.address, self.target.port), self.timeout)
+        self.sock = (
+            self.tls.wrap_socket(sock, server_hostname=self.target.host) if self.tls else sock
+        )
+
+
 def post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> int:
     """POST ``body`` to ``url``, checked now, at the address checked, following no
     redirect; the answer's status (a 2xx), else Answered, Refused or an OSError."""
     target = check(url)
     assert target is not None
-    conn: http.client.HTTPConnection
-    if target.scheme == "https":
-        conn = http.client.HTTPSConnection(
-            target.host, target.port, timeout=timeout, context=ssl.create_default_context()
-        )
-    else:
-        conn = http.client.HTTPConnection(target.host, target.port, timeout=timeout)
-    address = (target.address, target.port)
-
-    def pinned(_: object, timeout: float | None = None, source: object = None) -> socket.socket:
-        # The host's name stays in the Host header and TLS's server name (and the
-        # certificate is checked against it); the socket goes to the address checked.
-        return socket.create_connection(address, timeout)
-
-    conn._create_connection = pinned  # type: ignore[attr-defined]
+    conn = Pinned(target, timeout)
     try:
         conn.request("POST", target.path, body=body, headers=headers)
         response = conn.getresponse()  # its body is not read: nothing in it is needed
