@@ -25,6 +25,8 @@ from django.utils import timezone
 from dashboard.models import AlertRule, Silence
 
 MAX_HOURS = 24 * 90  # a one-off silence lasts at most 90 days: a longer one is forgotten
+AHEAD_DAYS = 30  # a silence may be set to begin this far ahead at most
+BEGINS_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T]([01]\d|2[0-3]):([0-5]\d)")
 REASON_MAX = 500
 PATTERN_MAX = 160
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -41,6 +43,7 @@ class Asked:
     pattern: str = ""
     reason: str = ""
     hours: float | None = None
+    begins: dt.datetime | None = None  # None: now
     weekdays: list[int] = field(default_factory=list)
     window_start: dt.time | None = None
     window_end: dt.time | None = None
@@ -51,6 +54,7 @@ class Asked:
         return {
             "rule": self.rule.name if self.rule else "", "pattern": self.pattern,
             "reason": self.reason, "hours": self.hours,
+            "begins": self.begins.isoformat() if self.begins else "",
             "weekdays": [DAYS[d] for d in self.weekdays],
             "window": f"{_hm(self.window_start)}–{_hm(self.window_end)}" if self.weekdays else "",
         }  # fmt: skip
@@ -63,7 +67,8 @@ def _hm(t: dt.time | None) -> str:
 def read(data: Mapping[str, Any], places: Iterable[tuple[str, str]]) -> Asked:
     """What a silence form posted (``connection`` and ``namespace``, or ``place``:
     "connection/namespace"; ``rule`` (an id),
-    ``pattern``, ``reason``, ``hours``; a window: ``weekdays`` (mon … sun, several),
+    ``pattern``, ``reason``, ``hours`` and ``begins`` (YYYY-MM-DD HH:MM, UTC; empty:
+    now); a window: ``weekdays`` (mon … sun, several),
     ``start`` and ``end`` (HH:MM, UTC)), checked."""
     get = data.get
     a = Asked(connection=str(get("connection", "")).strip(), namespace=str(get("namespace", "")))
@@ -89,6 +94,9 @@ def read(data: Mapping[str, Any], places: Iterable[tuple[str, str]]) -> Asked:
         a.errors["reason"] = "reason: say why (it is shown with the silence)"
     elif len(a.reason) > REASON_MAX:
         a.errors["reason"] = f"reason: at most {REASON_MAX} characters"
+    a.begins, error = _begins(str(get("begins", "") or "").strip())
+    if error:
+        a.errors["begins"] = error
     days = data.getlist("weekdays") if hasattr(data, "getlist") else get("weekdays", [])
     for d in days:
         if d not in DAYS:
@@ -119,12 +127,31 @@ def read(data: Mapping[str, Any], places: Iterable[tuple[str, str]]) -> Asked:
     return a
 
 
-def create(asked: Asked, by: str) -> Silence:
+def _begins(text: str) -> tuple[dt.datetime | None, str]:
+    """A silence's later beginning, or None for now; else the error naming the field."""
+    if not text:
+        return None, ""
+    why = f"begins: a time from now to {AHEAD_DAYS} days ahead, YYYY-MM-DD HH:MM (UTC)"
+    m = BEGINS_RE.fullmatch(text)
+    try:
+        y, mo, d, h, mi = map(int, m.groups()) if m else (0, 0, 0, 0, 0)
+        when = dt.datetime(y, mo, d, h, mi, tzinfo=dt.UTC) if m else None
+    except ValueError:  # 2026-02-30
+        when = None
     now = timezone.now()
+    if when is None or not now - dt.timedelta(minutes=1) <= when <= now + dt.timedelta(
+        days=AHEAD_DAYS
+    ):
+        return None, why
+    return max(when, now), ""
+
+
+def create(asked: Asked, by: str) -> Silence:
+    starts = asked.begins or timezone.now()
     return Silence.objects.create(
         connection=asked.connection, namespace=asked.namespace, rule=asked.rule,
-        pattern=asked.pattern, reason=asked.reason, created_by=by, starts=now,
-        ends=now + dt.timedelta(hours=asked.hours) if asked.hours else None,
+        pattern=asked.pattern, reason=asked.reason, created_by=by, starts=starts,
+        ends=starts + dt.timedelta(hours=asked.hours) if asked.hours else None,
         weekdays=asked.weekdays, window_start=asked.window_start, window_end=asked.window_end,
     )  # fmt: skip
 
@@ -137,10 +164,10 @@ def expire(silence: Silence, by: str) -> None:
 
 
 def current(conn: str | None = None, ns: str | None = None) -> list[Silence]:
-    """The silences not over (of a place, or all), windows included whether they are
-    open right now or not; ``on()`` tells."""
+    """The silences not over (of a place, or all): on now, a window closed right now, or
+    one set to begin later; ``on()`` tells."""
     now = timezone.now()
-    rows = Silence.objects.filter(Q(ends__isnull=True) | Q(ends__gt=now), starts__lte=now)
+    rows = Silence.objects.filter(Q(ends__isnull=True) | Q(ends__gt=now))
     if conn is not None:
         rows = rows.filter(connection=conn, namespace=ns)
     return list(rows.select_related("rule").order_by("connection", "namespace", "-created"))

@@ -96,6 +96,7 @@ def _page(request: HtmxHttpRequest, **extra: Any) -> dict[str, Any]:
         held_count=held.count(),
         silences=shown,
         silenced_now=sum(on for _, on, _ in shown),
+        now=now,
         places=configured(),
         days=silences.DAYS,
         rule_choices=AlertRule.objects.order_by("name").only(

@@ -28,7 +28,7 @@ from queues import validation as v
 from queues.errors import RsmqError
 from queues.models import FailureGroup
 
-#: groups a section shows per page (a queue keeps histories of 5,000 messages at most,
+#: groups a section shows per page (a queue keeps histories of limits.FAILURE_MESSAGES at most,
 #: so there are at most that many groups; the read is bounded, the page too)
 GROUPS_PER_PAGE = 20
 

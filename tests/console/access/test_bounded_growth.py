@@ -1,5 +1,6 @@
-"""Nothing one user does grows the console without bound: audit rows older than
-RSMQ_AUDIT_RETENTION days are pruned in short batches; all the Undos of one Redis keep at
+"""Nothing one user does grows the console without bound: audit rows, finished
+notifications, alert history and ended silences older than RSMQ_AUDIT_RETENTION days are
+pruned in short batches (a notification still to send never); all the Undos of one Redis keep at
 most RSMQ_UNDO_TOTAL_MB (the oldest given up first, each giving up audited); a place
 keeps at most RSMQ_ANNOTATIONS_MAX annotations; and a wrong bearer token is refused even
 beside a session, as the docs say."""
@@ -16,7 +17,16 @@ from django.utils import timezone
 
 from dashboard.access import tokens
 from dashboard.audit import retention
-from dashboard.models import Annotation, AuditEntry, UndoEntry
+from dashboard.models import (
+    Alert,
+    AlertEvent,
+    AlertRule,
+    Annotation,
+    AuditEntry,
+    Notification,
+    Silence,
+    UndoEntry,
+)
 from queues import RedisSMQ
 
 pytestmark = pytest.mark.django_db
@@ -38,6 +48,38 @@ def test_audit_rows_past_the_retention_are_pruned_in_batches(settings) -> None:
     assert AuditEntry.objects.count() == 10
     settings.RSMQ_AUDIT_RETENTION = 0  # every row kept
     assert retention.prune(now=now + dt.timedelta(days=1000)) == (0, False)
+
+
+def test_finished_notifications_alert_history_and_ended_silences_go_with_the_audit(
+    settings,
+) -> None:
+    settings.RSMQ_AUDIT_RETENTION = 30
+    now = timezone.now()
+    old, recent = now - dt.timedelta(days=31), now - dt.timedelta(days=29)
+    rule = AlertRule.objects.create(name="r", connection="c", namespace="n", queue="q",
+                                    metric=AlertRule.Metric.VISIBLE, threshold=1)  # fmt: skip
+    ms = int(old.timestamp() * 1000)
+    alert = Alert.objects.create(rule=rule, connection="c", namespace="n", queue="q",
+                                 state="firing", since=ms, changed=ms)  # fmt: skip
+    for at in (old, recent):
+        AlertEvent.objects.create(alert=alert, at=int(at.timestamp() * 1000), state="firing")
+    kinds = {"sent": {"sent": old}, "gave_up": {"gave_up": old}, "held": {"held": "deploy"},
+             "to_send": {}}  # fmt: skip
+    for key, fields in kinds.items():
+        Notification.objects.create(key=key, rule=rule, channel="webhook", target="x",
+                                    payload={}, next_attempt=old, **fields)  # fmt: skip
+    Notification.objects.update(created=old)  # auto_now_add: set after
+    Notification.objects.create(key="new", rule=rule, channel="webhook", target="x",
+                                payload={}, next_attempt=now, sent=now)  # fmt: skip
+    made = dict(connection="c", namespace="n", pattern="q", reason="r", created_by="u")
+    Silence.objects.create(**made, starts=old, ends=old + dt.timedelta(hours=1))
+    kept = [Silence.objects.create(**made, starts=old, ends=None).pk,
+            Silence.objects.create(**made, starts=old, ends=recent).pk]  # fmt: skip
+    assert retention.prune() == (5, False)
+    assert sorted(Notification.objects.values_list("key", flat=True)) == ["new", "to_send"]
+    assert [e.at for e in AlertEvent.objects.all()] == [int(recent.timestamp() * 1000)]
+    assert sorted(Silence.objects.values_list("pk", flat=True)) == kept
+    assert Alert.objects.count() == 1
 
 
 @pytest.fixture

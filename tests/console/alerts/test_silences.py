@@ -194,6 +194,24 @@ def test_an_operator_makes_a_weekly_maintenance_window(console, operator, ns: st
     assert "tue, thu 02:00–03:30 UTC" in operator.get("/alerts/").content.decode()
 
 
+def test_a_silence_set_to_begin_later_holds_nothing_until_then_and_is_listed_scheduled(
+    console, operator, rule_of, add_snapshot, redis_now, ns: str
+) -> None:
+    begins = (timezone.now() + dt.timedelta(hours=3)).replace(second=0, microsecond=0)
+    data = form(ns, pattern="q*", begins=begins.strftime("%Y-%m-%d %H:%M"))
+    assert operator.post("/alerts/silences/", data).status_code == 302
+    s = Silence.objects.get()
+    assert (s.starts, s.ends) == (begins, begins + dt.timedelta(hours=2))
+    assert AuditEntry.objects.get().params["begins"] == begins.isoformat()
+    assert "data-silence-scheduled" in operator.get("/alerts/").content.decode()
+    assert silences.current() == [s] and silences.on_now("default", ns) == []
+    assert silences.on(s, begins) and not silences.on(s, begins - dt.timedelta(seconds=1))
+    rule_of()
+    add_snapshot("q1", redis_now(), msgs=10)
+    evaluate()
+    assert [bool(n.held) for n in Notification.objects.all()] == [False]  # told: not yet on
+
+
 @pytest.mark.parametrize(
     ("fields", "field", "says"),
     [
@@ -209,6 +227,11 @@ def test_an_operator_makes_a_weekly_maintenance_window(console, operator, ns: st
         ({"weekdays": ["mon"], "start": "25:00", "end": "03:00"}, "start", "from 00:00 to 23:59"),
         ({"weekdays": ["mon"], "start": "02:00", "end": "02:00"}, "end", "other than the start"),
         ({"start": "02:00", "end": "03:00"}, "weekdays", "at least one day"),
+        ({"begins": "tomorrow"}, "begins", "begins: a time from now to 30 days ahead"),
+        ({"begins": "2026-02-30 02:00"}, "begins", "YYYY-MM-DD HH:MM (UTC)"),
+        ({"begins": "2000-01-01 02:00"}, "begins", "from now to 30 days ahead"),
+        ({"begins": (timezone.now() + dt.timedelta(days=31)).strftime("%Y-%m-%d %H:%M")},
+         "begins", "from now to 30 days ahead"),
     ],
 )  # fmt: skip
 def test_bad_input_is_a_form_error_naming_the_field_and_its_range(
