@@ -512,6 +512,6 @@ def render_as_of(request: HtmxHttpRequest, place: Place) -> HttpResponse:
         sort=sort,
         totals=totals,
         states_now={q: LABELS.get(s, s) for q, s in states_now.items()},
-        owners=Owners(conn, ns).summaries(names),
+        owners=Owners(conn, ns, moment.taken_at).summaries(names),
     )
     return render(request, "overview_as_of.html", ctx)

@@ -26,16 +26,19 @@ PER_PAGE = 50
 
 
 class OwnerParams(TypedDict):
-    """An owner row's audit params (its create, edit and delete alike)."""
+    """An owner row's audit params (its create, edit and delete alike; an edit's also
+    hold the row before it, in ``before``: triage/owners.py reads them to tell who owned
+    a queue at a past time)."""
 
     pattern: str
+    queue: str
     owner: str
     oncall: str
     runbook_url: str
 
 
 def _params(o: Ownership) -> OwnerParams:
-    return {"pattern": o.pattern, "owner": o.owner, "oncall": o.oncall,
+    return {"pattern": o.pattern, "queue": o.queue, "owner": o.owner, "oncall": o.oncall,
             "runbook_url": o.runbook_url}  # fmt: skip
 
 
@@ -86,13 +89,15 @@ def _save(request: HtmxHttpRequest, row: Ownership, action: str) -> HttpResponse
                      queue=request.POST.get("queue", "") or request.POST.get("pattern", ""),
                      detail=errors)  # fmt: skip
         return _page(request, form, row if row.pk else None, status=UNPROCESSABLE)
+    before = _params(Ownership.objects.get(pk=row.pk)) if row.pk else None
     row = form.save(commit=False)
     row.updated_by = request.user.get_username()
+    params: dict[str, object] = {**_params(row), **({"before": before} if before else {})}
     with transaction.atomic():  # saved and audited together, or neither
         row.save()
         where = resolve_or_first(row.connection, row.namespace)
         audit.record(request, where, action, AuditEntry.Outcome.OK, queue=row.target,
-                     params=_params(row))  # fmt: skip
+                     params=params)  # fmt: skip
     return redirect(reverse("rsmq-owners") + "?saved=1")
 
 

@@ -75,7 +75,7 @@ def render_queue_as_of(
         changes=as_of.changes(conn, ns, qname, at),
         flags_then=[(f, in_figures(f)) for f in open_then],
         alerts_then=as_of.alerts_at(conn, ns, qname, at),
-        owner=owner_of(conn, ns, qname),
+        owner=owner_of(conn, ns, qname, at),
         **charts(moment.asked),
     )
     return render(request, "queue_as_of.html", ctx)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -259,3 +260,43 @@ def test_an_owner_with_a_line_break_stays_on_its_alerts_line() -> None:
     }  # fmt: skip
     (line,) = delivery.lines(payload)
     assert line == "FIRING: backlog on c/n/q (value 1) — owner Team FIRING: forged, on call @a b"
+
+
+# -- as of a past time -------------------------------------------------------------------
+
+
+def test_owners_as_of_a_past_time_undo_the_changes_audited_since(
+    console, admin: Client, ns: str
+) -> None:
+    """Created, edited (its pattern too), deleted through the pages: at each moment in
+    between, Owners(at=) tells who owned what then, from the audit rows."""
+
+    def moment() -> int:
+        time.sleep(0.01)
+        at = round(time.time() * 1000)
+        time.sleep(0.01)
+        return at
+
+    before_all = moment()
+    assert admin.post("/owners/", form(ns)).status_code == 302
+    orders_form = form(ns, queue="", pattern="orders-*", owner="Orders")
+    assert admin.post("/owners/", orders_form).status_code == 302
+    created = moment()
+    payments = Ownership.objects.get(queue="payments")
+    orders = Ownership.objects.get(pattern="orders-*")
+    edit = form(ns, queue="", pattern="orders-eu-*", owner="Orders EU")
+    assert admin.post(f"/owners/{orders.pk}/", edit).status_code == 302
+    assert admin.post(f"/owners/{payments.pk}/", form(ns, owner="Billing")).status_code == 302
+    edited = moment()
+    assert admin.post(f"/owners/{payments.pk}/delete/", {"confirm": "payments"}).status_code == 302
+
+    def owners(at: int | None) -> dict[str, str]:
+        o = Owners("default", ns, at)
+        return {q: x.owner for q in ("payments", "orders-us-1", "orders-eu-1") if (x := o.of(q))}
+
+    assert owners(None) == {"orders-eu-1": "Orders EU"}
+    assert owners(edited) == {"payments": "Billing", "orders-eu-1": "Orders EU"}
+    assert owners(created) == {
+        "payments": "Payments team", "orders-us-1": "Orders", "orders-eu-1": "Orders",
+    }  # fmt: skip
+    assert owners(before_all) == {}

@@ -107,3 +107,11 @@ def test_its_charts_drawn_again_by_htmx_still_end_then(console, past, viewer: Cl
         "HTTP_HX_CURRENT_URL": "http://testserver" + console.queue("q1"),
     }).content.decode()  # fmt: skip
     assert re.search(r"visible <b>2</b>", live)
+
+
+def test_its_owner_is_the_one_then(console, past, admin: Client, ns: str) -> None:
+    """An owner added after that time is not the owner shown then; it is now."""
+    added = {"place": f"default/{ns}", "queue": "q1", "pattern": "", "owner": "Team Later"}
+    assert admin.post("/owners/", added).status_code == 302
+    assert "Team Later" not in admin.get(console.queue("q1", f"?as_of={past}")).content.decode()
+    assert "Team Later" in admin.get(console.queue("q1")).content.decode()
