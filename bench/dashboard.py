@@ -106,9 +106,10 @@ SORTS = ["name", "-name", "-msgs", "visible", "-inflight", "delayed", "-oldest",
          "-send_rate", "receive_rate", "-wait", "drain"]  # fmt: skip
 
 
-def run_big(url: str, args: argparse.Namespace) -> list[tuple[str, float, float, int, str]]:
-    """The overview of ``args.queues`` queues in every snapshot sort order, after one
-    snapshot run (as the Celery task takes it), with SLOWLOG of calls over 5 ms."""
+def console_client() -> Any:
+    """Django set up on the bench's settings and database (migrated, static files collected
+    for the hashed names the pages link), and a test client logged in as the bench's
+    user. First in each run: the console's modules import only once Django is set up."""
     import django
 
     django.setup()
@@ -116,16 +117,24 @@ def run_big(url: str, args: argparse.Namespace) -> list[tuple[str, float, float,
     from django.core.management import call_command
     from django.test import Client
     from django.test.utils import setup_test_environment
+
+    setup_test_environment()
+    call_command("migrate", verbosity=0)
+    call_command("collectstatic", interactive=False, verbosity=0)
+    client = Client()
+    client.force_login(User.objects.create_superuser("bench", "b@example.com", "bench"))
+    return client
+
+
+def run_big(url: str, args: argparse.Namespace) -> list[tuple[str, float, float, int, str]]:
+    """The overview of ``args.queues`` queues in every snapshot sort order, after one
+    snapshot run (as the Celery task takes it), with SLOWLOG of calls over 5 ms."""
+    client = console_client()
     from redis.connection import AbstractConnection
 
     from bench.machine import SlowLog, create_queues, rss_mb
     from dashboard.triage.conditions import take_snapshot
 
-    setup_test_environment()
-    call_command("migrate", verbosity=0)
-    call_command("collectstatic", interactive=False, verbosity=0)  # the hashed names
-    client = Client()
-    client.force_login(User.objects.create_superuser("bench", "b@example.com", "bench"))
     n = args.queues
     print(f"creating {n:,} queues ...", flush=True)
     create_queues(url, "bench", [f"queue-{i:06d}" for i in range(n)], messages=3)
@@ -173,14 +182,8 @@ def run_as_of(url: str, args: argparse.Namespace) -> list[tuple[str, float, floa
     """The overview, a queue's page and the timeline "as of" a time in the middle of
     ``args.runs`` stored snapshot runs of ``args.queues`` (1,000) queues, with a condition
     change every tenth run on a tenth of the queues; the live overview as their peer."""
-    import django
-
-    django.setup()
-    from django.contrib.auth.models import User
-    from django.core.management import call_command
+    client = console_client()
     from django.db import connection, transaction
-    from django.test import Client
-    from django.test.utils import setup_test_environment
     from redis.connection import AbstractConnection
 
     from bench.machine import create_queues
@@ -189,11 +192,6 @@ def run_as_of(url: str, args: argparse.Namespace) -> list[tuple[str, float, floa
     from dashboard.triage import as_of
     from dashboard.triage.conditions import CHANGE_ROW, take_snapshot
 
-    setup_test_environment()
-    call_command("migrate", verbosity=0)
-    call_command("collectstatic", interactive=False, verbosity=0)  # the hashed names
-    client = Client()
-    client.force_login(User.objects.create_superuser("bench", "b@example.com", "bench"))
     n = args.queues = args.queues or 1000
     names = [f"queue-{i:06d}" for i in range(n)]
     print(f"creating {n:,} queues ...", flush=True)
@@ -258,23 +256,10 @@ def run_as_of(url: str, args: argparse.Namespace) -> list[tuple[str, float, floa
 
 
 def run(url: str, args: argparse.Namespace) -> list[tuple[str, float, float, int, str]]:
-    import django
-
-    django.setup()
-    from django.contrib.auth.models import User
-    from django.core.management import call_command
-    from django.test import Client
-    from django.test.utils import setup_test_environment
+    client = console_client()
     from redis.connection import AbstractConnection
 
     from queues import RedisSMQ
-
-    setup_test_environment()
-    call_command("migrate", verbosity=0)
-    call_command("collectstatic", interactive=False, verbosity=0)  # the hashed names
-    admin = User.objects.create_superuser("bench", "b@example.com", "bench")
-    client = Client()
-    client.force_login(admin)
 
     rsmq = RedisSMQ(url=url, ns="bench")
     n_queues = 1000
@@ -368,23 +353,13 @@ def run_due(
     """The due-time view of a queue of delayed messages: the queue page at each scale
     (server time, round trips), the API's due read, and the Redis time of one due script
     call at each scale (INFO commandstats: usec per call)."""
-    import django
-
-    django.setup()
-    from django.contrib.auth.models import User
-    from django.core.management import call_command
+    client = console_client()
     from django.test import Client
-    from django.test.utils import setup_test_environment
     from redis.connection import AbstractConnection
 
     from dashboard.access import tokens
     from queues import RedisSMQ
 
-    setup_test_environment()
-    call_command("migrate", verbosity=0)
-    call_command("collectstatic", interactive=False, verbosity=0)
-    client = Client()
-    client.force_login(User.objects.create_superuser("bench", "b@example.com", "bench"))
     n = 100_000 if args.quick else 1_000_000
     print(f"filling 'later' with {n:,} delayed messages ...", flush=True)
     fill_delayed_queue(url, "later", n)
@@ -498,22 +473,11 @@ def render_due(
 def run_tabs(url: str, args: argparse.Namespace) -> list[tuple[str, float, float, int, str]]:
     """The default run's 1,000,000-message queue (20,000 of them in flight, none delayed):
     each tab of its page, and each tab's live refresh (the htmx partial)."""
-    import django
-
-    django.setup()
-    from django.contrib.auth.models import User
-    from django.core.management import call_command
-    from django.test import Client
-    from django.test.utils import setup_test_environment
+    client = console_client()
     from redis.connection import AbstractConnection
 
     from queues import RedisSMQ
 
-    setup_test_environment()
-    call_command("migrate", verbosity=0)
-    call_command("collectstatic", interactive=False, verbosity=0)
-    client = Client()
-    client.force_login(User.objects.create_superuser("bench", "b@example.com", "bench"))
     rsmq = RedisSMQ(url=url, ns="bench")
     n_msgs = 100_000 if args.quick else 1_000_000
     print(f"filling 'big' with {n_msgs:,} messages ...", flush=True)
@@ -567,23 +531,12 @@ def fill_browse_queue(url: str, qname: str, visible: int) -> None:
 def run_browse(url: str, args: argparse.Namespace) -> list[tuple[str, float, float, int, str]]:
     """Every tab's first, middle and last page, Next from the middle, a scan step of
     "received >= 5" and of a body search, each with the longest Redis call (SLOWLOG)."""
-    import django
-
-    django.setup()
-    from django.contrib.auth.models import User
-    from django.core.management import call_command
-    from django.test import Client
-    from django.test.utils import setup_test_environment
+    client = console_client()
 
     from bench.machine import SlowLog
     from queues import RedisSMQ
     from queues.models import Cursor
 
-    setup_test_environment()
-    call_command("migrate", verbosity=0)
-    call_command("collectstatic", interactive=False, verbosity=0)
-    client = Client()
-    client.force_login(User.objects.create_superuser("bench", "b@example.com", "bench"))
     rsmq = RedisSMQ(url=url, ns="bench")
     sizes = [args.size] if args.size else [100_000] if args.quick else [1_000_000, 10_000_000]
     slowlog = SlowLog(url, micros=1000)  # every call over 1 ms, to find the longest
