@@ -26,7 +26,7 @@ import logging
 from typing import Any, TypedDict
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.http import Http404, HttpRequest
 from django.utils import timezone
 from redis.exceptions import RedisError
@@ -271,7 +271,6 @@ def create(request: HttpRequest, place: Place, qname: str, data: Any, actor: str
     ``actor``: who asked when no console user did (an API token, by its name)."""
     kind, f, plan = read_request(data, qname)
     who = actor or request.user.get_username()
-    check_caps(place, qname, who)
     pace = plan.pace
     params: JobParams = {
         "to": plan.to, "vt": plan.vt, "keep_counts": plan.keep_counts, "rate": pace.rate,
@@ -284,13 +283,17 @@ def create(request: HttpRequest, place: Place, qname: str, data: Any, actor: str
             "spread_until": plan.when.spread_until,
         }  # fmt: skip
         params.update(when)  # type: ignore[typeddict-item]
-    # audited before it exists (nothing happens if the row can't be written: 503)
-    row = audit.start(place, AUDIT[kind], actor=actor, user=request.user, queue=qname,
-                      params={**params, "filter": f.query(), "step": "count"})  # fmt: skip
-    job = BulkJob.objects.create(
-        kind=kind, connection=place.conn.name, namespace=place.ns, queue=qname,
-        filter=f.query(), params=params, username=who, phase="counting", due=timezone.now(),
-    )  # fmt: skip
+    with transaction.atomic():  # counted under the caps and written, one at a time
+        _one_at_a_time()
+        check_caps(place, qname, who)
+        # audited before it exists (nothing happens if the row can't be written: 503)
+        row = audit.start(place, AUDIT[kind], actor=actor, user=request.user, queue=qname,
+                          params={**params, "filter": f.query(), "step": "count"})  # fmt: skip
+        job = BulkJob.objects.create(
+            kind=kind, connection=place.conn.name, namespace=place.ns, queue=qname,
+            filter=f.query(), params=params, username=who, phase="counting",
+            due=timezone.now(),
+        )  # fmt: skip
     audit.finish(
         row, AuditEntry.Outcome.OK,
         params={**params, "filter": job.filter, "job": job.pk, "step": "count"},
@@ -377,6 +380,20 @@ def control(job: BulkJob, verb: str) -> None:
 
 class JobLimit(JobError):
     """A cap on live jobs (RSMQ_JOBS_MAX, _PER_USER, _PER_QUEUE) is reached: 409."""
+
+
+#: Postgres's advisory lock of job creations (any number: the console takes no other)
+CAPS_LOCK = 0x72736D71
+
+
+def _one_at_a_time() -> None:
+    """In a transaction, before the caps are counted: the job creations of every web
+    process one after another until it ends, so two can't both find the last place under
+    a cap. SQLite's transactions take its write lock as they begin (settings.py:
+    IMMEDIATE); Postgres takes an advisory lock, held until the transaction ends."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CAPS_LOCK])
 
 
 def check_caps(place: Place, qname: str, who: str) -> None:

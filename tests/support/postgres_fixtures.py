@@ -38,6 +38,7 @@ POSTGRES_MODULES = {
     "tests/console/api/test_api.py",
     "tests/console/api/test_api_nul.py",
     "tests/console/api/test_audit_first.py",
+    "tests/console/jobs/test_job_caps_at_once.py",
     "tests/console/access/test_bounded_growth.py",
     "tests/console/access/test_audit.py",
     "tests/console/snapshots/test_celery_snapshots.py",
