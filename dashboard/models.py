@@ -911,3 +911,21 @@ class Silence(models.Model):
     @property
     def window(self) -> bool:
         return bool(self.weekdays)
+
+
+class SsoSession(models.Model):
+    """A console session signed in through OpenID Connect: the provider's tokens, to check
+    the user's groups with it again (dashboard/access/oidc.py ``Recheck``). It goes with
+    its session: logged out, ended by a check, or expired (pruned with Django's sessions)."""
+
+    session_key = models.CharField(max_length=40, unique=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    access_token = models.TextField()
+    refresh_token = models.TextField(blank=True)
+    # When the access token expires (epoch s; None: the provider did not say).
+    expires_at = models.FloatField(null=True, blank=True)
+    started_at = models.DateTimeField(default=timezone.now)
+    checked_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.user} since {self.started_at:%Y-%m-%d %H:%M}"
