@@ -7,6 +7,8 @@ the proxy stops naming them, another name in the header is another session."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, SESSION_KEY
 from django.contrib.auth.backends import RemoteUserBackend
@@ -33,6 +35,12 @@ class ProxyUsers(RemoteUserBackend):
     in with one)."""
 
     create_unknown_user = True
+
+    def configure_user(self, request: HttpRequest, user: Any, created: bool = True) -> Any:
+        if created:
+            user.set_unusable_password()
+            user.save(update_fields=["password"])
+        return user
 
 
 class ProxyUserMiddleware(RemoteUserMiddleware):
