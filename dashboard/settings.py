@@ -485,9 +485,9 @@ RSMQ_OIDC_SCOPES = os.environ.get("RSMQ_OIDC_SCOPES", "openid email profile").sp
 RSMQ_OIDC_USERNAME_CLAIM = os.environ.get("RSMQ_OIDC_USERNAME_CLAIM", "preferred_username")
 RSMQ_OIDC_GROUPS_CLAIM = os.environ.get("RSMQ_OIDC_GROUPS_CLAIM", "groups")
 RSMQ_OIDC_BUTTON = os.environ.get("RSMQ_OIDC_BUTTON", "Sign in with single sign-on")
-# Seconds between two checks of a signed-in user's groups with the provider (userinfo; a
-# refresh token once the access token expired): a group taken away takes its roles with
-# it by then, and a session the provider ended is logged out. Seconds one call may take.
+# Seconds between two checks of a signed-in user's groups with the provider (a refresh
+# token's grant; userinfo without one): a group taken away takes its roles with it by
+# then, and a session the provider ended is logged out. Seconds one call may take.
 RSMQ_OIDC_RECHECK_SECONDS: float | str = os.environ.get("RSMQ_OIDC_RECHECK_SECONDS", "300")
 RSMQ_OIDC_TIMEOUT: float | str = os.environ.get("RSMQ_OIDC_TIMEOUT", "5")
 for _name in ("RSMQ_OIDC_RECHECK_SECONDS", "RSMQ_OIDC_TIMEOUT"):

@@ -2,8 +2,8 @@
 code flow with PKCE (S256) and a nonce, the ID token checked against the provider's keys.
 The user is made at the first sign-in; their Django groups follow the provider's groups
 claim (dashboard/access/groups.py). Every RSMQ_OIDC_RECHECK_SECONDS a signed-in session
-asks the provider again (``Recheck``: userinfo, with a refresh token once the access token
-expired), on whatever request comes — a page, an htmx fragment, the JSON API: a group taken
+asks the provider again (``Recheck``: a refresh token's grant, or userinfo without one),
+on whatever request comes — a page, an htmx fragment, the JSON API: a group taken
 away takes its roles with it, and a session the provider ended is logged out."""
 
 from __future__ import annotations
@@ -113,10 +113,7 @@ def finish(request: HttpRequest) -> User:
             raise SignInFailed(
                 "The provider sent no ID token (is 'openid' among RSMQ_OIDC_SCOPES?)"
             )
-        # Some providers (Okta's org server, Entra past 200 groups) leave the groups out of
-        # the ID token: their userinfo has them.
-        if settings.RSMQ_OIDC_GROUPS_CLAIM not in claims:
-            claims.update(_userinfo(app, token))
+        claims = _with_userinfo(app, token, claims)
     except OAuthError as e:
         raise SignInFailed(f"The provider refused the sign-in: {e.error or e}", 403) from e
     except requests.RequestException as e:
@@ -139,10 +136,14 @@ def finish(request: HttpRequest) -> User:
     return user
 
 
-def _userinfo(app: Any, token: Any) -> dict[str, Any]:
+def _with_userinfo(app: Any, token: Any, claims: dict[str, Any]) -> dict[str, Any]:
+    """The ID token's ``claims``, and the userinfo endpoint's when they carry no groups
+    claim (some providers put the groups in one of the two only)."""
+    if settings.RSMQ_OIDC_GROUPS_CLAIM in claims:
+        return claims
     if not app.load_server_metadata().get("userinfo_endpoint"):
-        return {}
-    return dict(app.userinfo(token=token))
+        return claims
+    return {**claims, **app.userinfo(token=token)}
 
 
 def _user(claims: dict[str, Any]) -> User:
@@ -199,28 +200,32 @@ class Unreachable(Exception):
 
 
 def _claims(row: SsoSession) -> dict[str, Any]:
-    """The user's claims now (userinfo; the tokens refreshed first when they expired, or
-    when the provider refused them): Ended, Unreachable."""
+    """The user's claims now: the refresh token's grant (the provider says whether the
+    session lives on; its new ID token, checked, or its userinfo), or without a refresh
+    token the userinfo endpoint while the access token lasts. Ended, Unreachable."""
     app = client()
     try:
-        if row.expires_at is None or row.expires_at > time.time() + 5:
+        if row.refresh_token:
             try:
-                return _userinfo(app, {"access_token": row.access_token, "token_type": "Bearer"})
-            except requests.HTTPError as e:
-                if e.response is None or e.response.status_code not in (400, 401, 403):
-                    raise
-        if not row.refresh_token:
-            raise Ended("the provider's access token expired, and it gave no refresh token")
-        try:
-            token = app.fetch_access_token(
-                grant_type="refresh_token", refresh_token=row.refresh_token
-            )
-        except OAuthError as e:
-            raise Ended(f"the provider refused to refresh the session ({e.error or e})") from e
-        row.access_token = token["access_token"]
-        row.refresh_token = token.get("refresh_token") or row.refresh_token
-        row.expires_at = token.get("expires_at")
-        return _userinfo(app, token)
+                token = app.fetch_access_token(
+                    grant_type="refresh_token", refresh_token=row.refresh_token
+                )
+                claims = dict(app.parse_id_token(token, None) or {}) if "id_token" in token else {}
+            except OAuthError as e:
+                raise Ended(f"the provider refused to refresh the session ({e.error or e})") from e
+            except (AuthlibBaseError, JoseError) as e:
+                raise Ended(f"the provider's new ID token was refused ({e})") from e
+            row.access_token = token["access_token"]
+            row.refresh_token = token.get("refresh_token") or row.refresh_token
+            row.expires_at = token.get("expires_at")
+            return _with_userinfo(app, token, claims)
+        if row.expires_at is not None and row.expires_at <= time.time():
+            raise Ended("its access token expired, and the provider gave no refresh token")
+        return _with_userinfo(app, {"access_token": row.access_token, "token_type": "Bearer"}, {})
+    except requests.HTTPError as e:
+        if e.response is not None and e.response.status_code in (400, 401, 403):
+            raise Ended(f"the provider refused its access token ({e.response.status_code})") from e
+        raise Unreachable(str(e)) from e
     except requests.RequestException as e:
         raise Unreachable(str(e)) from e
 

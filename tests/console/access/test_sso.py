@@ -149,17 +149,35 @@ def test_a_session_revoked_at_the_provider_is_logged_out(idp: Provider, console)
     assert ended.detail.startswith("The provider ended the session: the provider refused")
 
 
-def test_an_expired_access_token_is_refreshed_and_the_session_goes_on(idp: Provider, console):
+def test_each_check_refreshes_the_tokens_and_the_session_goes_on(idp: Provider, console):
     client = Client()
     sign_in(client)
     before = SsoSession.objects.get()
-    SsoSession.objects.update(expires_at=1.0)  # long expired
-    assert client.get(console.overview()).status_code == 200
+    for _ in range(3):
+        assert client.get(console.overview()).status_code == 200
     after = SsoSession.objects.get()
     assert after.access_token != before.access_token
     assert after.refresh_token != before.refresh_token  # the provider rotates them
-    assert after.expires_at is not None and after.expires_at > 1.0
     assert not rows("session_end")
+    assert role_of(alice()) == Role.ADMIN
+
+
+def test_without_a_refresh_token_an_expired_access_token_ends_the_session(idp: Provider, console):
+    client = Client()
+    sign_in(client)
+    SsoSession.objects.update(refresh_token="", expires_at=1.0)  # long expired
+    assert client.get(console.overview()).status_code == 302
+    (ended,) = rows("session_end")
+    assert "no refresh token" in ended.detail
+
+
+def test_without_a_refresh_token_userinfo_says_what_the_groups_are(idp: Provider, console):
+    client = Client()
+    sign_in(client)
+    SsoSession.objects.update(refresh_token="")
+    idp.set_groups(USER, "rsmq-viewers")
+    assert client.get(console.overview()).status_code == 200
+    assert role_of(alice()) == Role.VIEWER
 
 
 def test_a_console_user_with_a_password_is_not_taken_over_by_a_provider_name(
