@@ -929,3 +929,24 @@ class SsoSession(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} since {self.started_at:%Y-%m-%d %H:%M}"
+
+
+class SsoIdentity(models.Model):
+    """Which account at the provider a console user is (its issuer and ``sub``, the one
+    claim the provider never reuses or lets a user change): the user a sign-in names,
+    whatever user name the provider says now (dashboard/access/oidc.py)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sso_identity"
+    )
+    issuer = models.CharField(max_length=400)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="sso_identity_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} = {self.subject} at {self.issuer}"

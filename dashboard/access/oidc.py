@@ -30,7 +30,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from joserfc.errors import JoseError
 
 from dashboard.access import groups, local, sign_ins
-from dashboard.models import SsoSession
+from dashboard.models import SsoIdentity, SsoSession
 
 log = logging.getLogger(__name__)
 
@@ -147,11 +147,28 @@ def _with_userinfo(app: Any, token: Any, claims: dict[str, Any]) -> dict[str, An
 
 
 def _user(claims: dict[str, Any]) -> User:
+    """The console user the provider's account is: the one it signed in as before (its
+    ``sub``), else the one its user name names — made now, or linked if nobody from the
+    provider has it and it has no password."""
+    issuer, subject = settings.RSMQ_OIDC_ISSUER, str(claims.get("sub") or "")
+    if not subject:
+        raise SignInFailed("The provider's ID token has no 'sub'.")
+    known = SsoIdentity.objects.select_related("user").filter(issuer=issuer, subject=subject)
+    user = known[0].user if known else _named(claims)
+    if not user.is_active:
+        raise SignInFailed(f"{user.get_username()!r} is deactivated in the console.",
+                           who=user.get_username())  # fmt: skip
+    if not known:
+        SsoIdentity.objects.create(user=user, issuer=issuer, subject=subject)
+    return user
+
+
+def _named(claims: dict[str, Any]) -> User:
     name = claims.get(settings.RSMQ_OIDC_USERNAME_CLAIM) or claims.get("sub")
     if not isinstance(name, str) or not name:
         raise SignInFailed(
             f"The provider's answer has no {settings.RSMQ_OIDC_USERNAME_CLAIM!r} claim"
-            " (RSMQ_OIDC_USERNAME_CLAIM) nor a 'sub'."
+            " (RSMQ_OIDC_USERNAME_CLAIM)."
         )
     longest = User._meta.get_field("username").max_length or 150
     if len(name) > longest:
@@ -168,8 +185,11 @@ def _user(claims: dict[str, Any]) -> User:
         raise SignInFailed(
             f"{name!r} is a console user with a password: they log in with it.", who=name
         )
-    if not user.is_active:
-        raise SignInFailed(f"{name!r} is deactivated in the console.", who=name)
+    elif SsoIdentity.objects.filter(user=user).exists():
+        # Another account at the provider signed in as this name first (a name reused).
+        raise SignInFailed(
+            f"{name!r} is the console user of another account at the provider.", who=name
+        )
     return user
 
 

@@ -193,6 +193,40 @@ def test_a_console_user_with_a_password_is_not_taken_over_by_a_provider_name(
     assert rows("login_failed")[0].username == USER
 
 
+def test_an_account_renamed_at_the_provider_is_still_the_same_console_user(
+    idp: Provider,
+) -> None:
+    sign_in(Client())
+    first = alice()
+    idp.run("rename", USER, "alicia")
+    try:
+        client = Client()
+        start = client.get("/login/sso/")
+        back = sign_in_at(start["Location"], user="alicia")
+        assert client.get(back.removeprefix("http://testserver")).status_code == 302
+        assert client.session["_auth_user_id"] == str(first.pk)
+        assert not User.objects.filter(username="alicia").exists()
+    finally:
+        idp.run("rename", "alicia", USER)
+
+
+def test_a_user_name_taken_by_another_account_of_the_provider_is_refused(idp: Provider) -> None:
+    sign_in(Client())
+    idp.run("rename", USER, "alice-old")
+    idp.run("add", USER, "another password")  # a new account, a new sub, the same name
+    try:
+        client = Client()
+        start = client.get("/login/sso/")
+        back = sign_in_at(start["Location"], password="another password")
+        answer = client.get(back.removeprefix("http://testserver"))
+        assert answer.status_code == 403
+        assert "the console user of another account at the provider" in answer.content.decode()
+        assert "_auth_user_id" not in client.session
+    finally:
+        idp.run("rename", USER, "alice-new")
+        idp.run("rename", "alice-old", USER)
+
+
 def test_logging_out_forgets_the_providers_tokens(idp: Provider) -> None:
     client = Client()
     sign_in(client)
@@ -214,3 +248,9 @@ def test_a_provider_that_does_not_answer_is_said_so(settings, db) -> None:
     answer = Client().get("/login/sso/")
     assert answer.status_code == 502
     assert "The sign-in provider could not be reached" in answer.content.decode()
+
+
+def test_the_admin_lists_which_provider_account_each_user_is(idp: Provider, admin_client) -> None:
+    sign_in(Client())
+    page = admin_client.get("/admin/dashboard/ssoidentity/").content.decode()
+    assert USER in page and idp.issuer in page

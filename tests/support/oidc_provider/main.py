@@ -50,8 +50,21 @@ def revoke(username: str) -> None:
         model.objects.filter(user__username=username).delete()
 
 
+def rename(username: str, new: str) -> None:
+    from django.contrib.auth.models import User
+
+    User.objects.filter(username=username).update(username=new)
+
+
+def add(username: str, password: str) -> None:
+    from django.contrib.auth.models import User
+
+    User.objects.create_user(username, password=password)
+
+
 if __name__ == "__main__":
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "support.oidc_provider.settings")
     django.setup()
     command, *args = sys.argv[1:]
-    {"serve": serve, "groups": groups, "revoke": revoke}[command](*args)
+    commands = {"serve": serve, "groups": groups, "revoke": revoke, "rename": rename, "add": add}
+    commands[command](*args)
