@@ -267,7 +267,7 @@ def recheck(request: HttpRequest) -> None:
             .first()
         )
         if row is None:
-            end(request, "its single sign-on session is no longer known")
+            end(request, "Its single sign-on session is no longer known.")
             return
         if now - row.checked_at.timestamp() < every:  # another request just asked
             request.session[CHECKED] = row.checked_at.timestamp()
@@ -286,6 +286,15 @@ def recheck(request: HttpRequest) -> None:
             else:
                 log.warning("The sign-in provider could not be reached: %s", e)
                 request.session[CHECKED] = now
+            return
+        subject = claims.get("sub")
+        if (
+            subject is not None
+            and not SsoIdentity.objects.filter(user=user, subject=str(subject)).exists()
+        ):
+            # A refreshed ID token names the account the session began with, or none.
+            row.delete()
+            end(request, "The provider's new ID token names another account.")
             return
         row.checked_at = timezone.now()
         row.save()

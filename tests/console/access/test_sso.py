@@ -16,7 +16,7 @@ from support.oidc import USER, Provider, provider, sign_in_at
 
 from dashboard.access.oidc import CHECKED
 from dashboard.access.roles import Role, role_of
-from dashboard.models import AuditEntry, SsoSession
+from dashboard.models import AuditEntry, SsoIdentity, SsoSession
 
 pytestmark = pytest.mark.django_db
 CALLBACK = "http://testserver/login/sso/callback/"
@@ -225,6 +225,15 @@ def test_a_user_name_taken_by_another_account_of_the_provider_is_refused(idp: Pr
     finally:
         idp.run("rename", USER, "alice-new")
         idp.run("rename", "alice-old", USER)
+
+
+def test_a_refreshed_id_token_of_another_account_ends_the_session(idp: Provider, console):
+    client = Client()
+    sign_in(client)
+    SsoIdentity.objects.update(subject="someone else")
+    assert client.get(console.overview()).status_code == 302
+    (ended,) = rows("session_end")
+    assert ended.detail == "The provider's new ID token names another account."
 
 
 def test_logging_out_forgets_the_providers_tokens(idp: Provider) -> None:
