@@ -313,6 +313,10 @@ class Recheck:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        if settings.SESSION_COOKIE_NAME not in request.COOKIES:
+            # No session: nothing to check, and the session untouched (an API token's
+            # call answers without Vary: Cookie).
+            return self.get_response(request)
         backend = request.session.get(BACKEND_SESSION_KEY)
         if backend == PATH and request.user.is_authenticated:
             recheck(request)

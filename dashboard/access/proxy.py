@@ -59,6 +59,8 @@ class ProxyUserMiddleware(RemoteUserMiddleware):
         trusted = named is not None and trusted_peer(request)
         if trusted:
             request.META[self.header] = named
+        elif settings.SESSION_COOKIE_NAME not in request.COOKIES:
+            return  # nobody to sign in or out: the session untouched (an API token's call)
         before = _signed_in(request)
         was = request.user if before[0] == PATH else None
         super().process_request(request)
