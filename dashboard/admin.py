@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from dashboard.models import AuditEntry
+from dashboard.models import AuditEntry, SsoIdentity
 
 
 @admin.register(AuditEntry)
@@ -27,4 +27,19 @@ class AuditEntryAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(SsoIdentity)
+class SsoIdentityAdmin(admin.ModelAdmin):
+    """Which provider account each console user is: delete a row to let another account
+    (a new provider, a name reused there) sign in as that user (docs/sign-in.md)."""
+
+    list_display = ["user", "subject", "issuer", "created_at"]
+    search_fields = ["user__username", "subject"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
         return False

@@ -911,3 +911,42 @@ class Silence(models.Model):
     @property
     def window(self) -> bool:
         return bool(self.weekdays)
+
+
+class SsoSession(models.Model):
+    """A console session signed in through OpenID Connect: the provider's tokens, to check
+    the user's groups with it again (dashboard/access/oidc.py ``Recheck``). It goes with
+    its session: logged out, ended by a check, or expired (pruned with Django's sessions)."""
+
+    session_key = models.CharField(max_length=40, unique=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    access_token = models.TextField()
+    refresh_token = models.TextField(blank=True)
+    # When the access token expires (epoch s; None: the provider did not say).
+    expires_at = models.FloatField(null=True, blank=True)
+    started_at = models.DateTimeField(default=timezone.now)
+    checked_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.user} since {self.started_at:%Y-%m-%d %H:%M}"
+
+
+class SsoIdentity(models.Model):
+    """Which account at the provider a console user is (its issuer and ``sub``, the one
+    claim the provider never reuses or lets a user change): the user a sign-in names,
+    whatever user name the provider says now (dashboard/access/oidc.py)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sso_identity"
+    )
+    issuer = models.CharField(max_length=400)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="sso_identity_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} = {self.subject} at {self.issuer}"

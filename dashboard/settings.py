@@ -99,11 +99,17 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # A user named by a trusted proxy's header (RSMQ_PROXY_USER_HEADER).
+    "dashboard.access.proxy.ProxyUserMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "dashboard.web.security.NoUrlList",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Every signed-in session checked again (after htmx's: an htmx request whose session
+    # ended is sent to the login page): a provider's groups, a password session once
+    # passwords are off.
+    "dashboard.access.oidc.Recheck",
     "dashboard.web.middleware.RedisUnavailableMiddleware",
     # The API's query parameters and path parts: NUL or a lone surrogate, a 400 (its bodies:
     # its parser).
@@ -113,9 +119,13 @@ MIDDLEWARE = [
 ]
 
 # -- Logins: throttled by django-axes -------------------------------------------------------
+# Passwords (off but for the break-glass users when RSMQ_LOCAL_LOGIN is false), users an
+# authenticating proxy names, users of the OpenID Connect provider (docs/sign-in.md).
 AUTHENTICATION_BACKENDS = [
     "dashboard.access.throttle.LoginThrottle",
-    "django.contrib.auth.backends.ModelBackend",
+    "dashboard.access.local.LocalPasswords",
+    "dashboard.access.proxy.ProxyUsers",
+    "dashboard.access.oidc.OidcUsers",
 ]
 # After this many failed logins for one user name from one address, that pair is locked
 # out for the cool-off (each refused try is written to the audit log as "throttled").
@@ -460,3 +470,44 @@ for _proxy in env_list("RSMQ_TRUSTED_PROXIES"):
         RSMQ_CONFIG_ERRORS.append(
             f"RSMQ_TRUSTED_PROXIES: {_proxy!r} is not an IP address or a CIDR (10.0.0.0/8)"
         )
+
+# -- Signing in (docs/sign-in.md) -------------------------------------------------------------
+# Passwords: off (false) leaves the login page with the single sign-on button alone, and
+# lets only RSMQ_BREAK_GLASS_USERS (comma-separated user names) log in with a password
+# (at /login/?break-glass); a password session of anyone else ends at its next request.
+RSMQ_LOCAL_LOGIN = env_bool("RSMQ_LOCAL_LOGIN", True)
+RSMQ_BREAK_GLASS_USERS = env_list("RSMQ_BREAK_GLASS_USERS")
+# OpenID Connect (authorization code flow with PKCE): the provider's issuer URL (its
+# discovery document is <issuer>/.well-known/openid-configuration), the console's client
+# id and secret there (no secret: a public client), the scopes asked for, the claims that
+# carry the user name and the groups, what the button says.
+RSMQ_OIDC_ISSUER = os.environ.get("RSMQ_OIDC_ISSUER", "").strip().rstrip("/")
+RSMQ_OIDC_CLIENT_ID = os.environ.get("RSMQ_OIDC_CLIENT_ID", "").strip()
+RSMQ_OIDC_CLIENT_SECRET = os.environ.get("RSMQ_OIDC_CLIENT_SECRET", "")
+RSMQ_OIDC_SCOPES = os.environ.get("RSMQ_OIDC_SCOPES", "openid email profile").split()
+RSMQ_OIDC_USERNAME_CLAIM = os.environ.get("RSMQ_OIDC_USERNAME_CLAIM", "preferred_username")
+RSMQ_OIDC_GROUPS_CLAIM = os.environ.get("RSMQ_OIDC_GROUPS_CLAIM", "groups")
+RSMQ_OIDC_BUTTON = os.environ.get("RSMQ_OIDC_BUTTON", "Sign in with single sign-on")
+# Seconds between two checks of a signed-in user's groups with the provider (a refresh
+# token's grant; userinfo without one): a group taken away takes its roles with it by
+# then, and a session the provider ended is logged out. Seconds one call may take.
+RSMQ_OIDC_RECHECK_SECONDS: float | str = os.environ.get("RSMQ_OIDC_RECHECK_SECONDS", "300")
+RSMQ_OIDC_TIMEOUT: float | str = os.environ.get("RSMQ_OIDC_TIMEOUT", "5")
+for _name in ("RSMQ_OIDC_RECHECK_SECONDS", "RSMQ_OIDC_TIMEOUT"):
+    try:
+        globals()[_name] = float(globals()[_name])
+    except ValueError:
+        pass  # kept as text: the check at start names it
+# An authenticating proxy (oauth2-proxy, Pomerium, Authelia, a mod_auth_*): the header
+# that names the user, and the one that lists their groups (comma-separated), believed
+# only from RSMQ_TRUSTED_PROXIES (from anyone else they are ignored).
+RSMQ_PROXY_USER_HEADER = os.environ.get("RSMQ_PROXY_USER_HEADER", "").strip()
+RSMQ_PROXY_GROUPS_HEADER = os.environ.get("RSMQ_PROXY_GROUPS_HEADER", "").strip()
+# The provider's (or the proxy's) groups → the console's Django groups:
+# '{"rsmq-admins": ["admin"], "billing-team": ["billing"]}'. A Django group named here is
+# the provider's to give: a user holds it exactly while a group of theirs maps to it.
+try:
+    RSMQ_SSO_GROUPS: object = json.loads(os.environ.get("RSMQ_SSO_GROUPS", "{}"))
+except json.JSONDecodeError as e:
+    RSMQ_CONFIG_ERRORS.append(f"RSMQ_SSO_GROUPS is not JSON: {e}")
+    RSMQ_SSO_GROUPS = {}

@@ -1,5 +1,4 @@
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from dashboard.api import api
@@ -19,6 +18,7 @@ from dashboard.views import (
     queue_actions,
     redis_page,
     saved_filters,
+    sign_in,
     tokens,
     triage,
 )
@@ -66,8 +66,10 @@ urlpatterns = [
     path("alerts/", include(alert_patterns)),
     path("tokens/", tokens.token_list, name="rsmq-tokens"),
     path("preferences/refresh/", preferences.set_refresh, name="rsmq-set-refresh"),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("login/", sign_in.Login.as_view(), name="login"),
+    path("login/sso/", sign_in.sso_start, name="login-sso"),
+    path("login/sso/callback/", sign_in.sso_callback, name="login-sso-callback"),
+    path("logout/", sign_in.Logout.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("c/<slug:conn>/<str:ns>/", include(place_patterns)),
     path("redis/<slug:conn>/", redis_page.redis_page, name="rsmq-redis"),

@@ -59,6 +59,11 @@ def client_ip(request: HttpRequest) -> str | None:
     return client
 
 
+def trusted_peer(request: HttpRequest) -> bool:
+    """Whether the socket's peer is a proxy of RSMQ_TRUSTED_PROXIES."""
+    return _is_trusted(request.META.get("REMOTE_ADDR"), settings.RSMQ_TRUSTED_PROXIES)
+
+
 def _address(hop: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     """``hop`` of X-Forwarded-For as an address ("[::1]:443" and "1.2.3.4:80" too)."""
     if hop.startswith("["):

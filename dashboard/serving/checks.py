@@ -13,6 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, register
 
+from dashboard.access import groups
 from queues.limits import UNDO_HOURS_MAX
 from queues.urls import CLUSTER, SENTINEL, cluster_namespace_problem, parse
 
@@ -33,7 +34,37 @@ def problems() -> list[str]:
         )
     found += _data_dir(Path(settings.DATA_DIR))
     found += _undo()
+    found += _sign_in()
     return found
+
+
+def _sign_in() -> Iterable[str]:
+    """Single sign-on, the proxy's headers, password logins (docs/sign-in.md)."""
+    yield from groups.problems(settings.RSMQ_SSO_GROUPS)
+    for name in ("RSMQ_OIDC_RECHECK_SECONDS", "RSMQ_OIDC_TIMEOUT"):
+        value = getattr(settings, name)
+        if not isinstance(value, (int, float)) or not 0 < value <= 86400:
+            yield f"{name} is {value!r}: it must be a number of seconds more than 0 up to 86400"
+    issuer, client = settings.RSMQ_OIDC_ISSUER, settings.RSMQ_OIDC_CLIENT_ID
+    if bool(issuer) != bool(client):
+        yield "RSMQ_OIDC_ISSUER and RSMQ_OIDC_CLIENT_ID go together: set both, or neither"
+    if issuer and not re.fullmatch(r"https?://[^\s/]+(/\S*)?", issuer):
+        yield f"RSMQ_OIDC_ISSUER must be the provider's https:// URL (it is {issuer[:80]!r})"
+    if issuer and "openid" not in settings.RSMQ_OIDC_SCOPES:
+        yield "RSMQ_OIDC_SCOPES must include openid (it is OpenID Connect's sign-in)"
+    proxy = settings.RSMQ_PROXY_USER_HEADER
+    if settings.RSMQ_PROXY_GROUPS_HEADER and not proxy:
+        yield "RSMQ_PROXY_GROUPS_HEADER needs RSMQ_PROXY_USER_HEADER (the header naming the user)"
+    if proxy and not settings.RSMQ_TRUSTED_PROXIES:
+        yield (
+            f"RSMQ_PROXY_USER_HEADER ({proxy}) is believed only from RSMQ_TRUSTED_PROXIES,"
+            " which is empty: name the proxy's address"
+        )
+    if not settings.RSMQ_LOCAL_LOGIN and not (issuer or proxy or settings.RSMQ_BREAK_GLASS_USERS):
+        yield (
+            "RSMQ_LOCAL_LOGIN is off with no other way in: set RSMQ_OIDC_ISSUER,"
+            " RSMQ_PROXY_USER_HEADER or RSMQ_BREAK_GLASS_USERS"
+        )
 
 
 def _undo() -> Iterable[str]:

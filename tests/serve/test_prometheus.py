@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.processes import stop
 from support.served import ROOT, Response, Served, cookies, request, start
 
 from queues import RedisSMQ
@@ -147,12 +148,7 @@ def prometheus(served: Served, tmp_path: Path) -> Iterator[int]:
         wait_for("Prometheus ready", lambda: ready(port), timeout=60)
         yield port
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
         log.close()
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.spark import java_problem
+from support.processes import stop
 
 READY_WITHIN = 180.0  # s: two JVMs starting on a shared 2-core machine
 
@@ -84,16 +85,6 @@ def _env(tmp: Path) -> dict[str, str]:
 def _start(cmd: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
         return subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @contextmanager
@@ -162,7 +153,7 @@ def standalone(tmp: Path) -> Iterator[Cluster]:
         yield cluster
     finally:
         for p in reversed(procs):
-            _stop(p)
+            stop(p)
 
 
 @pytest.fixture(scope="session")

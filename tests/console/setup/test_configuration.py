@@ -98,6 +98,7 @@ def test_it_says_when_the_data_dir_cannot_be_made(settings, tmp_path) -> None:
          "RSMQ_UNDO_HOURS is 'a day': it must be a number more than 0 up to 720"),
         ({"RSMQ_UNDO_MAX_MB": "-1"},
          "RSMQ_UNDO_MAX_MB is -1.0: it must be a number from 0 up to 1e+06"),
+        ({"RSMQ_SSO_GROUPS": "{ops: admin}"}, "RSMQ_SSO_GROUPS is not JSON"),
     ],
 )  # fmt: skip
 def test_manage_py_check_fails_with_one_line_per_problem(
