@@ -63,6 +63,7 @@ alert_patterns = [
 urlpatterns = [
     path("", overview.home, name="rsmq-home"),
     path("audit/", audit.audit_log, name="rsmq-audit"),
+    path("audit/export/", audit.audit_export, name="rsmq-audit-export"),
     path("alerts/", include(alert_patterns)),
     path("tokens/", tokens.token_list, name="rsmq-tokens"),
     path("preferences/refresh/", preferences.set_refresh, name="rsmq-set-refresh"),

@@ -1,20 +1,25 @@
-"""The audit log's page: every mutating action, filtered by who, where, what and when."""
+"""The audit log's page: every mutating action, filtered by who, where, what and when;
+and the same rows as JSON Lines (``audit_export``), for a SIEM or a postmortem."""
 
 from __future__ import annotations
 
 import datetime as dt
 import difflib
+import json
+from collections.abc import Iterator
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import QuerySet
-from django.http import HttpResponse
+from django.db.models import Q, QuerySet
+from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from dashboard.access.roles import Role, require
+from dashboard.acting.exports import EXPORT_CHUNK, JSONL, Busy, Held
 from dashboard.audit import drain as audit_drain
+from dashboard.audit import log as audit
 from dashboard.audit.log import AUDIT_BODY_BYTES
 from dashboard.models import AuditEntry
 from dashboard.templatetags.console import pretty_body
@@ -68,6 +73,20 @@ def time_range(
     return entries, {f: value for f, value in shown.items() if value}
 
 
+def filtered(params: Any) -> tuple[QuerySet[AuditEntry], dict[str, str]]:
+    """The rows the filters name, and the filters as given; BadFilter if the time range
+    can't be read."""
+    entries = AuditEntry.objects.all()
+    filters = {}
+    for field in FILTERS:
+        value = params.get(field, "").strip()
+        if value:
+            entries = entries.filter(**{field: value})
+            filters[field] = value
+    entries, when = time_range(params, entries)
+    return entries, filters | when
+
+
 @login_required
 @require_safe
 def audit_log(request: HtmxHttpRequest) -> HttpResponse:
@@ -76,23 +95,16 @@ def audit_log(request: HtmxHttpRequest) -> HttpResponse:
     # The API's records still in Redis are moved in first; what can't be yet is counted.
     audit_drain.drain()
     pending = audit_drain.pending()
-    # each row's Undo, if its action kept one (dashboard/acting/undo.py): in the same query
-    entries = AuditEntry.objects.select_related("undo")
-    filters = {}
-    for field in FILTERS:
-        value = request.GET.get(field, "").strip()
-        if value:
-            entries = entries.filter(**{field: value})
-            filters[field] = value
     error, status = "", 200
     try:
-        entries, when = time_range(request.GET, entries)
-        filters.update(when)
+        entries, filters = filtered(request.GET)
     except BadFilter as bad:
         error, status = str(bad), 400
         entries = AuditEntry.objects.none()
-        filters.update({f: request.GET.get(f, "").strip() for f in TIME_FIELDS})
-    page_obj = Paginator(entries, 50).get_page(request.GET.get("page"))
+        filters = {f: request.GET.get(f, "").strip() for f in (*FILTERS, *TIME_FIELDS)}
+        filters = {f: value for f, value in filters.items() if value}
+    # each row's Undo, if its action kept one (dashboard/acting/undo.py): in the same query
+    page_obj = Paginator(entries.select_related("undo"), 50).get_page(request.GET.get("page"))
     for row in page_obj.object_list:
         row.body_diff = body_diff(row.params)
     ctx = context(
@@ -106,6 +118,69 @@ def audit_log(request: HtmxHttpRequest) -> HttpResponse:
         pending=pending,
     )
     return render(request, "audit.html", ctx, status=status)
+
+
+#: rows one query of an export reads (a row keeps at most two 64 KB bodies)
+EXPORT_ROWS = 50
+
+
+def as_line(row: AuditEntry) -> bytes:
+    return json.dumps({
+        "id": row.pk, "at": row.at.isoformat(), "username": row.username,
+        "connection": row.connection, "namespace": row.namespace, "queue": row.queue,
+        "action": row.action, "outcome": row.outcome, "ids": row.ids, "count": row.count,
+        "params": row.params, "detail": row.detail,
+    }).encode() + b"\n"  # fmt: skip
+
+
+def export_pieces(entries: QuerySet[AuditEntry]) -> Iterator[bytes]:
+    """The rows newest first, as JSON Lines in pieces of about EXPORT_CHUNK bytes; each
+    query reads EXPORT_ROWS rows after the last one sent (no cursor held open while a
+    client takes its time)."""
+    newest_first = entries.order_by("-at", "-id")
+    piece: list[bytes] = []
+    size = 0
+    last: AuditEntry | None = None
+    while True:
+        after = newest_first
+        if last is not None:
+            after = after.filter(Q(at__lt=last.at) | Q(at=last.at, id__lt=last.pk))
+        rows = list(after[:EXPORT_ROWS])
+        for row in rows:
+            piece.append(line := as_line(row))
+            size += len(line)
+            if size >= EXPORT_CHUNK:
+                yield b"".join(piece)
+                piece, size = [], 0
+        if len(rows) < EXPORT_ROWS:
+            break
+        last = rows[-1]
+    if piece:
+        yield b"".join(piece)
+
+
+@login_required
+@require_safe
+def audit_export(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
+    """The rows the page's filters name, as JSON Lines, newest first; the export is
+    audited itself (``audit_export``, with its filters)."""
+    require(request.user, Role.VIEWER)
+    audit_drain.drain()
+    try:
+        entries, filters = filtered(request.GET)
+    except BadFilter as bad:
+        return JsonResponse({"error": str(bad)}, status=400)
+    try:
+        pieces = Held(export_pieces(entries))
+    except Busy as busy:
+        response = JsonResponse({"error": str(busy)}, status=503)
+        response["Retry-After"] = str(busy.retry_after)
+        return response
+    audit.write(None, "audit_export", AuditEntry.Outcome.OK, user=request.user, params=filters)
+    streamed = StreamingHttpResponse(pieces, content_type=JSONL)
+    streamed["Content-Disposition"] = 'attachment; filename="audit.jsonl"'
+    streamed["Cache-Control"] = "no-store"
+    return streamed
 
 
 #: lines of an edit and re-send's difference the audit page shows (the rest: counted)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 
 import pytest
@@ -319,3 +320,48 @@ def test_a_bad_time_is_a_400_naming_the_field(
     page = response.content.decode()
     assert error in page and "No actions recorded that match." in page
     assert AuditEntry.objects.count() == 24  # reading changes nothing
+
+
+# -- the export (JSON Lines) ---------------------------------------------------------------
+
+
+def _export(client: Client, query: str = "") -> list[dict]:
+    response = client.get(f"/audit/export/{query}")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("application/x-ndjson")
+    assert response["Content-Disposition"] == 'attachment; filename="audit.jsonl"'
+    return [json.loads(line) for line in b"".join(response.streaming_content).splitlines()]
+
+
+def test_the_export_is_every_filtered_row_newest_first_across_its_reads(viewer: Client) -> None:
+    """More rows than one read takes (EXPORT_ROWS), many at the same instant: each once."""
+    at = dt.datetime(2026, 11, 28, 3, 0, tzinfo=dt.UTC)
+    made = [_entry(at=at + dt.timedelta(seconds=i // 7), queue=f"q{i % 2}",
+                   params={"n": i}) for i in range(130)]  # fmt: skip
+    _entry(at=at, queue="q1", action="purge")
+    lines = _export(viewer, "?action=requeue&queue=q1")
+    expected = sorted((e for e in made if e.queue == "q1"), key=lambda e: (e.at, e.pk),
+                      reverse=True)  # fmt: skip
+    assert [x["id"] for x in lines] == [e.pk for e in expected]
+    first = lines[0]
+    assert (first["action"], first["queue"], first["params"]) == ("requeue", "q1", {"n": 129})
+    assert dt.datetime.fromisoformat(first["at"]) == expected[0].at
+    exported = AuditEntry.objects.get(action="audit_export")
+    assert (exported.username, exported.params) == (
+        "vera", {"action": "requeue", "queue": "q1"},
+    )  # fmt: skip
+
+
+def test_the_export_says_a_bad_filter_and_needs_a_role(
+    viewer: Client, outsider: Client, anon: Client
+) -> None:
+    bad = viewer.get("/audit/export/?from=yesterday")
+    assert bad.status_code == 400 and "from must be a UTC time" in bad.json()["error"]
+    assert outsider.get("/audit/export/").status_code == 403
+    assert anon.get("/audit/export/").status_code == 302
+    assert not AuditEntry.objects.filter(action="audit_export").exists()
+
+
+def test_the_page_links_the_export_with_its_filters(mixed, viewer: Client) -> None:
+    page = viewer.get("/audit/?queue=q1&page=2").content.decode()
+    assert 'href="/audit/export/?queue=q1"' in page
