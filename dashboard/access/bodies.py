@@ -117,17 +117,22 @@ def actor(request: HttpRequest) -> str:
 def access(request: HttpRequest, place: audit.Place, queue: str, message: str = "") -> Bodies:
     """The one decision: what ``request``'s caller reads of ``queue``'s bodies (of
     ``message``'s, when a reveal names one message)."""
-    return of(role(request), actor(request), place, queue, message)
+    return at(request, place.conn.name, place.ns, queue, message)
 
 
-def of(who: Role, name: str, place: audit.Place, queue: str, message: str = "") -> Bodies:
+def at(
+    request: HttpRequest, connection: str, namespace: str, queue: str, message: str = ""
+) -> Bodies:
+    """``access`` where a row names the place (the audit log's rows)."""
+    who = role(request)
     if who < Role.VIEWER:
         return Bodies(Level.NONE)
     rules = rules_for(queue)
-    if rules is None:
+    if rules is None or rules.clear_role in GROUPS and who >= GROUPS[rules.clear_role]:
         return CLEAR
     may = who >= GROUPS[rules.reveal_role]
-    until = live(name, place, queue, message) if may and name else None
+    name = actor(request)
+    until = live(name, connection, namespace, queue, message) if may and name else None
     if until is not None:
         return Bodies(Level.CLEAR, rules, True, until)
     return Bodies(Level.MASKED, rules, may)
@@ -135,25 +140,28 @@ def of(who: Role, name: str, place: audit.Place, queue: str, message: str = "") 
 
 def consumer(who: Role, queue: str) -> Rules | None:
     """What a consumer's receive masks: nothing for a token whose role may reveal the
-    queue's bodies (a consumer processes them; masking would corrupt its traffic), the
-    rules otherwise. Cheap: one cached lookup, no database."""
+    queue's bodies (a consumer processes them, and its role could read them anyway:
+    masking would only corrupt its traffic), the rules otherwise. Cheap: one cached
+    lookup, no database."""
     rules = rules_for(queue)
     if rules is None or who >= GROUPS[rules.reveal_role]:
         return None
     return rules
 
 
-def live(name: str, place: audit.Place, queue: str, message: str = "") -> dt.datetime | None:
+def live(
+    name: str, connection: str, namespace: str, queue: str, message: str = ""
+) -> dt.datetime | None:
     """The end of ``name``'s live reveal of ``queue`` (or of ``message`` in it), if any."""
     found = (
         Reveal.objects.filter(
             username=name,
-            connection=place.conn.name,
-            namespace=place.ns,
+            connection=connection,
+            namespace=namespace,
             queue=queue,
             until__gt=timezone.now(),
             message__in=("", message) if message else ("",),
-        )  # fmt: skip
+        )
         .order_by("-until")
         .values_list("until", flat=True)
         .first()

@@ -9,10 +9,12 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
-from django.http import HttpResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
+from dashboard.access import bodies
+from dashboard.access.bodies import Bodies, Level
 from dashboard.access.roles import Role, require
 from dashboard.audit import drain as audit_drain
 from dashboard.audit.log import AUDIT_BODY_BYTES
@@ -93,8 +95,19 @@ def audit_log(request: HtmxHttpRequest) -> HttpResponse:
         entries = AuditEntry.objects.none()
         filters.update({f: request.GET.get(f, "").strip() for f in TIME_FIELDS})
     page_obj = Paginator(entries, 50).get_page(request.GET.get("page"))
+    seen: dict[tuple[str, str, str], Bodies] = {}
     for row in page_obj.object_list:
+        where = (row.connection, row.namespace, row.queue)
+        if where not in seen:  # a row keeps bodies of its queue: read as that queue's
+            seen[where] = bodies.at(request, *where)
+        row.params = kept_shown(seen[where], row.params)
         row.body_diff = body_diff(row.params)
+    if request.GET.get("format") == "json":
+        return JsonResponse(
+            {"error": error, "page": page_obj.number, "pages": page_obj.paginator.num_pages,
+             "entries": [as_json(row) for row in page_obj.object_list]},
+            status=status, json_dumps_params={"ensure_ascii": False},
+        )  # fmt: skip
     ctx = context(
         None,
         page_obj=page_obj,
@@ -106,6 +119,32 @@ def audit_log(request: HtmxHttpRequest) -> HttpResponse:
         pending=pending,
     )
     return render(request, "audit.html", ctx, status=status)
+
+
+def kept_shown(shown: Bodies, params: Any) -> Any:
+    """A row's params with the bodies it keeps (an edit and re-send's) as the reader may
+    read that queue's bodies; an observer's: none."""
+    kept = params.get("bodies") if isinstance(params, dict) else None
+    if not isinstance(kept, dict) or shown.level == Level.CLEAR:
+        return params
+    if shown.hidden:
+        return {k: v for k, v in params.items() if k != "bodies"}
+    sides = {}
+    for side, body in kept.items():
+        if isinstance(body, dict) and isinstance(body.get("text"), str):
+            body = {**body, "text": shown.show(body["text"])}
+        sides[side] = body
+    return {**params, "bodies": sides}
+
+
+def as_json(row: AuditEntry) -> dict[str, Any]:
+    """A row of the log's JSON export (``?format=json``: the page's rows, its filters)."""
+    return {
+        "at": row.at.isoformat(), "username": row.username, "connection": row.connection,
+        "namespace": row.namespace, "queue": row.queue, "action": row.action,
+        "ids": row.ids, "count": row.count, "params": row.params, "outcome": row.outcome,
+        "detail": row.detail,
+    }  # fmt: skip
 
 
 #: lines of an edit and re-send's difference the audit page shows (the rest: counted)

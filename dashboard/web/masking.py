@@ -20,13 +20,23 @@ from django.conf import settings
 
 MASK = "[masked]"
 ROLES = ("viewer", "operator", "admin")
+#: a rule's clear_role when nobody reads its parts clear without a reveal
+NOBODY = "nobody"
+FIELDS = ("queues", "paths", "patterns", "reveal_role", "clear_role")
 
 #: digit runs of a card's length (13 to 19, single spaces or dashes between), kept only
 #: when their Luhn sum holds: an order number of 16 digits stays readable
 CARD = r"(?<![\d])\d(?:[ -]?\d){12,18}(?![\d])"
 EMAIL = r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
+#: unset RSMQ_MASKING: what a viewer reads is masked where it looks like a card number or
+#: an e-mail address; operators and admins, who act on messages, read them as they are
 DEFAULTS: list[dict[str, Any]] = [
-    {"queues": "*", "paths": [], "patterns": ["card", "email"], "reveal_role": "operator"}
+    {
+        "queues": "*",
+        "patterns": ["card", "email"],
+        "reveal_role": "operator",
+        "clear_role": "operator",
+    }
 ]
 #: names a rule's patterns may use for the built-in ones
 BUILT_IN = {"card": CARD, "email": EMAIL}
@@ -42,6 +52,7 @@ class Rule:
     paths: tuple[tuple[str, ...], ...]
     patterns: tuple[re.Pattern[str], ...]
     reveal_role: str
+    clear_role: str  # the least role that reads clear without a reveal (NOBODY: none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +62,7 @@ class Rules:
     paths: tuple[tuple[str, ...], ...]
     patterns: tuple[re.Pattern[str], ...]
     reveal_role: str  # the highest of its rules': the least that may reveal them all
+    clear_role: str  # the highest of its rules': the least that reads them all clear
     keys: re.Pattern[str] | None  # a path's last key, for text that is not whole JSON
     any_key: bool  # a path ends in ``*``: text that is not whole JSON can't be cut by key
 
@@ -136,12 +148,10 @@ def parse(raw: str | list[Any] | None) -> tuple[Rule, ...]:
 def _rule(i: int, item: Any) -> Rule:
     at = f"RSMQ_MASKING[{i}]"
     if not isinstance(item, dict):
-        raise MaskingError(f"{at} must be an object with queues, paths, patterns, reveal_role")
-    unknown = sorted(set(item) - {"queues", "paths", "patterns", "reveal_role"})
+        raise MaskingError(f"{at} must be an object with {', '.join(FIELDS)}")
+    unknown = sorted(set(item) - set(FIELDS))
     if unknown:
-        raise MaskingError(
-            f"{at}.{unknown[0]}: not a field of a rule (queues, paths, patterns, reveal_role)"
-        )
+        raise MaskingError(f"{at}.{unknown[0]}: not a field of a rule ({', '.join(FIELDS)})")
     queues = item.get("queues", "*")
     if not isinstance(queues, str) or not queues:
         raise MaskingError(f'{at}.queues must be a glob of queue names, e.g. "orders-*"')
@@ -164,9 +174,14 @@ def _rule(i: int, item: Any) -> Rule:
     role = item.get("reveal_role", "operator")
     if role not in ROLES:
         raise MaskingError(f"{at}.reveal_role must be one of {', '.join(ROLES)}, not {role!r}")
+    clear = item.get("clear_role", NOBODY)
+    if clear not in (*ROLES, NOBODY):
+        raise MaskingError(
+            f"{at}.clear_role must be one of {', '.join((*ROLES, NOBODY))}, not {clear!r}"
+        )
     if not paths and not patterns:
         raise MaskingError(f"{at} masks nothing: give paths or patterns")
-    return Rule(queues, tuple(tuple(p.split(".")) for p in paths), tuple(patterns), role)
+    return Rule(queues, tuple(tuple(p.split(".")) for p in paths), tuple(patterns), role, clear)
 
 
 def _strings(value: Any, at: str) -> list[str]:
@@ -198,13 +213,14 @@ def _for(rules: tuple[Rule, ...], queue: str) -> Rules | None:
     paths = tuple(dict.fromkeys(p for r in mine for p in r.paths))
     patterns = tuple(dict.fromkeys(p for r in mine for p in r.patterns))
     role = max((r.reveal_role for r in mine), key=ROLES.index)
+    clear = max((r.clear_role for r in mine), key=(*ROLES, NOBODY).index)
     last = sorted({p[-1] for p in paths if p[-1] != "*"})
     keys = None
     if last:
         names = "|".join(re.escape(json.dumps(k)[1:-1]) for k in last)
         # "key": then a string (perhaps cut short) or a scalar
         keys = re.compile(rf'("(?:{names})"\s*:\s*)(?:"(?:[^"\\]|\\.)*(?:"|\\?$)|[^,}}\]\s]+)')
-    return Rules(paths, patterns, role, keys, any(p[-1] == "*" for p in paths))
+    return Rules(paths, patterns, role, clear, keys, any(p[-1] == "*" for p in paths))
 
 
 def fields_of(rules: Rules | None, fields: Iterable[str]) -> list[str]:
