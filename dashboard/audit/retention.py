@@ -12,7 +12,7 @@ import time
 from django.conf import settings
 from django.utils import timezone
 
-from dashboard.models import AuditEntry
+from dashboard.models import AuditEntry, Reveal
 
 #: rows one statement deletes
 BATCH = 5000
@@ -27,6 +27,8 @@ def prune(now: dt.datetime | None = None, budget: float = BUDGET) -> tuple[int, 
     if days <= 0:
         return 0, False
     cutoff = (now or timezone.now()) - dt.timedelta(days=days)
+    # reveals ended that long ago: their audit rows (``reveal``) go by the same rule
+    Reveal.objects.filter(until__lt=cutoff).delete()
     until = time.monotonic() + budget
     deleted = 0
     while True:

@@ -207,19 +207,24 @@ def _configured(raw: str | None) -> tuple[Rule, ...]:
     return parse(raw)
 
 
-def configured() -> tuple[Rule, ...]:
+def _raw() -> str | None:
     raw = getattr(settings, "RSMQ_MASKING", None)
-    return _configured(raw if raw is None or isinstance(raw, str) else json.dumps(raw))
+    return raw if raw is None or isinstance(raw, str) else json.dumps(raw)
+
+
+def configured() -> tuple[Rule, ...]:
+    return _configured(_raw())
 
 
 def rules_for(queue: str) -> Rules | None:
-    """The rules naming ``queue`` together, None when none does (cached per name)."""
-    return _for(configured(), queue)
+    """The rules naming ``queue`` together, None when none does: cached per setting and
+    name (a consumer's receive on the fast path asks it on every call)."""
+    return _for(_raw(), queue)
 
 
 @functools.lru_cache(maxsize=4096)
-def _for(rules: tuple[Rule, ...], queue: str) -> Rules | None:
-    mine = [r for r in rules if fnmatch.fnmatchcase(queue, r.queues)]
+def _for(raw: str | None, queue: str) -> Rules | None:
+    mine = [r for r in _configured(raw) if fnmatch.fnmatchcase(queue, r.queues)]
     if not mine:
         return None
     paths = tuple(dict.fromkeys(p for r in mine for p in r.paths))

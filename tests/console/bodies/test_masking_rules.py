@@ -1,14 +1,19 @@
 """RSMQ_MASKING read and applied (dashboard/web/masking.py): JSON fields by path (a ``*``
 segment any key, lists looked through), free text by pattern (card numbers only when
 their Luhn sum holds), a cut preview by its keys; a bad rule is a start-up error naming
-its field; a queue no rule names is not touched."""
+its field; a queue no rule names is not touched. Reveals' rows are pruned with the audit
+log's."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import pytest
+from django.utils import timezone
 
+from dashboard.audit.retention import prune
+from dashboard.models import Reveal
 from dashboard.serving.checks import problems
 from dashboard.web.masking import MASK, MaskingError, parse, rules_for
 
@@ -79,3 +84,14 @@ def test_an_unset_rule_masks_cards_and_addresses_for_viewers_only(settings) -> N
     found = rules_for("anything")
     assert found is not None and found.clear_role == "operator"
     assert found.mask("a@b.io 378282246310005") == f"{MASK} {MASK}"
+
+
+@pytest.mark.django_db
+def test_reveals_go_with_the_audit_logs_retention(settings) -> None:
+    settings.RSMQ_AUDIT_RETENTION = 90
+    now = timezone.now()
+    for days in (100, 10):
+        Reveal.objects.create(username="u", connection="c", namespace="n", queue="q",
+                              reason="r", until=now - dt.timedelta(days=days))  # fmt: skip
+    prune(now)
+    assert [r.until for r in Reveal.objects.all()] == [now - dt.timedelta(days=10)]
