@@ -413,8 +413,8 @@ def render_queue(
     refused = body_refusal(bodies, from_params(params))
     if refused:  # searched or filtered on what it may not read: the rest of the filter runs
         params = params.copy()
-        field = "search" if params.pop("search", None) else "where"
-        params.pop("where", None)
+        asked = [k for k in ("search", "where", "error_text") if params.pop(k, None)]
+        field = asked[0] if asked else "where"
         status = 403
     try:
         browser = browse(place, qname, params, lookup_done, stats, bodies)

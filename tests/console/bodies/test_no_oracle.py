@@ -102,3 +102,13 @@ def test_a_resend_keeps_masked_parts_only_where_they_were(
     assert json.loads(rsmq.get_message("other", sent.id).message) == {
         "card": {"number": CARD}, "to": EMAIL, "amount": 6, "status": "new"
     }  # fmt: skip
+
+
+def test_an_error_line_search_is_refused_where_patterns_mask(
+    pay, console, viewer, rsmq: RedisSMQ
+) -> None:
+    rsmq.receive_message("pay", vt=0)
+    rsmq.record_failure("pay", pay, error_type="Declined", message=f"card {CARD} declined")
+    page = viewer.get(console.queue("pay"), {"error_text": "4111"})
+    assert page.status_code == 403 and b'data-filter-error="error_text"' in page.content
+    assert pay.encode() in page.content  # the rest of the filter (none) ran: every message
