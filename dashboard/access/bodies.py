@@ -1,7 +1,8 @@
 """Who reads which bodies: ``access`` is the one decision every surface that shows a body
 or part of one asks (pages, htmx fragments, the API, exports, the audit log's kept
 bodies, failure texts) — NONE (an observer: no body at all), MASKED (what the queue's
-masking rules name replaced), CLEAR (no rule names the queue, or a live reveal).
+masking rules name replaced), CLEAR (no rule names the queue, the role is at least the
+rules' clear_role, or a live reveal).
 
 Reveals (``reveal``): a reason, a queue (or one message), minutes (RSMQ_REVEAL_MINUTES),
 an audit row; they end by themselves. docs/bodies.md says what each surface shows."""
@@ -95,8 +96,7 @@ CLEAR = Bodies(Level.CLEAR)
 
 
 def role(request: HttpRequest) -> Role:
-    """The caller's role: an API token's, else the signed-in user's. (Per-queue grants
-    will answer this per queue: this one line becomes ``grants.role_at``.)"""
+    """The caller's role, today's global one: an API token's, else the signed-in user's."""
     who = getattr(request, "auth", None)
     token = getattr(who, "token", None) or getattr(request, "reader_token", None)
     if token is not None:
@@ -124,6 +124,7 @@ def at(
     request: HttpRequest, connection: str, namespace: str, queue: str, message: str = ""
 ) -> Bodies:
     """``access`` where a row names the place (the audit log's rows)."""
+    # the one line per-queue grants change: grants.role_at(request, conn, ns, queue)
     who = role(request)
     if who < Role.VIEWER:
         return Bodies(Level.NONE)
