@@ -44,6 +44,7 @@ class AuditEntry(models.Model):
         ordering = ["-at", "-id"]
         verbose_name_plural = "audit entries"
         permissions = [
+            ("observe_console", "Can see queues, counts and charts, never a body (observer)"),
             ("view_console", "Can see queues and messages (viewer)"),
             ("operate_messages", "Can send, requeue, delete and move messages (operator)"),
             ("administer_queues", "Can create, edit, purge and delete queues (admin)"),
@@ -503,6 +504,7 @@ class ApiToken(models.Model):
     process, in the same row."""
 
     class Role(models.TextChoices):
+        OBSERVER = "observer", "observer"
         VIEWER = "viewer", "viewer"
         OPERATOR = "operator", "operator"
         ADMIN = "admin", "admin"
@@ -950,3 +952,24 @@ class SsoIdentity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} = {self.subject} at {self.issuer}"
+class Reveal(models.Model):
+    """A user's reveal: the masked fields of one queue's bodies (or of one message's)
+    shown clear to them until ``until`` (dashboard/access/bodies.py). It ends by itself:
+    a reveal past ``until`` is never read as live; rows stay for the audit's sake and go
+    with the audit's retention."""
+
+    username = models.CharField(max_length=150)
+    connection = models.CharField(max_length=100)
+    namespace = models.CharField(max_length=200)
+    queue = models.CharField(max_length=160)
+    message = models.CharField(max_length=200, blank=True)  # "": the whole queue
+    reason = models.TextField()
+    at = models.DateTimeField(default=timezone.now)
+    until = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["-until", "-id"]
+        indexes = [models.Index(fields=["username", "connection", "namespace", "queue"])]
+
+    def __str__(self) -> str:
+        return f"{self.username} {self.queue} until {self.until:%H:%M:%S}"

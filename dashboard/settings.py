@@ -294,6 +294,12 @@ RSMQ_BROWSE_BUDGET_MS = float(os.environ.get("RSMQ_BROWSE_BUDGET_MS", "40"))
 RSMQ_BROWSE_STEP = int(os.environ.get("RSMQ_BROWSE_STEP", "500"))
 # Live refresh default in seconds (users choose their own; never below 2; 0 = off).
 RSMQ_REFRESH_SECONDS = int(os.environ.get("RSMQ_REFRESH_SECONDS", "5"))
+# Masking rules for bodies (docs/bodies.md): JSON, a list of {queues, paths, patterns,
+# reveal_role}; unset: the defaults (card numbers and e-mail addresses in every queue),
+# "[]": none. Checked at start (dashboard/serving/checks.py) with the field named.
+RSMQ_MASKING: str | None = os.environ.get("RSMQ_MASKING")
+# How long a reveal shows masked fields clear (minutes).
+RSMQ_REVEAL_MINUTES: float | str = os.environ.get("RSMQ_REVEAL_MINUTES", "15")
 
 # -- Celery: snapshots, retention ----------------------------------------------------------
 

@@ -17,6 +17,7 @@ from dashboard.views import (
     queue,
     queue_actions,
     redis_page,
+    reveal,
     saved_filters,
     sign_in,
     tokens,
@@ -47,6 +48,7 @@ place_patterns = [
     path("q/<str:qname>/jobs/<int:pk>/", jobs.job_page, name="rsmq-job"),
     path("q/<str:qname>/jobs/<int:pk>/<str:verb>/", jobs.job_control, name="rsmq-job-control"),
     path("q/<str:qname>/export/", transfer_views.export, name="rsmq-queue-export"),
+    path("q/<str:qname>/reveal/", reveal.reveal_bodies, name="rsmq-reveal"),
 ]
 
 alert_patterns = [

@@ -20,7 +20,7 @@ batch (and the report's skipped lines).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,11 +64,14 @@ def export_lines(
     state: str = "all",
     contains: str = "",
     min_rc: int = 0,
+    show: Callable[[str], str | None] | None = None,
     **filters: Any,
 ) -> Iterator[str]:
     """Every message of a state (or a filter's matches), in queue order, one JSON line
     each (with its newline), read in browse's bounded calls. ``filters``: any further
-    filter of ``browse`` (the console hands its filter's ``browse_kwargs()`` whole)."""
+    filter of ``browse`` (the console hands its filter's ``browse_kwargs()`` whole);
+    ``show``: each body as the reader may see it (the console's masking); None leaves
+    the message out."""
     after: Cursor | None = None
     while True:
         page = rsmq.browse(
@@ -82,7 +85,13 @@ def export_lines(
             **filters,
         )
         for m in page.items:
-            yield json.dumps(export_record(m), ensure_ascii=False) + "\n"
+            record = export_record(m)
+            if show is not None:
+                shown = show(m.message)
+                if shown is None:
+                    continue
+                record["body"] = shown
+            yield json.dumps(record, ensure_ascii=False) + "\n"
         if page.at_end:
             return
         after = page.resume

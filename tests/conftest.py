@@ -27,6 +27,7 @@ pytest_plugins = [
     "support.console_fixtures",
     "support.snapshot_fixtures",
     "support.pipeline_fixtures",
+    "support.receiver",
 ]
 
 BACKENDS = pytest.StashKey["Backends"]()

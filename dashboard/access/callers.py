@@ -126,13 +126,14 @@ class ReaderAuth(AuthBase):
 
 def reader(request: HttpRequest) -> bool:
     """Who may read (the read API, /metrics): an API token of any role (counted against
-    its rate), RSMQ_METRICS_TOKEN, or a logged-in viewer's session. An Authorization
+    its rate), RSMQ_METRICS_TOKEN, or a logged-in observer's session. An Authorization
     header that is none of these tokens is refused, whatever the session. Else
     ``Refused`` (401 or 403, audited)."""
     token = bearer(request)
     if token is not None:
         try:
-            tokens.admit(token)
+            # its role decides what it reads of bodies (dashboard/access/bodies.py)
+            setattr(request, "reader_token", tokens.admit(token))  # noqa: B010
         except tokens.Unauthenticated as e:
             raise Refused(401, str(e), None) from None
         except tokens.RateLimited as e:
@@ -142,12 +143,13 @@ def reader(request: HttpRequest) -> bool:
     if metrics is not None:
         if not metrics:
             raise Refused(401, "Unknown token.", None)
+        setattr(request, "metrics_reader", True)  # noqa: B010
         return True
     if request.headers.get("Authorization"):
         raise Refused(401, "Authentication required: an API token, as Authorization: Bearer.",
                       None)  # fmt: skip
     if not request.user.is_authenticated:
         raise Refused(401, "Authentication required.", None)
-    if not can(request.user, Role.VIEWER):
-        raise Refused(403, "This needs the viewer role.", None, request.user.get_username())
+    if not can(request.user, Role.OBSERVER):
+        raise Refused(403, "This needs the observer role.", None, request.user.get_username())
     return True

@@ -17,7 +17,7 @@ def place_for(
     request: HttpRequest,
     conn: str,
     ns: str,
-    role: Role = Role.VIEWER,
+    role: Role = Role.OBSERVER,
     action: str = "",
     queue: str = "",
 ) -> Place:

@@ -1,4 +1,4 @@
-"""Who may do what: three roles, as Django groups with cumulative permissions."""
+"""Who may do what: four roles, as Django groups with cumulative permissions."""
 
 from __future__ import annotations
 
@@ -18,14 +18,20 @@ from django.views.decorators.debug import sensitive_variables
 
 
 class Role(IntEnum):
+    """Ordered: a role may do all that the roles below it may. The numbers are never
+    stored (groups hold permissions, tokens their role's name), only compared."""
+
     NONE = 0
-    VIEWER = 1  # read
+    # queues, counts, charts, conditions, failure groups, timings: never a body
+    # (docs/bodies.md)
+    OBSERVER = 1
+    VIEWER = 2  # read, bodies too (masked where a rule says: dashboard/access/bodies.py)
     # send, requeue, change visibility, delete, move (over a selection); redrive a
     # dead-letter queue
-    OPERATOR = 2
+    OPERATOR = 3
     # create / edit / delete queue, policy, purge, bulk over "all in this state", redrive
     # any other queue (docs/console.md: the table of who may do what)
-    ADMIN = 3
+    ADMIN = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,11 +44,17 @@ class Action:
 
 
 PERMISSIONS = {
+    Role.OBSERVER: "dashboard.observe_console",
     Role.VIEWER: "dashboard.view_console",
     Role.OPERATOR: "dashboard.operate_messages",
     Role.ADMIN: "dashboard.administer_queues",
 }
-GROUPS = {"viewer": Role.VIEWER, "operator": Role.OPERATOR, "admin": Role.ADMIN}
+GROUPS = {
+    "observer": Role.OBSERVER,
+    "viewer": Role.VIEWER,
+    "operator": Role.OPERATOR,
+    "admin": Role.ADMIN,
+}
 
 
 def role_of(user: AbstractBaseUser | AnonymousUser) -> Role:
@@ -50,7 +62,7 @@ def role_of(user: AbstractBaseUser | AnonymousUser) -> Role:
     member = user if isinstance(user, PermissionsMixin) else None
     if member is None or not user.is_authenticated:
         return Role.NONE
-    for role in (Role.ADMIN, Role.OPERATOR, Role.VIEWER):
+    for role in (Role.ADMIN, Role.OPERATOR, Role.VIEWER, Role.OBSERVER):
         if member.has_perm(PERMISSIONS[role]):
             return role
     return Role.NONE
@@ -108,8 +120,8 @@ def token_or_viewer(view: View) -> View:
             response = JsonResponse({"error": "Authentication required."}, status=401)
             response["WWW-Authenticate"] = 'Bearer realm="rsmq-console"'
             return response
-        if token is None and not can(request.user, Role.VIEWER):
-            return JsonResponse({"error": "This needs the viewer role."}, status=403)
+        if token is None and not can(request.user, Role.OBSERVER):
+            return JsonResponse({"error": "This needs the observer role."}, status=403)
         return view(request, *args, **kwargs)
 
     return cast(View, wrapped)

@@ -23,9 +23,12 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TypedDict, cast
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.http import StreamingHttpResponse
 
+from dashboard.access.bodies import Bodies, Level
 from dashboard.acting.message_filter import MessageFilter
+from dashboard.models import AuditEntry
 from queues import InvalidArgument, RedisSMQ, transfer
 
 log = logging.getLogger(__name__)
@@ -51,12 +54,20 @@ def too_large(size: int) -> InvalidArgument:
     )
 
 
-def export_pieces(rsmq: RedisSMQ, qname: str, flt: MessageFilter) -> Iterator[bytes]:
-    """The export's bytes, in pieces of about EXPORT_CHUNK."""
+def export_pieces(
+    rsmq: RedisSMQ, qname: str, flt: MessageFilter, shown: Bodies | None = None,
+    audited: list[AuditEntry] | None = None,
+) -> Iterator[bytes]:  # fmt: skip
+    """The export's bytes, in pieces of about EXPORT_CHUNK: each body as ``shown`` lets
+    its reader see it (None: as it is); at its end, how many lines went out is written
+    to its audit row (``audited``'s, once it holds it)."""
     piece: list[bytes] = []
     size = 0
+    n = 0
+    show = None if shown is None or shown.level == Level.CLEAR else _shown(shown, flt.contains)
     try:
-        for line in transfer.export_lines(rsmq, qname, **flt.browse_kwargs()):
+        for line in transfer.export_lines(rsmq, qname, show=show, **flt.browse_kwargs()):
+            n += 1
             data = line.encode("utf-8", "surrogatepass")
             piece.append(data)
             size += len(data)
@@ -69,6 +80,32 @@ def export_pieces(rsmq: RedisSMQ, qname: str, flt: MessageFilter) -> Iterator[by
         piece.append((json.dumps({"error": f"export stopped: {e}"}) + "\n").encode())
     if piece:
         yield b"".join(piece)
+    _count(audited, n)
+
+
+def _shown(shown: Bodies, needle: str) -> Callable[[str], str | None]:
+    """Each body as the reader may see it; a search's match only where it shows there."""
+
+    def show(body: str) -> str | None:
+        text = shown.show(body)
+        return text if needle in text else None
+
+    return show
+
+
+def _count(audited: list[AuditEntry] | None, n: int) -> None:
+    """An export's audit row gets its count at the end (unknown before)."""
+    if not audited:
+        return
+    try:
+        AuditEntry.objects.filter(pk=audited[0].pk).update(count=n)
+    except DatabaseError:
+        log.exception("the count of export row %s not written", audited[0].pk)
+
+
+def bodies_param(shown: Bodies) -> str:
+    """What an export's audit row says of its bodies: "masked", "clear" or "none"."""
+    return {Level.NONE: "none", Level.MASKED: "masked", Level.CLEAR: "clear"}[shown.level]
 
 
 def filename(qname: str, flt: MessageFilter) -> str:
@@ -133,10 +170,14 @@ class Held:
             self.close()
 
 
-def export_response(rsmq: RedisSMQ, qname: str, flt: MessageFilter) -> StreamingHttpResponse:
+def export_response(
+    rsmq: RedisSMQ, qname: str, flt: MessageFilter, shown: Bodies | None = None,
+    audited: list[AuditEntry] | None = None,
+) -> StreamingHttpResponse:  # fmt: skip
     """The export as a streamed download (no length: it is not known before the end).
     Busy when the process streams ``slots()`` exports already."""
-    response = StreamingHttpResponse(Held(export_pieces(rsmq, qname, flt)), content_type=JSONL)
+    pieces = export_pieces(rsmq, qname, flt, shown, audited)
+    response = StreamingHttpResponse(Held(pieces), content_type=JSONL)
     response["Content-Disposition"] = f'attachment; filename="{filename(qname, flt)}"'
     response["Cache-Control"] = "no-store"
     return response

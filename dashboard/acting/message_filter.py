@@ -24,6 +24,7 @@ from typing import Required, TypedDict
 
 from django.http import QueryDict
 
+from dashboard.access.bodies import Bodies
 from queues import InvalidArgument
 from queues import fields as F
 from queues.limits import FAILURE_TYPE_MAX, LUA_NEEDLE_MAX, MAX_AGE
@@ -242,3 +243,53 @@ def problems(params: QueryDict | dict[str, str]) -> dict[str, str]:
         except FilterError as e:
             out[e.field] = str(e)
     return out
+
+
+#: a number this long could be a card number (13 digits and more): ordering on it would
+#: tell a masked one digit by digit
+LONG_NUMBER = 10**12
+
+
+def body_refusal(bodies: Bodies, f: MessageFilter, strict: bool = False) -> str:
+    """Why ``f`` may not run for a caller reading ``bodies`` ("": it may): a filter whose
+    matches would tell what a masked part holds. A body search runs (its hits are only
+    those in what the caller reads: Bodies.hit), unless ``strict`` (a job acting on
+    every match, whose count would tell); a field filter on a masked path, or comparing a
+    field to what a pattern masks, or ordering by a long number or a text, does not; nor
+    a search of failures' error lines (they quote bodies) where patterns mask."""
+    if not (bodies.masked or bodies.hidden) or not (f.contains or f.where or f.error_text):
+        return ""
+    if bodies.hidden:
+        return "The observer role sees no body: searching or filtering bodies is not open to it."
+    rules = bodies.rules
+    assert rules is not None
+    if f.contains and strict:
+        return (
+            "Body search: this queue's bodies are masked, so every match can't be acted on."
+            + bodies.then()
+        )
+    if f.error_text and rules.patterns:
+        return f"error_text: error lines are masked in this queue, so not searched.{bodies.then()}"
+    for c in F.parse(f.where).conditions if f.where else ():
+        field = ".".join(s for s in c.path if isinstance(s, str))
+        if rules.names(field):
+            return f"{field}: masked in this queue's bodies, so not filtered on.{bodies.then()}"
+        if not rules.patterns:
+            continue
+        for kind, value in c.values:
+            text = _literal(kind, value)
+            ordering = c.op in ("<", "<=", ">", ">=")
+            if rules.mask(text) != text or ordering and (
+                kind == "s" or kind == "n" and abs(value) >= LONG_NUMBER
+            ):  # fmt: skip
+                return (
+                    f"{field}: compared to what this queue's masking hides, so not filtered"
+                    f" on.{bodies.then()}"
+                )
+    return ""
+
+
+def _literal(kind: str, value: object) -> str:
+    if kind == "n" and isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)

@@ -92,6 +92,7 @@ def run(
     params: Mapping[str, Any] | None = None,
     audited: bool = False,
     kept: undos.Keep | None = None,
+    rows: list[AuditEntry] | None = None,
 ) -> T:
     """Run ``work`` (its answer, and the count the audit row keeps) with its one audit
     row, as the console's ``Posted.act`` does: written before ``work`` runs (if it can't
@@ -103,7 +104,8 @@ def run(
     to Redis (``DataCall``); only what never reached that script is written here.
     ``kept``: the stash the action kept what it removed in (dashboard/acting/undo.py):
     its Undo is tied to the audit row, or the stash forgotten when the action failed or
-    removed nothing."""
+    removed nothing. ``rows``: gets the finished row (an export counts its lines into it
+    at its end)."""
     ids = list(ids)
     row: AuditEntry | None = None
     if not audited:
@@ -146,6 +148,8 @@ def run(
         drain.maybe_drain(place)
         return answer
     done = record(AuditEntry.Outcome.OK, count, "")
+    if rows is not None:
+        rows.append(done)
     try:
         if kept is not None and undos.remember(place, kept, done, count) is None:
             _forget(place, kept)  # it removed nothing

@@ -12,10 +12,11 @@ from django.http import Http404, HttpRequest
 from ninja import Schema, Status
 from pydantic import Field
 
+from dashboard.access.bodies import access
 from dashboard.access.callers import Refused, caller, refusal
 from dashboard.access.roles import Action, Role
 from dashboard.acting import jobs
-from dashboard.acting.message_filter import RC_MAX, checked
+from dashboard.acting.message_filter import RC_MAX, body_refusal, checked
 from dashboard.api.bodies import Known
 from dashboard.api.calls import BadInput, Conflict
 from dashboard.api.native import ERRORS, both
@@ -138,6 +139,9 @@ def job_start(
         raise _bad(e, audited=True) from None
     dead = kind == "redrive" and bool(place.rsmq.dead_letter_sources(qname))
     _allow(request, place, kind, jobs.role_for(kind, f, dead), qname)
+    refused = body_refusal(access(request, place, qname), f, strict=True)
+    if refused:  # its count would tell what a masked part holds
+        raise Refused(403, refused, Action(JOB.role, jobs.AUDIT.get(kind, JOB.audit_name)))
     try:
         job = jobs.create(request, place, qname, data, actor=caller(request).actor)
     except jobs.JobLimit as e:

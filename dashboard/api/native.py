@@ -15,6 +15,7 @@ from django.http.response import HttpResponseBase
 from ninja import Router, Schema, Status
 from pydantic import Field
 
+from dashboard.access.bodies import access
 from dashboard.access.callers import Caller, caller
 from dashboard.access.roles import Action
 from dashboard.acting import exports
@@ -489,7 +490,8 @@ def export_messages(
 ) -> HttpResponseBase:
     """Export (viewer): the messages of a state or of a filter's matches as JSON Lines
     (one ExportLine each), streamed; the query is the queue page's filter."""
-    return ops.export(caller(request), places.resolve(conn, ns), qname, request.GET)
+    place = places.resolve(conn, ns)
+    return ops.export(caller(request), place, qname, request.GET, access(request, place, qname))
 
 
 @both(

@@ -4,22 +4,24 @@ dashboard/acting/actions.py). native.py and rest_rsmq.py shape their answers."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 from django.http import Http404, QueryDict, StreamingHttpResponse
 
-from dashboard.access import tokens
+from dashboard.access import bodies, tokens
 from dashboard.access.callers import Caller, Refused
 from dashboard.acting import exports
 from dashboard.acting import undo as undos
 from dashboard.acting.actions import CREATE_QUEUE, MESSAGE_ACTIONS, QUEUE_ACTIONS
 from dashboard.acting.actions import EXPORT as EXPORT
 from dashboard.acting.actions import RECEIVE as RECEIVE
-from dashboard.acting.message_filter import FilterError, checked
+from dashboard.acting.message_filter import FilterError, body_refusal, checked
 from dashboard.api.calls import queue_in_url, raising, run
 from dashboard.audit import drain
 from dashboard.audit.log import ResendParams, resend_bodies
+from dashboard.models import AuditEntry
 from dashboard.places.place import Place
 from queues import InvalidArgument
 from queues import validation as v
@@ -137,10 +139,14 @@ def receive_call(who: Caller, place: Place, qname: str, n: int, vt: int | None) 
     """Up to ``n`` messages (answer: a list of Message)."""
     queue_in_url(qname)
     got: list[str] = []
+    # a consumer whose role may reveal the queue's bodies gets them as they are (no cost)
+    masking = bodies.consumer(who.role, qname)
 
     def shape(reply: Any) -> tuple[list[Message], int]:
         ms: list[Message] = ([reply] if reply else []) if n == 1 else reply
         got.extend(m.id for m in ms)
+        if masking is not None:
+            ms = [dataclasses.replace(m, message=masking.mask(m.message)) for m in ms]
         return ms, len(ms)
 
     # n == 1: the original's receiveMessage (one message, its own script)
@@ -234,11 +240,15 @@ def resend(
     return run(who, place, qname, work, ids=[msg_id], params=params)
 
 
-def export(who: Caller, place: Place, qname: str, query: QueryDict) -> StreamingHttpResponse:
+def export(
+    who: Caller, place: Place, qname: str, query: QueryDict, shown: bodies.Bodies
+) -> StreamingHttpResponse:
     """The streamed JSON Lines of the query's filter (message_filter.checked: a bad field
-    is a 400 naming it); audited when it starts (its count is not known before its end)."""
+    is a 400 naming it), each body as ``shown`` lets the caller read it; audited when it
+    starts, its count written at its end."""
     queue_in_url(qname)
     params: dict[str, str] = {}  # the filter's URL query
+    rows: list[AuditEntry] = []
 
     def work() -> tuple[StreamingHttpResponse, None]:
         try:
@@ -246,10 +256,14 @@ def export(who: Caller, place: Place, qname: str, query: QueryDict) -> Streaming
         except FilterError as e:
             raise InvalidArgument(e.field, str(e)) from None
         params.update(flt.query())
+        params["bodies"] = exports.bodies_param(shown)
+        refused = body_refusal(shown, flt)
+        if refused:
+            raise Refused(403, refused, who.action, who.actor)
         place.rsmq.get_queue_attributes(qname)  # a missing queue: 404 before any line
-        return exports.export_response(place.rsmq, qname, flt), None
+        return exports.export_response(place.rsmq, qname, flt, shown, rows), None
 
-    return run(who, place, qname, work, params=params)
+    return run(who, place, qname, work, params=params, rows=rows)
 
 
 def import_lines(

@@ -22,7 +22,9 @@ from django.http import HttpRequest, JsonResponse
 from ninja import Schema
 from pydantic import ConfigDict, Field
 
-from dashboard.acting.message_filter import FilterError, checked
+from dashboard.access import bodies
+from dashboard.access.bodies import access
+from dashboard.acting.message_filter import FilterError, body_refusal, checked
 from dashboard.display.formatting import iso
 from dashboard.models import QueueCondition
 from dashboard.places import place as places
@@ -297,7 +299,10 @@ def failing(request: HttpRequest, place: Place, qname: str) -> JsonResponse:
         except InvalidArgument as e:  # a bad query, not a page that isn't there
             return JsonResponse({"error": str(e)}, status=400)
         failures = place.rsmq.failures(qname, mid)
-        return JsonResponse({"name": qname, "id": mid, "failures": [f.as_dict() for f in failures]})
+        shown = access(request, place, qname, mid)
+        return JsonResponse(
+            {"name": qname, "id": mid, "failures": [shown.failure(f).as_dict() for f in failures]}
+        )
     g = place.rsmq.failure_groups(qname)
     return JsonResponse(
         {
@@ -305,7 +310,7 @@ def failing(request: HttpRequest, place: Place, qname: str) -> JsonResponse:
             "dlq": g.dlq,
             "complete": g.complete,
             "read_at": iso(g.now),
-            "groups": [x.as_dict() for x in g.groups],
+            "groups": [x.as_dict() for x in bodies.groups(request, place, g.groups)],
         }  # fmt: skip
     )
 
@@ -335,11 +340,16 @@ def messages(request: HttpRequest, place: Place, qname: str) -> JsonResponse:
         return JsonResponse({"error": f"limit must be from 1 to {MESSAGES_MAX}"}, status=400)
     if not 0 <= preview <= 2**31:
         return JsonResponse({"error": f"preview must be from 0 to {2**31}"}, status=400)
+    shown = access(request, place, qname)
+    refused = body_refusal(shown, f)
+    if refused:
+        return JsonResponse({"error": refused}, status=403)
     b = place.rsmq.browse(qname, after=after, limit=limit, preview=preview, **f.browse_kwargs())
     items = [
-        {"id": m.id, "message": m.message, "size": m.size, "rc": m.rc, "fr": m.fr,
+        {"id": m.id, "message": shown.show(m.message), "size": m.size, "rc": m.rc, "fr": m.fr,
          "sent": m.sent, "visible_at": m.visible_at, "state": m.state, "note": m.note}
         for m in b.items
+        if not f.contains or shown.hit(m.message, f.contains)
     ]  # fmt: skip
     return JsonResponse(
         {

@@ -1,5 +1,6 @@
 """What happened, kept RSMQ_AUDIT_RETENTION days: the audit log, the outbox's finished
-notifications (sent, given up, held), the alerts' history and silences over since then.
+notifications (sent, given up, held), the alerts' history, silences and reveals over
+since then.
 Older rows are deleted by beat's hourly task (dashboard/tasks.py ``prune_audit``), in
 batches of BATCH rows, each a short statement of its own, for at most BUDGET seconds a
 task (it queues itself again while rows are left): a first run over millions of rows
@@ -15,7 +16,7 @@ from django.conf import settings
 from django.db.models import Model, Q, QuerySet
 from django.utils import timezone
 
-from dashboard.models import AlertEvent, AuditEntry, Notification, Silence
+from dashboard.models import AlertEvent, AuditEntry, Notification, Reveal, Silence
 
 #: rows one statement deletes
 BATCH = 5000
@@ -31,6 +32,7 @@ def older(cutoff: dt.datetime) -> list[QuerySet[Model]]:
         Notification.objects.filter(done, created__lt=cutoff),
         AlertEvent.objects.filter(at__lt=int(cutoff.timestamp() * 1000)),
         Silence.objects.filter(ends__lt=cutoff),
+        Reveal.objects.filter(until__lt=cutoff),
     ]
 
 

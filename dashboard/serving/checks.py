@@ -14,6 +14,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, register
 
 from dashboard.access import groups
+from dashboard.web import masking
 from queues.limits import UNDO_HOURS_MAX
 from queues.urls import CLUSTER, SENTINEL, cluster_namespace_problem, parse
 
@@ -35,6 +36,7 @@ def problems() -> list[str]:
     found += _data_dir(Path(settings.DATA_DIR))
     found += _undo()
     found += _sign_in()
+    found += _masking()
     return found
 
 
@@ -65,6 +67,22 @@ def _sign_in() -> Iterable[str]:
             "RSMQ_LOCAL_LOGIN is off with no other way in: set RSMQ_OIDC_ISSUER,"
             " RSMQ_PROXY_USER_HEADER or RSMQ_BREAK_GLASS_USERS"
         )
+
+
+def _masking() -> Iterable[str]:
+    """RSMQ_MASKING's rules (dashboard/web/masking.py: the field named) and
+    RSMQ_REVEAL_MINUTES, a number of minutes above 0."""
+    try:
+        masking.configured()
+    except masking.MaskingError as e:
+        yield str(e)
+    minutes = getattr(settings, "RSMQ_REVEAL_MINUTES", None)
+    try:
+        ok = float(minutes) > 0  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        yield f"RSMQ_REVEAL_MINUTES is {minutes!r}: it must be a number of minutes above 0"
 
 
 def _undo() -> Iterable[str]:

@@ -64,7 +64,7 @@ def _params(rule: AlertRule) -> RuleParams:
 @require_safe
 def alerts_page(request: HtmxHttpRequest) -> HttpResponse:
     # Rules span every place, so there is none to resolve: only the role.
-    require(request.user, Role.VIEWER)
+    require(request.user, Role.OBSERVER)
     # "Silence…" from a queue page: the form open, its place and queue filled in.
     asked = {k: request.GET[k] for k in ("place", "pattern") if request.GET.get(k)}
     return render(request, "alerts.html", _page(request, silence_posted=asked))
@@ -192,7 +192,7 @@ def ack_link(request: HtmxHttpRequest, token: str) -> HttpResponse:
     (a link preview or a mail scanner that fetches it acts on nothing); POST acts."""
     action = ALERT_ACTIONS["ack"]
     if request.method == "GET":
-        require(request.user, Role.VIEWER)
+        require(request.user, Role.OBSERVER)
     try:
         link = acks.read(token)
     except acks.Refused as e:

@@ -12,10 +12,12 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Q, QuerySet
-from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
+from dashboard.access import bodies
+from dashboard.access.bodies import Bodies, Level
 from dashboard.access.roles import Role, require
 from dashboard.acting.exports import EXPORT_CHUNK, JSONL, Busy, Held
 from dashboard.audit import drain as audit_drain
@@ -91,7 +93,7 @@ def filtered(params: Any) -> tuple[QuerySet[AuditEntry], dict[str, str]]:
 @require_safe
 def audit_log(request: HtmxHttpRequest) -> HttpResponse:
     # The log spans every place, so there is no place to resolve: only the role.
-    require(request.user, Role.VIEWER)
+    require(request.user, Role.OBSERVER)
     # The API's records still in Redis are moved in first; what can't be yet is counted.
     audit_drain.drain()
     pending = audit_drain.pending()
@@ -105,7 +107,9 @@ def audit_log(request: HtmxHttpRequest) -> HttpResponse:
         filters = {f: value for f, value in filters.items() if value}
     # each row's Undo, if its action kept one (dashboard/acting/undo.py): in the same query
     page_obj = Paginator(entries.select_related("undo"), 50).get_page(request.GET.get("page"))
+    masked = Masked(request)
     for row in page_obj.object_list:
+        row.params = masked.params(row)
         row.body_diff = body_diff(row.params)
     ctx = context(
         None,
@@ -120,23 +124,54 @@ def audit_log(request: HtmxHttpRequest) -> HttpResponse:
     return render(request, "audit.html", ctx, status=status)
 
 
+def kept_shown(shown: Bodies, params: Any) -> Any:
+    """A row's params with the bodies it keeps (an edit and re-send's) as the reader may
+    read that queue's bodies; an observer's: none."""
+    kept = params.get("bodies") if isinstance(params, dict) else None
+    if not isinstance(kept, dict) or shown.level == Level.CLEAR:
+        return params
+    if shown.hidden:
+        return {k: v for k, v in params.items() if k != "bodies"}
+    sides = {}
+    for side, body in kept.items():
+        if isinstance(body, dict) and isinstance(body.get("text"), str):
+            body = {**body, "text": shown.show(body["text"])}
+        sides[side] = body
+    return {**params, "bodies": sides}
+
+
+class Masked:
+    """Rows' params as the request's caller may read them (``kept_shown``), the access to
+    each queue's bodies asked once per queue: the page and the export alike."""
+
+    def __init__(self, request: HttpRequest) -> None:
+        self.request = request
+        self.seen: dict[tuple[str, str, str], Bodies] = {}
+
+    def params(self, row: AuditEntry) -> Any:
+        where = (row.connection, row.namespace, row.queue)
+        if where not in self.seen:  # a row keeps bodies of its queue: read as that queue's
+            self.seen[where] = bodies.at(self.request, *where)
+        return kept_shown(self.seen[where], row.params)
+
+
 #: rows one query of an export reads (a row keeps at most two 64 KB bodies)
 EXPORT_ROWS = 50
 
 
-def as_line(row: AuditEntry) -> bytes:
+def as_line(row: AuditEntry, params: Any) -> bytes:
     return json.dumps({
         "id": row.pk, "at": row.at.isoformat(), "username": row.username,
         "connection": row.connection, "namespace": row.namespace, "queue": row.queue,
         "action": row.action, "outcome": row.outcome, "ids": row.ids, "count": row.count,
-        "params": row.params, "detail": row.detail,
+        "params": params, "detail": row.detail,
     }).encode() + b"\n"  # fmt: skip
 
 
-def export_pieces(entries: QuerySet[AuditEntry]) -> Iterator[bytes]:
-    """The rows newest first, as JSON Lines in pieces of about EXPORT_CHUNK bytes; each
-    query reads EXPORT_ROWS rows after the last one sent (no cursor held open while a
-    client takes its time)."""
+def export_pieces(entries: QuerySet[AuditEntry], masked: Masked) -> Iterator[bytes]:
+    """The rows newest first, as JSON Lines in pieces of about EXPORT_CHUNK bytes, their
+    kept bodies as the page shows them (``masked``); each query reads EXPORT_ROWS rows
+    after the last one sent (no cursor held open while a client takes its time)."""
     newest_first = entries.order_by("-at", "-id")
     piece: list[bytes] = []
     size = 0
@@ -147,7 +182,7 @@ def export_pieces(entries: QuerySet[AuditEntry]) -> Iterator[bytes]:
             after = after.filter(Q(at__lt=last.at) | Q(at=last.at, id__lt=last.pk))
         rows = list(after[:EXPORT_ROWS])
         for row in rows:
-            piece.append(line := as_line(row))
+            piece.append(line := as_line(row, masked.params(row)))
             size += len(line)
             if size >= EXPORT_CHUNK:
                 yield b"".join(piece)
@@ -164,14 +199,14 @@ def export_pieces(entries: QuerySet[AuditEntry]) -> Iterator[bytes]:
 def audit_export(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
     """The rows the page's filters name, as JSON Lines, newest first; the export is
     audited itself (``audit_export``, with its filters)."""
-    require(request.user, Role.VIEWER)
+    require(request.user, Role.OBSERVER)
     audit_drain.drain()
     try:
         entries, filters = filtered(request.GET)
     except BadFilter as bad:
         return JsonResponse({"error": str(bad)}, status=400)
     try:
-        pieces = Held(export_pieces(entries))
+        pieces = Held(export_pieces(entries, Masked(request)))
     except Busy as busy:
         response = JsonResponse({"error": str(busy)}, status=503)
         response["Retry-After"] = str(busy.retry_after)

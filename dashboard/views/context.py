@@ -37,6 +37,7 @@ def console(request: HttpRequest) -> dict[str, Any]:
         "can_operate": can(request.user, Role.OPERATOR),
         "can_admin": can(request.user, Role.ADMIN),
         "read_only": settings.RSMQ_READ_ONLY,
+        "reveal_minutes": f"{float(settings.RSMQ_REVEAL_MINUTES):g}",
         "refresh": refresh,
         "refresh_form": RefreshForm(initial={"refresh_seconds": refresh}),
         # The header's count of firing alerts: one indexed count, only if a page shows it.

@@ -15,6 +15,7 @@ from django.http import HttpResponse, QueryDict
 from django.shortcuts import render
 from django.views.decorators.http import require_POST, require_safe
 
+from dashboard.access import bodies
 from dashboard.access.guard import place_for
 from dashboard.acting import undo as undos
 from dashboard.acting.actions import FAILING_ACTIONS
@@ -52,8 +53,8 @@ def render_failing(
     groups = place.rsmq.failure_groups(qname)
     # The queues whose policy sends here: then this is a dead-letter queue, and says so.
     sources = names_and_sources(place, qname)[1]
-    retry = groups.of_state("retry")
-    dead = groups.of_state("dead")
+    retry = bodies.groups(request, place, groups.of_state("retry"))
+    dead = bodies.groups(request, place, groups.of_state("dead"))
     ctx = context(
         place,
         qname=qname,

@@ -140,7 +140,7 @@ def _page_number(value: str | None) -> int:
 @login_required
 @require_safe
 def incidents(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
-    require(request.user, Role.VIEWER)
+    require(request.user, Role.OBSERVER)
     now_ms = int(time.time() * 1000)
     then: dict[str, Any] = {}
     try:

@@ -13,11 +13,12 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
+from dashboard.access.bodies import access
 from dashboard.access.guard import authorize, place_for
 from dashboard.access.roles import Role, refusal
 from dashboard.acting import jobs
 from dashboard.acting import undo as undos
-from dashboard.acting.message_filter import checked
+from dashboard.acting.message_filter import body_refusal, checked
 from dashboard.audit import log as audit
 from dashboard.models import AuditEntry, BulkJob
 from dashboard.places.place import Place, queue_stats
@@ -27,6 +28,7 @@ from queues import pacing
 
 BAD_REQUEST = 400
 CONFLICT = 409  # a cap on live jobs reached
+FORBIDDEN = 403  # a filter on what the caller may not read
 VERBS = ("confirm", "pause", "resume", "cancel")
 
 
@@ -54,6 +56,11 @@ def job_start(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> HttpR
         return render(request, "job.html", ctx, status=BAD_REQUEST)
     dead = kind == "redrive" and bool(place.rsmq.dead_letter_sources(qname))
     authorize(request, place, jobs.role_for(kind, f, dead), name, qname)
+    refused = body_refusal(access(request, place, qname), f, strict=True)
+    if refused:  # its count would tell what a masked part holds
+        audit.record(request, place, name, AuditEntry.Outcome.DENIED, qname, detail=refused)
+        ctx = context(place, qname=qname, stats=stats, error=refused, field="search", job=None)
+        return render(request, "job.html", ctx, status=FORBIDDEN)
     try:
         job = jobs.create(request, place, qname, request.POST)
     except jobs.JobLimit as e:

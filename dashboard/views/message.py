@@ -14,6 +14,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_POST, require_safe
 
+from dashboard.access.bodies import Bodies, access
 from dashboard.access.guard import place_for
 from dashboard.acting import undo as undos
 from dashboard.acting.actions import MESSAGE_ACTIONS
@@ -26,6 +27,7 @@ from dashboard.views.common import context, go, template
 from dashboard.views.forms import MoveForm, ResendForm, VisibilityForm
 from dashboard.views.queue import move_targets
 from dashboard.web.htmx import HtmxHttpRequest
+from dashboard.web.masking import Kept, numbered, restore
 from queues import validation as v
 from queues.limits import MEMBER_MAX
 from queues.models import Failure, MessageInfo
@@ -86,19 +88,24 @@ def render_message(
             raise Http404(places.not_here(qname, msg_id))
     else:
         failures = place.rsmq.failures(qname, msg_id)
+    bodies = access(request, place, qname, msg_id)
     forms_ = {
         "visibility_form": VisibilityForm(initial={"vt": 0}),
         "move_form": MoveForm(),
-        "resend_form": ResendForm(initial={"body": _pretty(msg.message)}),
+        "resend_form": ResendForm(initial={"body": _editable(bodies, msg.message)}),
         **(invalid or {}),
     }
     ctx = context(
         place,
         qname=qname,
         msg=msg,
+        bodies=bodies,
+        body_shown=bodies.show(msg.message),
+        reveal_url=place.url("rsmq-reveal", qname),
+        reveal_message=msg_id,
         # what of it can't be read (the Actions say what an id no RSMQ id means)
         unreadable="; ".join(n for n in (msg.note or "").split("; ") if n and n != FOREIGN_ID),
-        failures=failures,
+        failures=[bodies.failure(f) for f in failures],
         now=msg.read_at,
         **forms_,
         act=place.url("rsmq-message-action", qname, msg_id),
@@ -212,9 +219,12 @@ def _move(post: Posted) -> Result:
     return _look(post)
 
 
-def _pretty(body: str) -> str:
-    """The editor's starting text: a JSON object or list pretty-printed, else as it is."""
-    return pretty_body(body)
+def _editable(bodies: Bodies, body: str) -> str:
+    """The editor's starting text: a JSON object or list pretty-printed, else as it is;
+    each masked part as ``[masked:N]``, which a re-send puts back only where it was."""
+    if bodies.masked and bodies.rules is not None:
+        return numbered(bodies.rules, body).text
+    return pretty_body(body) if not bodies.hidden else ""
 
 
 def _resend(post: Posted) -> Result:
@@ -227,6 +237,16 @@ def _resend(post: Posted) -> Result:
     delay: int | None = form.cleaned_data["delay"]
     # The original as it is now, for the audit row's difference (a body never changes).
     original = places.find_message(post.place, post.qname, post.msg_id)
+    bodies = access(post.request, post.place, post.qname, post.msg_id)
+    if bodies.hidden:
+        return post.refuse("body: the observer role sees no body, so it re-sends none.")
+    if bodies.masked and bodies.rules is not None and original is not None:
+        # the masked parts left in place go out as they were; moved ones are refused
+        try:
+            body = restore(bodies.rules, original.message, body)
+        except Kept as e:
+            form.add_error("body", str(e))
+            return Result(invalid={"resend_form": form})
     params: ResendParams = {"to": to, "delete_original": delete, "delay": delay}
     params["bodies"] = resend_bodies(original.message if original else None, body)
     new = ""

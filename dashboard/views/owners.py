@@ -55,7 +55,7 @@ def _page(
 @require_http_methods(["GET", "POST"])
 def owners_page(request: HtmxHttpRequest) -> HttpResponse:
     if request.method == "GET":
-        require(request.user, Role.VIEWER)
+        require(request.user, Role.OBSERVER)
         return _page(request, OwnershipForm(initial=_asked(request), places=configured()), None)
     return _save(request, Ownership(), "owner_create")
 

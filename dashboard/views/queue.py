@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 from collections.abc import Callable, Mapping
@@ -17,11 +18,12 @@ from django.template.defaultfilters import pluralize
 from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_safe
 
+from dashboard.access.bodies import CLEAR, Bodies, Level, access
 from dashboard.access.guard import place_for
 from dashboard.access.roles import Role, can
 from dashboard.acting import saved_filters
 from dashboard.acting import undo as undos
-from dashboard.acting.message_filter import MessageFilter, from_params, problems
+from dashboard.acting.message_filter import MessageFilter, body_refusal, from_params, problems
 from dashboard.analytics.results import queue_analytics
 from dashboard.models import QueueCondition
 from dashboard.places import place as places
@@ -190,8 +192,10 @@ def browse(
     params: QueryDict,
     lookup_done: bool = False,
     stats: QueueStats | None = None,
+    bodies: Bodies = CLEAR,
 ) -> dict[str, Any]:
-    """The message browser: a keyset page of one state, a scan, or an id lookup.
+    """The message browser: a keyset page of one state, a scan, or an id lookup, each
+    body preview as ``bodies`` lets the caller read it.
 
     ``lookup_done``: the view already looked the id up and did not find it.
     """
@@ -206,14 +210,15 @@ def browse(
         msg = None
         if v.ID_RE.fullmatch(lookup) and not lookup_done:
             msg = place.rsmq.get_message(qname, lookup)
-        out.update(items=[msg] if msg else [], mode="lookup", rows=[(msg, None)] if msg else [])
+        out.update(items=[msg] if msg else [], mode="lookup",
+                   rows=shown_rows(bodies, [(msg, None)] if msg else []))  # fmt: skip
         return out
     notes: list[str] = []
     count = state_count(stats, state) if stats else Count(0)
     after = cursor_param(params, "after", notes)
     before = None if after else cursor_param(params, "before", notes)
     if f.narrows:
-        return out | scan(place, qname, params, f, after, count, notes, stats)
+        return out | scan(place, qname, params, f, after, count, notes, stats, bodies)
     rank: int | None = None
     pages = max(1, -(-count.total // size))
     at = time_param(params.get("at", ""), notes) if not (after or before) else None
@@ -274,7 +279,8 @@ def browse(
     position = b.position
     page_info = PageInfo(count.total, count.exact, count.how, position, size, len(b.items))
     out.update(
-        items=b.items, rows=[(m, None) for m in b.items], mode="page", page=page_info,
+        items=b.items, rows=shown_rows(bodies, [(m, None) for m in b.items]), mode="page",
+        page=page_info,
         browse=b, notes=notes, now=b.now,
         prev_cursor=prev_c.encode() if prev_c else None,
         next_cursor=next_c.encode() if next_c else None,
@@ -330,10 +336,12 @@ def scan(
     count: Count,
     notes: list[str],
     stats: QueueStats | None,
+    bodies: Bodies = CLEAR,
 ) -> dict[str, Any]:
     """A filter (received >= N, body contains, JSON fields, age) over the whole state:
     each request reads for a bounded time and goes on from where the last one stopped,
-    keeping count."""
+    keeping count. A body search counts only what shows in the caller's previews
+    (Bodies.hit): it tells nothing of a masked part."""
     size = settings.RSMQ_PAGE_SIZE
     state, text = f.state, f.contains
     looked = int_param(params.get("looked"), 0, low=0, high=2**53) if after else 0
@@ -348,7 +356,10 @@ def scan(
             qname, after=after, limit=size - onpage, preview=settings.RSMQ_PREVIEW_BYTES,
             **f.browse_kwargs(), **bounds(),
         )  # fmt: skip
-        items = b.items
+        rows = shown_rows(bodies, [(m, None) for m in b.items])
+        if text and bodies.level != Level.CLEAR:
+            rows = [(m, p) for m, p in rows if text in m.message]
+        items = [m for m, _ in rows]
         looked += b.looked
         found += len(items)
         onpage += len(items)
@@ -371,7 +382,7 @@ def scan(
     return {
         "mode": "search",
         "items": items,
-        "rows": [(m, highlight(m.message[:300], text)) for m in items],
+        "rows": [(m, highlight(m.message[:300], text)) for m in items],  # shown (masked)
         "notes": notes,
         **({"now": b.now} if b else {}),
         "refresh": 0,  # a live refresh would start the scan over
@@ -398,8 +409,15 @@ def render_queue(
     extra: Mapping[str, Any] | None = None,
 ) -> HttpResponse:
     stats = places.queue_stats(place, qname)
+    bodies = access(request, place, qname)
+    refused = body_refusal(bodies, from_params(params))
+    if refused:  # searched or filtered on what it may not read: the rest of the filter runs
+        params = params.copy()
+        asked = [k for k in ("search", "where", "error_text") if params.pop(k, None)]
+        field = asked[0] if asked else "where"
+        status = 403
     try:
-        browser = browse(place, qname, params, lookup_done, stats)
+        browser = browse(place, qname, params, lookup_done, stats, bodies)
     except QueueUnreadable as e:
         # Its counters may still read: the page shows them, and why there's no list.
         browser = {"state": "all", "min_rc": 0, "text": "", "lookup": "", "items": [],
@@ -407,6 +425,8 @@ def render_queue(
                    **filter_context(from_params(params), params)}  # fmt: skip
     if browser.get("filter_problems") and status == 200:
         status = 400  # a bad filter in the URL: said under its field, left out
+    if refused:
+        browser["filter_problems"] = {**browser.get("filter_problems", {}), field: refused}
     # The namespace's names (for "move to") and the queues whose policy sends here (then
     # redrive is an operator's action): one read, only when the side panel is drawn.
     around = SimpleLazyObject(lambda: names_and_sources(place, qname))
@@ -425,7 +445,7 @@ def render_queue(
         **charts(request, place, qname, params.get("range", ""), stats.now),
         dlq_sources=SimpleLazyObject(lambda: around[1]),
         # a dead-letter queue's page says why its messages died (the biggest groups)
-        why_dead=SimpleLazyObject(lambda: why_dead(place, qname)),
+        why_dead=SimpleLazyObject(lambda: why_dead(place, qname, bodies)),
         # what other ports left behind: a few more calls, so only when asked (?leftovers=1)
         leftovers=leftovers_of(place, qname) if params.get("leftovers") else None,
         analytics=SimpleLazyObject(
@@ -450,6 +470,8 @@ def render_queue(
         # this moment, frozen: its link (the page "as of" now, whenever it is opened)
         freeze_at=as_of.param(stats.now),
         freeze_label=as_of.label(stats.now),
+        bodies=bodies,
+        reveal_url=place.url("rsmq-reveal", qname),
         **browser,
         **forms_,
         **(extra or {}),
@@ -458,6 +480,15 @@ def render_queue(
     if request.htmx and request.method == "GET" and params.get("part") == "scan":
         page = "_scan_more.html"  # a scan's next step (browse's auto-continue)
     return render(request, page, ctx, status=status)
+
+
+def shown_rows(
+    bodies: Bodies, rows: list[tuple[MessageInfo, Any]]
+) -> list[tuple[MessageInfo, Any]]:
+    """The browser's rows with each body preview as the caller may read it."""
+    if bodies.level == Level.CLEAR:
+        return rows
+    return [(dataclasses.replace(m, message=bodies.show(m.message)), None) for m, _ in rows]
 
 
 def condition_of(place: Place, qname: str) -> QueueCondition | None:
@@ -504,7 +535,7 @@ class WhyDead:
     more: bool
 
 
-def why_dead(place: Place, qname: str) -> WhyDead:
+def why_dead(place: Place, qname: str, bodies: Bodies) -> WhyDead:
     """One bounded read of a dead-letter queue's failure histories (failure_groups), only
     when the page shows it. None read: none."""
     try:
@@ -513,7 +544,7 @@ def why_dead(place: Place, qname: str) -> WhyDead:
         log.warning("failure groups of %s not read: %s", qname, e)
         return WhyDead([], 0, False)
     dead = sorted(read.of_state("dead"), key=lambda g: (-g.count, g.type))
-    dead = [g for g in dead if g.where == qname]
+    dead = [bodies.group(g) for g in dead if g.where == qname]
     return WhyDead(dead[:WHY_DEAD], len(dead), len(dead) > WHY_DEAD)
 
 

@@ -20,7 +20,7 @@ from dashboard.web.htmx import HtmxHttpRequest
 @login_required
 @require_safe
 def redis_page(request: HtmxHttpRequest, conn: str) -> HttpResponse:
-    require(request.user, Role.VIEWER)
+    require(request.user, Role.OBSERVER)
     connection = redis_health.find(conn)
     if connection is None:
         raise Http404(f"No connection {conn!r} is configured.")

@@ -1,6 +1,7 @@
 """The console's view tests, one folder per surface: overview/, queue/ (the queue page and
 its actions), message/ (the message page and its actions), failing/, api/, access/
-(logins, roles, audit), alerts/, metrics/, snapshots/ (snapshots, charts, rates, the
+(logins, roles, audit), bodies/ (who reads which bodies: masking, reveals, the observer),
+alerts/, metrics/, snapshots/ (snapshots, charts, rates, the
 pipeline's results), pages/ (what every page shares), robustness/ (Redis down, corrupt
 records, round trips, secrets), setup/ (configuration, commands, the database, the
 console on a Redis Cluster or through Sentinel).

@@ -18,9 +18,10 @@ if TYPE_CHECKING:
 CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[2]
 ROLES = {
-    "viewer": ["view_console"],
-    "operator": ["view_console", "operate_messages"],
-    "admin": ["view_console", "operate_messages", "administer_queues"],
+    "observer": ["observe_console"],
+    "viewer": ["observe_console", "view_console"],
+    "operator": ["observe_console", "view_console", "operate_messages"],
+    "admin": ["observe_console", "view_console", "operate_messages", "administer_queues"],
 }
 PASSWORD = "correct horse battery staple"
 

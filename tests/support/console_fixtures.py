@@ -135,6 +135,11 @@ def login(db) -> Callable[..., Client]:
 
 
 @pytest.fixture
+def observer(login) -> Client:
+    return login("odile", "observer")
+
+
+@pytest.fixture
 def viewer(login) -> Client:
     return login("vera", "viewer")
 

@@ -1,10 +1,11 @@
-"""The three roles (viewer ⊂ operator ⊂ admin), made again after every flush.
+"""The four roles (observer ⊂ viewer ⊂ operator ⊂ admin), made again after every flush.
 
-Migration 0002 makes them as groups. A transactional test (``django_db(transaction=True)``,
-a live server) ends by flushing every table, the migration's rows with them; Django then
-sends ``post_migrate``, which makes the content types and permissions again, and
-``remake_after_flushes`` the roles too. So a test finds the roles whatever ran before it
-on its worker (pytest-xdist hands each worker its own order of tests).
+Migrations 0002 and 0028 (the observer) make them as groups. A transactional test
+(``django_db(transaction=True)``, a live server) ends by flushing every table, the
+migrations' rows with them; Django then sends ``post_migrate``, which makes the content
+types and permissions again, and ``remake_after_flushes`` the roles too. So a test
+finds the roles whatever ran before it on its worker (pytest-xdist hands each worker
+its own order of tests).
 """
 
 from __future__ import annotations
@@ -14,13 +15,17 @@ from typing import Any
 
 
 def make_roles(using: str = "default") -> None:
-    """The role groups and their permissions, as migration 0002 makes them (on the
-    installed apps: the migration's own function works on a migration's app registry)."""
+    """The role groups and their permissions, as migrations 0002 and 0028 make them (on
+    the installed apps: the migrations' own functions work on a migration's app registry)."""
     from django.apps import apps
     from django.contrib.auth.management import create_permissions
     from django.contrib.auth.models import Group, Permission
 
-    roles = importlib.import_module("dashboard.migrations.0002_roles").ROLES
+    roles = dict(importlib.import_module("dashboard.migrations.0002_roles").ROLES)
+    roles = {"observer": [], **roles}
+    observed = importlib.import_module("dashboard.migrations.0027_masking").GROUPS
+    roles = {name: [*codes, "observe_console"] if name in observed else codes
+             for name, codes in roles.items()}  # fmt: skip
     create_permissions(apps.get_app_config("dashboard"), verbosity=0, using=using)
     for name, codenames in roles.items():
         group, _ = Group.objects.using(using).get_or_create(name=name)

@@ -170,7 +170,7 @@ def test_it_forbids_pages_to_a_user_without_a_role(
     }[page]
     response = outsider.get(url)
     assert response.status_code == 403
-    assert "This needs the viewer role." in response.content.decode()
+    assert "This needs the observer role." in response.content.decode()
 
 
 @pytest.mark.parametrize("name", ["send", "message-delete", "purge", "create"])

@@ -7,16 +7,15 @@ from __future__ import annotations
 import hmac
 import json
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pytest
 from celery.contrib.testing.worker import start_worker
 from django.core import mail
 from django.db import OperationalError
+from support.receiver import Receiver
 
 from dashboard import tasks
 from dashboard.alerting import delivery
@@ -33,40 +32,6 @@ T = TypeVar("T")
 def loopback_allowed(settings) -> None:
     """The receivers here listen on 127.0.0.1, which the console refuses unless told."""
     settings.RSMQ_OUTBOUND_ALLOW = ["127.0.0.1"]
-
-
-class Receiver:
-    """A webhook receiver on a port of its own, started and stopped by the test."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.got: list[tuple[dict[str, str], bytes]] = []
-        self.server: ThreadingHTTPServer | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/hook"
-
-    def start(self) -> None:
-        got = self.got
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                got.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                self.send_response(204)
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        if self.server:
-            self.server.shutdown()
-            self.server.server_close()
 
 
 @pytest.fixture

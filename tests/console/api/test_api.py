@@ -181,7 +181,7 @@ def test_it_refuses_a_wrong_token(console, token) -> None:
 def test_it_refuses_a_login_without_a_role(console, outsider: Client) -> None:
     response = outsider.get(api(console))
     assert response.status_code == 403
-    assert response.json() == {"error": "This needs the viewer role."}
+    assert response.json() == {"error": "This needs the observer role."}
 
 
 def test_it_answers_get_only(console, admin: Client) -> None:

@@ -7,22 +7,18 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
 from django.core import mail
 from django.test import Client
+from support.receiver import Receiver
 
 from dashboard.alerting import delivery
 from dashboard.alerting.evaluate import evaluate
 from dashboard.models import AlertRule, AuditEntry, Notification, Ownership
 from dashboard.triage.owners import Owners
 from queues import RedisSMQ
-from queues.server import free_port
 
 pytestmark = pytest.mark.django_db
 
@@ -182,38 +178,6 @@ def test_the_overview_row_hover_names_the_owner(console, viewer: Client, rsmq: R
 # -- in every alert's message ------------------------------------------------------------
 
 
-class Receiver:
-    """A local HTTP receiver (webhook and Slack) on a port of its own."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.got: list[bytes] = []
-        got = self.got
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                got.append(self.rfile.read(int(self.headers["Content-Length"])))
-                self.send_response(204)
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}/{path}"
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    yield r
-    r.server.shutdown()
-    r.server.server_close()
-
-
 def test_every_alert_message_names_the_owner(
     console, lake, add_snapshot, redis_now, ns: str, receiver: Receiver, settings
 ) -> None:
@@ -223,8 +187,8 @@ def test_every_alert_message_names_the_owner(
         runbook_url="https://wiki.example/pay")  # fmt: skip
     AlertRule.objects.create(
         name="backlog", connection="default", namespace=ns, pattern="*",
-        metric=AlertRule.Metric.VISIBLE, threshold=5, webhook_url=receiver.url("hook"),
-        webhook_secret="k", slack_url=receiver.url("slack"), emails="oncall@example.com",
+        metric=AlertRule.Metric.VISIBLE, threshold=5, webhook_url=receiver.at("/hook"),
+        webhook_secret="k", slack_url=receiver.at("/slack"), emails="oncall@example.com",
     )  # fmt: skip
     now = redis_now()
     add_snapshot("payments", now, msgs=10)
@@ -233,7 +197,7 @@ def test_every_alert_message_names_the_owner(
     assert Notification.objects.count() == 3
     for n in Notification.objects.all():
         assert delivery.send_one(n.pk) is True
-    webhook, slack = sorted(receiver.got, key=lambda b: b"alerts" not in b)
+    webhook, slack = sorted((b for _, b in receiver.got), key=lambda b: b"alerts" not in b)
     alerts = {a["queue"]: a for a in json.loads(webhook)["alerts"]}
     assert alerts["payments"]["owner"] == {
         "owner": "Payments team", "oncall": "@pay", "runbook_url": "https://wiki.example/pay",

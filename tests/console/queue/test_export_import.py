@@ -52,8 +52,9 @@ def test_a_viewer_exports_a_state_streamed_and_audited(console, q1, viewer: Clie
     assert [g["body"] for g in got] == ['{"n": 1}', '{"n": 2}', "plain ünïcode\u2028x"]
     assert set(got[0]) >= {"id", "body", "rc", "fr", "sent", "visible_at"}
     row = AuditEntry.objects.get()
-    assert (row.action, row.outcome, row.queue, row.params) == (
-        "export", "ok", "q1", {"state": "visible"}
+    # the default masking rules name every queue: a viewer's export is masked, and says so
+    assert (row.action, row.outcome, row.queue, row.params, row.count) == (
+        "export", "ok", "q1", {"state": "visible", "bodies": "masked"}, 3
     )  # fmt: skip
 
 

@@ -133,7 +133,7 @@ def test_refused_calls_are_audited_and_a_flood_folds_into_one_row_a_minute(
     assert details[0] == "401: Unknown API token." and "rsmq_nope" not in "".join(details)
     assert details[4].startswith("429: Token bot-operator is limited to 2 requests a minute")
     assert details[5] == "This needs the operator role."
-    assert details[6] == "403: This needs the viewer role."
+    assert details[6] == "403: This needs the observer role."
     assert details[7].startswith("404: Invalid qname format: 'bad!name'")
 
 
