@@ -12,7 +12,9 @@ from django.http import Http404, HttpRequest
 from ninja import Schema, Status
 from pydantic import Field
 
-from dashboard.access.callers import Refused, caller, refusal
+from dashboard.access.callers import Refused, caller
+from dashboard.access.grants import refusal
+from dashboard.access.guard import held_at
 from dashboard.access.roles import Action, Role
 from dashboard.acting import jobs
 from dashboard.acting.message_filter import RC_MAX, checked
@@ -105,8 +107,7 @@ def _out(job: BulkJob) -> dict[str, Any]:
 def _allow(request: HttpRequest, place: Place, kind: str, needed: Role, qname: str) -> None:
     """The token's role, for this job's kind (what JOB's check could not know): a refusal
     is audited under the job's own name."""
-    who = caller(request)
-    reason = refusal(who.role, needed)
+    reason = refusal(held_at(request, place.conn.name, place.ns, qname), needed)
     if reason:
         raise Refused(403, reason, Action(needed, jobs.AUDIT.get(kind, JOB.audit_name)))
 

@@ -13,7 +13,8 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
-from dashboard.access.roles import Role, require
+from dashboard.access.grants import require
+from dashboard.access.roles import Role
 from dashboard.audit import drain as audit_drain
 from dashboard.audit.log import AUDIT_BODY_BYTES
 from dashboard.models import AuditEntry

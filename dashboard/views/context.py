@@ -8,7 +8,8 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest
 
-from dashboard.access.roles import Role, can, role_of
+from dashboard.access.grants import can, role_of
+from dashboard.access.roles import Role
 from dashboard.models import Alert, Preference
 from dashboard.places.connections import connections
 from dashboard.views.forms import RefreshForm

@@ -36,7 +36,7 @@ GROUPS_PER_PAGE = 20
 @login_required
 @require_safe
 def failing(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> HttpResponse:
-    place = place_for(request, conn, ns)
+    place = place_for(request, conn, ns, queue=qname)
     v.qname(qname)  # a bad name in the URL: the middleware answers 404
     return render_failing(request, place, qname, request.GET)
 

@@ -13,8 +13,8 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
-from dashboard.access.guard import authorize, place_for
-from dashboard.access.roles import Role, refusal
+from dashboard.access.guard import authorize, may_act, place_for
+from dashboard.access.roles import Role
 from dashboard.acting import jobs
 from dashboard.acting import undo as undos
 from dashboard.acting.message_filter import checked
@@ -73,7 +73,7 @@ def _page(
     request: HtmxHttpRequest, place: Place, job: BulkJob, error: str = "", status: int = 200
 ) -> HttpResponse:
     job.refresh_from_db()
-    may = not refusal(request.user, _role(place, job))
+    may = may_act(request, place, _role(place, job), job.queue)
     ctx = context(
         place, qname=job.queue, job=job, job_url=_url(place, job), may_act=may,
         what=jobs.describe(job), outcome=jobs.outcome_text(job), error=error,
@@ -106,7 +106,7 @@ def _fits(place: Place, qname: str) -> bool:
 @login_required
 @require_safe
 def job_page(request: HtmxHttpRequest, conn: str, ns: str, qname: str, pk: int) -> HttpResponse:
-    place = place_for(request, conn, ns)
+    place = place_for(request, conn, ns, queue=qname)
     return _page(request, place, _job(place, qname, pk))
 
 
@@ -117,7 +117,7 @@ def job_control(
 ) -> HttpResponse:
     if verb not in VERBS:
         raise Http404(f"No job action {verb!r}.")
-    place = place_for(request, conn, ns)
+    place = place_for(request, conn, ns, queue=qname)
     job = _job(place, qname, pk)
     authorize(request, place, _role(place, job), jobs.AUDIT[job.kind], qname)
     try:

@@ -37,7 +37,7 @@ from queues.parse import FOREIGN_ID
 def message_detail(
     request: HtmxHttpRequest, conn: str, ns: str, qname: str, msg_id: str
 ) -> HttpResponse:
-    place = place_for(request, conn, ns)
+    place = place_for(request, conn, ns, queue=qname)
     return render_message(request, place, qname, msg_id)
 
 

@@ -9,7 +9,8 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
-from dashboard.access.roles import Role, require
+from dashboard.access.grants import require
+from dashboard.access.roles import Role
 from dashboard.display.formatting import epoch_ms
 from dashboard.places.connections import connections
 from dashboard.probes import redis_health

@@ -12,7 +12,8 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from dashboard.access import tokens
-from dashboard.access.roles import Role, require
+from dashboard.access.grants import require
+from dashboard.access.roles import Role
 from dashboard.audit import log as audit
 from dashboard.models import ApiToken, AuditEntry
 from dashboard.views.common import context
