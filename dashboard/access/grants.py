@@ -21,7 +21,8 @@ from django.db.models import Q
 from django.http import HttpRequest
 
 from dashboard.access.roles import GROUPS, Role, read_only
-from dashboard.models import ApiToken, Grant
+from dashboard.audit import log as audit
+from dashboard.models import ApiToken, AuditEntry, Grant
 from dashboard.places.place import Place, not_configured
 from queues import QueueNotFound
 from queues import validation as v
@@ -297,3 +298,26 @@ def _brackets_closed(glob: str) -> bool:
                 return False
             depth = 0
     return depth == 0
+
+
+# -- grants changed: the audit log's rows -----------------------------------------------
+
+
+def described(grant: Grant) -> dict[str, str]:
+    """A grant as its audit row keeps it."""
+    who = f"user:{grant.user.get_username()}" if grant.user else f"group:{grant.group}"
+    return {"to": who, "role": grant.role, "connection": grant.connection,
+            "namespace": grant.namespace, "queues": grant.queues}  # fmt: skip
+
+
+def audit_change(
+    request: HttpRequest, action: str, before: dict[str, str] | None, after: dict[str, str] | None
+) -> None:
+    """A grant made (``grant_create``), changed (``grant_change``: what it was and is) or
+    deleted (``grant_delete``), by the request's user: its row in the audit log, about the
+    place and queues it names (its globs)."""
+    now = after or before
+    assert now is not None
+    audit.write((now["connection"], now["namespace"]), action, AuditEntry.Outcome.OK,
+                user=request.user, queue=now["queues"], params={"before": before, "after": after},
+                detail=f"{now['role']} for {now['to']}")  # fmt: skip

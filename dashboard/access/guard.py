@@ -64,6 +64,24 @@ def visible_or_404(
     return found
 
 
+def destination(request: HttpRequest, place: Place, queue: str | None) -> None:
+    """Go on if the caller may put messages in ``queue`` (a move's, a redrive's, a
+    re-send's destination: an operator's there); one it may not see is answered as a queue
+    that does not exist. None (back to where each message came from, any queue): only
+    for a caller who may act at every queue of the place."""
+    scope = grants.scope_of(request)
+    conn, ns = place.conn.name, place.ns
+    if queue is None:
+        if scope.here(conn, ns).floor < Role.OPERATOR:
+            raise PermissionDenied(
+                "Name the queue to go to: your grants do not cover every queue here."
+            )
+        return
+    reason = grants.refusal(scope.held(conn, ns, queue), Role.OPERATOR)
+    if reason:
+        raise PermissionDenied(reason)
+
+
 def may_act(request: HttpRequest, place: Place, role: Role, queue: str = "") -> bool:
     """Whether the caller may act at ``role`` there (what a page offers; no audit row)."""
     try:

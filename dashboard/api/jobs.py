@@ -14,7 +14,7 @@ from pydantic import Field
 
 from dashboard.access.callers import Refused, caller
 from dashboard.access.grants import refusal
-from dashboard.access.guard import held_at
+from dashboard.access.guard import destination, held_at
 from dashboard.access.roles import Action, Role
 from dashboard.acting import jobs
 from dashboard.acting.message_filter import RC_MAX, checked
@@ -130,7 +130,7 @@ def job_start(
     places.queue_stats(place, qname)
     data = body.model_dump()
     try:
-        kind, f, _ = jobs.read_request(data, qname)
+        kind, f, plan = jobs.read_request(data, qname)
     except jobs.JobError as e:
         audit.write(
             place, jobs.AUDIT.get(data["kind"], JOB.audit_name), AuditEntry.Outcome.INVALID,
@@ -139,6 +139,8 @@ def job_start(
         raise _bad(e, audited=True) from None
     dead = kind == "redrive" and bool(place.rsmq.dead_letter_sources(qname))
     _allow(request, place, kind, jobs.role_for(kind, f, dead), qname)
+    if kind in jobs.MOVING:
+        destination(request, place, plan.to)
     try:
         job = jobs.create(request, place, qname, data, actor=caller(request).actor)
     except jobs.JobLimit as e:

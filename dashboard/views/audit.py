@@ -8,16 +8,18 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
+from dashboard.access import grants
 from dashboard.access.grants import require
 from dashboard.access.roles import Role
 from dashboard.audit import drain as audit_drain
 from dashboard.audit.log import AUDIT_BODY_BYTES
 from dashboard.models import AuditEntry
+from dashboard.places.place import configured
 from dashboard.templatetags.console import pretty_body
 from dashboard.views.common import context
 from dashboard.web.htmx import HtmxHttpRequest
@@ -78,7 +80,7 @@ def audit_log(request: HtmxHttpRequest) -> HttpResponse:
     audit_drain.drain()
     pending = audit_drain.pending()
     # each row's Undo, if its action kept one (dashboard/acting/undo.py): in the same query
-    entries = AuditEntry.objects.select_related("undo")
+    entries = in_sight(request, AuditEntry.objects.select_related("undo"))
     filters = {}
     for field in FILTERS:
         value = request.GET.get(field, "").strip()
@@ -107,6 +109,26 @@ def audit_log(request: HtmxHttpRequest) -> HttpResponse:
         pending=pending,
     )
     return render(request, "audit.html", ctx, status=status)
+
+
+def in_sight(request: HtmxHttpRequest, rows: QuerySet[AuditEntry]) -> QuerySet[AuditEntry]:
+    """The rows about queues the caller may see: every row for one who sees every queue;
+    else the rows of the queues (by name, of each place) its grants cover — none about
+    the console as a whole (grants, tokens)."""
+    scope = grants.scope_of(request)
+    if scope.overall > Role.NONE:
+        return rows
+    where = Q(pk__in=[])
+    for conn, ns in configured():
+        if scope.role_in(conn, ns) == Role.NONE:
+            continue
+        here = Q(connection=conn, namespace=ns)
+        if not scope.whole(conn, ns):
+            named = AuditEntry.objects.filter(here).exclude(queue="")
+            names = named.values_list("queue", flat=True).distinct()
+            here &= Q(queue__in=[q for q in names if scope.shows(conn, ns, q)])
+        where |= here
+    return rows.filter(where)
 
 
 #: lines of an edit and re-send's difference the audit page shows (the rest: counted)

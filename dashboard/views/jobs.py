@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
-from dashboard.access.guard import authorize, may_act, place_for
+from dashboard.access.guard import authorize, destination, may_act, place_for
 from dashboard.access.roles import Role
 from dashboard.acting import jobs
 from dashboard.acting import undo as undos
@@ -54,6 +54,8 @@ def job_start(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> HttpR
         return render(request, "job.html", ctx, status=BAD_REQUEST)
     dead = kind == "redrive" and bool(place.rsmq.dead_letter_sources(qname))
     authorize(request, place, jobs.role_for(kind, f, dead), name, qname)
+    if kind in jobs.MOVING:
+        destination(request, place, plan.to)
     try:
         job = jobs.create(request, place, qname, request.POST)
     except jobs.JobLimit as e:

@@ -14,7 +14,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_POST, require_safe
 
-from dashboard.access.guard import place_for
+from dashboard.access.guard import destination, place_for
 from dashboard.acting import undo as undos
 from dashboard.acting.actions import MESSAGE_ACTIONS
 from dashboard.audit.log import ResendParams, resend_bodies
@@ -201,6 +201,7 @@ def _move(post: Posted) -> Result:
 
     def work() -> tuple[str, int | None]:
         nonlocal n
+        destination(post.request, post.place, to)
         n = post.place.rsmq.move_messages(
             post.qname, to, [post.msg_id], keep_counts=keep, keep=kept.token
         )
@@ -233,6 +234,7 @@ def _resend(post: Posted) -> Result:
 
     def work() -> tuple[str, int | None]:
         nonlocal new
+        destination(post.request, post.place, to)
         new = post.place.rsmq.resend_message(
             post.qname, post.msg_id, body, to=to, delete_original=delete, delay=delay
         )

@@ -102,8 +102,10 @@ def home(request: HtmxHttpRequest) -> HttpResponse:
     chosen = request.GET.get("place", "")  # the header's selector, without JavaScript
     if chosen.startswith("/c/") and "//" not in chosen:
         return redirect(chosen)
+    scope = grants.scope_of(request)
+    seen = [(c.name, ns) for c in connections() for ns in c.namespaces if scope.role_in(c.name, ns)]
     c = connections()[0]
-    return redirect("rsmq-overview", c.name, c.namespaces[0])
+    return redirect("rsmq-overview", *(seen[0] if seen else (c.name, c.namespaces[0])))
 
 
 @login_required
