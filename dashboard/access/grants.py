@@ -113,6 +113,12 @@ class Scope:
             return self.role_in(conn, ns) > Role.NONE
         return self.role_at(conn, ns, about) > Role.NONE
 
+    def hides(self, conn: str, ns: str, about: str) -> bool:
+        """Whether a record is to be answered as one that does not exist: the caller
+        holds a role somewhere but may not see it (one holding none gets the 403 of a
+        missing role)."""
+        return self.highest > Role.NONE and not self.shows(conn, ns, about)
+
     def visible(self, conn: str, ns: str, names: Iterable[str]) -> list[str]:
         """The names of ``names`` it may see, in their order."""
         here = self.here(conn, ns)

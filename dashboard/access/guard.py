@@ -59,7 +59,7 @@ def visible_or_404(
     """The row ``pk`` of ``rows`` if the caller may see what it is about (``about``: its
     connection, namespace and queue or glob); else the 404 of a row that is not there."""
     found = get_object_or_404(rows, pk=pk)
-    if not grants.scope_of(request).shows(*about(found)):
+    if grants.scope_of(request).hides(*about(found)):
         raise Http404(f"No {rows.model._meta.object_name} matches the given query.")
     return found
 

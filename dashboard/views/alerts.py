@@ -18,7 +18,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from dashboard.access import grants
-from dashboard.access.grants import require
+from dashboard.access.grants import EVERY, require
 from dashboard.access.guard import authorize, visible_or_404
 from dashboard.access.roles import Role
 from dashboard.acting import silences
@@ -147,7 +147,8 @@ def silence_create(request: HtmxHttpRequest) -> HttpResponse:
         conn, _, ns = request.POST["place"].partition("/")
     where = resolve_or_first(conn, ns)
     pattern = request.POST.get("pattern", "")
-    authorize(request, where, action.role, action.audit_name, queue=pattern)
+    # no pattern: every queue's alerts held, so the caller's grants must cover every queue
+    authorize(request, where, action.role, action.audit_name, queue=pattern or EVERY)
     asked = silences.read(request.POST, configured())
     if asked.errors:
         text = "; ".join(asked.errors.values())
@@ -234,7 +235,7 @@ def ack_link(request: HtmxHttpRequest, token: str) -> HttpResponse:
         page.status_code = 400 if request.method == "GET" else 409
         return page
     alert = link.alert
-    if not grants.scope_of(request).shows(*_alerted(alert)):
+    if grants.scope_of(request).hides(*_alerted(alert)):
         raise Http404("No Alert matches the given query.")
     if request.method == "POST":
         where = resolve_or_first(alert.connection, alert.namespace)
@@ -277,6 +278,9 @@ def _edit(request: HtmxHttpRequest, rule: AlertRule, action: str) -> HttpRespons
         page.status_code = UNPROCESSABLE
         return page
     rule = form.save(commit=False)
+    # where it now looks: the caller's grants must cover it too
+    authorize(request, resolve_or_first(rule.connection, rule.namespace), Role.ADMIN, action,
+              queue=rule.target or EVERY)  # fmt: skip
     if not rule.webhook_secret:
         rule.webhook_secret = secrets.token_hex(32)
     with transaction.atomic():  # saved and audited together, or neither

@@ -36,11 +36,9 @@ def console(request: HttpRequest) -> dict[str, Any]:
     held = scope.highest
     if connection is not None and ns is not None:
         qname = str(kwargs.get("qname", ""))
-        held = (
-            scope.role_at(connection.name, ns, qname)
-            if qname
-            else scope.role_in(connection.name, ns)
-        )
+        # (a queue out of sight: the place's, as on a queue that does not exist)
+        at = scope.role_at(connection.name, ns, qname) if qname else Role.NONE
+        held = at or scope.role_in(connection.name, ns)
     return {
         "connection": connection,
         "namespace": ns,

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from dashboard.access import grants
-from dashboard.access.grants import require
+from dashboard.access.grants import EVERY, require
 from dashboard.access.guard import authorize, visible_or_404
 from dashboard.access.roles import Role
 from dashboard.audit import log as audit
@@ -94,6 +94,9 @@ def _save(request: HtmxHttpRequest, row: Ownership, action: str) -> HttpResponse
                      detail=errors)  # fmt: skip
         return _page(request, form, row if row.pk else None, status=UNPROCESSABLE)
     row = form.save(commit=False)
+    # where it now points: the caller's grants must cover it too
+    authorize(request, resolve_or_first(row.connection, row.namespace), Role.ADMIN, action,
+              queue=row.target or EVERY)  # fmt: skip
     row.updated_by = request.user.get_username()
     with transaction.atomic():  # saved and audited together, or neither
         row.save()

@@ -35,13 +35,13 @@ class TokenForm(forms.Form):
         help_text=f"1 to {MAX_PER_MINUTE}; past it the API answers 429",
     )  # fmt: skip
     connection = forms.CharField(
-        max_length=100, initial="*", help_text="a name, or a glob: * every one"
+        max_length=100, initial="*", required=False, help_text="a name, or a glob: * every one"
     )
     namespace = forms.CharField(
-        max_length=200, initial="*", help_text="a name, or a glob: * every one"
+        max_length=200, initial="*", required=False, help_text="a name, or a glob: * every one"
     )
     queues = forms.CharField(
-        max_length=500, initial="*", label="Queues",
+        max_length=500, initial="*", label="Queues", required=False,
         help_text="globs of queue names, comma-separated, e.g. billing-*,invoices",
     )  # fmt: skip
     expires_days = forms.IntegerField(
@@ -57,6 +57,9 @@ class TokenForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
+        for key in ("connection", "namespace", "queues"):  # left blank: every one
+            if key in data:
+                data[key] = data[key].strip() or "*"
         if all(k in data for k in ("connection", "namespace", "queues")):
             try:
                 grants.check_scope(data["connection"], data["namespace"], data["queues"], many=True)
