@@ -296,9 +296,19 @@ def api(path: str) -> Callable[[World, str], str]:
     )
 
 
+def posted(path: str, body: dict[str, Any], natural: bool = False) -> Probe:
+    """A JSON POST to the API; ``"{msg_id}"`` in the body: the queue's message."""
+
+    def data(w: World, q: str) -> dict[str, Any]:
+        made = json.dumps(body).replace("{msg_id}", w.ids[q])
+        return dict(json.loads(made))
+
+    return Probe("POST", api(path), data, json=True, natural=natural)
+
+
 #: every API route, by its name in the route table: its requests (JSON bodies)
 API_ROUTES: dict[str, list[Probe]] = {
-    "list_queues": [],  # a list: test_api_lists_leave_the_hidden_queue_out
+    "list_queues": [],  # a list: test_the_session_on_the_read_api_lists_only_what_is_granted
     "rest_rsmq_list_queues": [],
     "create_annotation": [
         Probe(
@@ -315,63 +325,26 @@ API_ROUTES: dict[str, list[Probe]] = {
     "delete_queue": [Probe("DELETE", api("/queues/{qname}/"))],
     "purge_queue": [Probe("POST", api("/queues/{qname}/purge/"))],
     "undo": [],  # no queue in its path: test_the_hidden_queues_undo_is_a_missing_one
-    "send": [
-        Probe(
-            "POST",
-            api("/queues/{qname}/messages/"),
-            lambda w, q: {"message": "x"},
-            json=True,
-            natural=True,
-        )
-    ],  # fmt: skip
-    "receive": [Probe("POST", api("/queues/{qname}/receive/"), json=True, natural=True)],
+    "send": [posted("/queues/{qname}/messages/", {"message": "x"}, natural=True)],
+    "receive": [posted("/queues/{qname}/receive/", {}, natural=True)],
     "delete_message": [Probe("DELETE", api("/queues/{qname}/messages/{msg_id}/"))],
-    "change_visibility": [
-        Probe(
-            "POST",
-            api("/queues/{qname}/messages/{msg_id}/visibility/"),
-            lambda w, q: {"vt": 0},
-            json=True,
-        )
-    ],  # fmt: skip
-    "requeue": [
-        Probe("POST", api("/queues/{qname}/requeue/"), lambda w, q: {"ids": [w.ids[q]]}, json=True)
-    ],  # fmt: skip
-    "move": [
-        Probe(
-            "POST",
-            api("/queues/{qname}/move/"),
-            lambda w, q: {"ids": [w.ids[q]], "to": SEEN},
-            json=True,
-        )
-    ],  # fmt: skip
+    "change_visibility": [posted("/queues/{qname}/messages/{msg_id}/visibility/", {"vt": 0})],
+    "requeue": [posted("/queues/{qname}/requeue/", {"ids": ["{msg_id}"]})],
+    "move": [posted("/queues/{qname}/move/", {"ids": ["{msg_id}"], "to": SEEN})],
     "resend_message": [
-        Probe(
-            "POST",
-            api("/queues/{qname}/messages/{msg_id}/resend/"),
-            lambda w, q: {"message": "x", "to": SEEN},
-            json=True,
-        )
-    ],  # fmt: skip
+        posted("/queues/{qname}/messages/{msg_id}/resend/", {"message": "x", "to": SEEN})
+    ],
     "export_messages": [Probe("GET", api("/queues/{qname}/export/"), natural=True)],
     "import_messages": [Probe("POST", api("/queues/{qname}/import/"))],
     "rest_rsmq_get_queue_attributes": [
         Probe("GET", api("/rest-rsmq/queues/{qname}"), natural=True)
-    ],  # fmt: skip
+    ],
     "rest_rsmq_create_queue": [],  # test_a_queue_out_of_scope_is_not_created
     "rest_rsmq_delete_queue": [Probe("DELETE", api("/rest-rsmq/queues/{qname}"))],
     "rest_rsmq_send_message": [
-        Probe(
-            "POST",
-            api("/rest-rsmq/messages/{qname}"),
-            lambda w, q: {"message": "x"},
-            json=True,
-            natural=True,
-        )
-    ],  # fmt: skip
-    "rest_rsmq_receive_message": [
-        Probe("GET", api("/rest-rsmq/messages/{qname}"), natural=True)
-    ],  # fmt: skip
+        posted("/rest-rsmq/messages/{qname}", {"message": "x"}, natural=True)
+    ],
+    "rest_rsmq_receive_message": [Probe("GET", api("/rest-rsmq/messages/{qname}"), natural=True)],
     "rest_rsmq_delete_message": [Probe("DELETE", api("/rest-rsmq/messages/{qname}/{msg_id}"))],
     "rest_rsmq_change_message_visibility": [
         Probe("PUT", lambda w, q: api("/rest-rsmq/message/{qname}/{msg_id}")(w, q) + "?vt=0")
@@ -379,23 +352,12 @@ API_ROUTES: dict[str, list[Probe]] = {
     "rest_rsmq_change_message_visibility_plural": [
         Probe("PUT", lambda w, q: api("/rest-rsmq/messages/{qname}/{msg_id}")(w, q) + "?vt=0")
     ],
-    "pause_queue": [
-        Probe("POST", api("/queues/{qname}/pause/"), lambda w, q: {"reason": "x"}, json=True)
-    ],  # fmt: skip
-    "throttle_queue": [
-        Probe("POST", api("/queues/{qname}/throttle/"), lambda w, q: {"rate": 5}, json=True)
-    ],  # fmt: skip
+    "pause_queue": [posted("/queues/{qname}/pause/", {"reason": "x"})],
+    "throttle_queue": [posted("/queues/{qname}/throttle/", {"rate": 5})],
     "resume_queue": [Probe("POST", api("/queues/{qname}/resume/"))],
     "queue_flow": [Probe("GET", api("/queues/{qname}/flow/"), natural=True)],
     "queue_due": [Probe("GET", api("/queues/{qname}/due/"), natural=True)],
-    "job_start": [
-        Probe(
-            "POST",
-            api("/queues/{qname}/jobs/"),
-            lambda w, q: {"kind": "delete", "state": "all"},
-            json=True,
-        )
-    ],  # fmt: skip
+    "job_start": [posted("/queues/{qname}/jobs/", {"kind": "delete", "state": "all"})],
     "job_read": [Probe("GET", api("/queues/{qname}/jobs/{pk}/"))],
     "job_control": [Probe("POST", api("/queues/{qname}/jobs/{pk}/{verb}/"))],
 }
