@@ -10,7 +10,7 @@
                                      (dashboard/acting/message_filter.py)
 
 Auth: an API token (any role), RSMQ_METRICS_TOKEN as a bearer token, or a logged-in viewer
-(access.roles.token_or_viewer).
+(access.callers.reader), within its grants (access/grants.py: a queue out of them is a 404).
 """
 
 from __future__ import annotations
