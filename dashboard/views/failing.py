@@ -51,7 +51,7 @@ def render_failing(
 ) -> HttpResponse:
     groups = place.rsmq.failure_groups(qname)
     # The queues whose policy sends here: then this is a dead-letter queue, and says so.
-    sources = names_and_sources(place, qname)[1]
+    sources = names_and_sources(request, place, qname)[1]
     retry = groups.of_state("retry")
     dead = groups.of_state("dead")
     ctx = context(

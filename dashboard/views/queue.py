@@ -410,7 +410,7 @@ def render_queue(
         status = 400  # a bad filter in the URL: said under its field, left out
     # The namespace's names (for "move to") and the queues whose policy sends here (then
     # redrive is an operator's action): one read, only when the side panel is drawn.
-    around = SimpleLazyObject(lambda: names_and_sources(place, qname))
+    around = SimpleLazyObject(lambda: names_and_sources(request, place, qname))
     forms_ = queue_page_forms(stats) | dict(invalid or {})
     ctx = context(
         place,
@@ -518,13 +518,17 @@ def why_dead(place: Place, qname: str) -> WhyDead:
     return WhyDead(dead[:WHY_DEAD], len(dead), len(dead) > WHY_DEAD)
 
 
-def names_and_sources(place: Place, qname: str) -> tuple[list[str], list[str]]:
-    """The namespace's names and the queues dead-lettering to ``qname``; none when another
-    queue's spoiled record can't be read (that queue's own page says so, not this one)."""
+def names_and_sources(
+    request: HtmxHttpRequest, place: Place, qname: str
+) -> tuple[list[str], list[str]]:
+    """The namespace's names and the queues dead-lettering to ``qname`` that the caller
+    may see; none when another queue's spoiled record can't be read (that queue's own page
+    says so, not this one)."""
     try:
-        return place.rsmq.queue_names_and_sources(qname)
+        names, sources = place.rsmq.queue_names_and_sources(qname)
     except RsmqError:  # QueueUnreadable, or InvalidArgument for a name no queue may have
         return [], []
+    return names, grants.visible(request, place, sources)
 
 
 def charts(

@@ -72,6 +72,7 @@ def world(console, rsmq: RedisSMQ, add_snapshot) -> World:
         rsmq.create_queue(q)
         w.ids[q] = rsmq.send_messages(q, [f"{q} one", f"{q} two", f"{q} three"])[0]
     rsmq.receive_message(HIDDEN, vt=600)  # one in flight
+    rsmq.set_dead_letter_policy(HIDDEN, "billing-b", 5)  # billing-b: its dead-letter queue
     rsmq.record_failure(HIDDEN, w.ids[HIDDEN], error_type="E")
     w.ids[GHOST] = w.ids[MISSING] = FAKE_ID
     # an Undo of the hidden queue: its third message deleted, kept
@@ -574,6 +575,13 @@ def test_metrics_leave_the_hidden_queue_out(bill: Client, bill_token: str, world
 
 def _rows() -> list[list[dict[str, Any]]]:
     return [list(m.objects.order_by("pk").values()) for m in (Alert, AlertRule, Silence, Ownership)]
+
+
+def test_a_dead_letter_queue_in_scope_names_no_source_out_of_it(bill: Client, world: World) -> None:
+    for suffix in ("", "failing/"):
+        response = bill.get(f"/c/default/{world.ns}/q/billing-b/{suffix}")
+        assert response.status_code == 200
+        assert HIDDEN not in response.content.decode(), suffix
 
 
 def test_rows_about_the_hidden_queue_are_missing_rows(bill: Client, world: World) -> None:
