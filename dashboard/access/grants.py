@@ -23,7 +23,7 @@ from django.http import HttpRequest
 from dashboard.access.roles import GROUPS, Role, read_only
 from dashboard.audit import log as audit
 from dashboard.models import ApiToken, AuditEntry, Grant
-from dashboard.places.place import Place, not_configured
+from dashboard.places.place import Place, configured, not_configured
 from queues import QueueNotFound
 from queues import validation as v
 
@@ -232,6 +232,12 @@ def kept(
     if scope_of(request).overall > Role.NONE:
         return rows
     return list(shown(request, rows, where))
+
+
+def places(request: HttpRequest) -> list[tuple[str, str]]:
+    """The configured (connection, namespace) places the caller holds a role at."""
+    scope = scope_of(request)
+    return [(c, ns) for c, ns in configured() if scope.role_in(c, ns) > Role.NONE]
 
 
 def refusal(role: Role, needed: Role) -> str:

@@ -96,8 +96,8 @@ def _page(request: HtmxHttpRequest, **extra: Any) -> dict[str, Any]:
             history=list(islice(grants.shown(request, events, lambda e: _alerted(e.alert)),
                                 HISTORY_SHOWN)),
             waiting=0, failing=[], given_up=[], given_up_count=0, held=[], held_count=0,
-            silences=shown, silenced_now=sum(on for _, on, _ in shown), places=configured(),
-            days=silences.DAYS,
+            silences=shown, silenced_now=sum(on for _, on, _ in shown),
+            places=grants.places(request), days=silences.DAYS,
             rule_choices=list(grants.shown(request, AlertRule.objects.order_by("name"), _ruled)),
             **extra,
         )  # fmt: skip
@@ -117,7 +117,7 @@ def _page(request: HtmxHttpRequest, **extra: Any) -> dict[str, Any]:
         held_count=held.count(),
         silences=shown,
         silenced_now=sum(on for _, on, _ in shown),
-        places=configured(),
+        places=grants.places(request),
         days=silences.DAYS,
         rule_choices=AlertRule.objects.order_by("name").only(
             "pk", "name", "connection", "namespace"
@@ -265,7 +265,7 @@ def _edit(request: HtmxHttpRequest, rule: AlertRule, action: str) -> HttpRespons
     where = resolve_or_first(rule.connection, rule.namespace) if rule.pk else resolve()
     if request.method == "GET":
         require(request.user, Role.ADMIN)
-        form = AlertRuleForm(instance=rule, places=configured())
+        form = AlertRuleForm(instance=rule, places=grants.places(request))
         return render(request, "alerts_rule.html", context(None, form=form, rule=rule))
     authorize(request, where, Role.ADMIN, action, queue=rule.target)
     form = AlertRuleForm(request.POST, instance=rule, places=configured())
@@ -299,7 +299,7 @@ def rule_delete(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if request.POST.get("confirm", "") != rule.name:
         audit.record(request, where, "alert_rule_delete", AuditEntry.Outcome.INVALID,
                      queue=rule.target, detail="confirm: not the rule's name")  # fmt: skip
-        form = AlertRuleForm(instance=rule, places=configured())
+        form = AlertRuleForm(instance=rule, places=grants.places(request))
         ctx = context(
             None,
             form=form,

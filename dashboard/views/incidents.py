@@ -155,7 +155,7 @@ def incidents(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
         page = _page_number(request.GET.get("page"))
     except BadFilter as e:
         ctx = context(None, error=str(e), shown={}, kinds=KINDS, ranges=RANGES,
-                      place_names=configured(), **then)  # fmt: skip
+                      place_names=grants.places(request), **then)  # fmt: skip
         return render(request, "incidents.html", ctx, status=400)
     fmt = request.GET.get("format", "")
     if fmt == "csv":
@@ -164,7 +164,7 @@ def incidents(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
         return _json(request, f, shown)
     if fmt:
         ctx = context(None, error="format must be csv or json", shown=shown, kinds=KINDS,
-                      ranges=RANGES, place_names=configured())  # fmt: skip
+                      ranges=RANGES, place_names=grants.places(request))  # fmt: skip
         return render(request, "incidents.html", ctx, status=400)
     # One more than the page: whether there is a next one.
     rows = list(islice(_events(request, f), (page - 1) * PER_PAGE, page * PER_PAGE + 1))
@@ -182,7 +182,7 @@ def incidents(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
         shown=shown,
         kinds=KINDS,
         ranges=RANGES,
-        place_names=configured(),
+        place_names=grants.places(request),
         query=query.urlencode(),
         range_query=ranged.urlencode(),
         now_utc=dt.datetime.fromtimestamp(now_ms / 1000, tz=dt.UTC).strftime(TIME_FORMAT),

@@ -60,7 +60,9 @@ def _page(
 def owners_page(request: HtmxHttpRequest) -> HttpResponse:
     if request.method == "GET":
         require(request.user, Role.VIEWER)
-        return _page(request, OwnershipForm(initial=_asked(request), places=configured()), None)
+        return _page(
+            request, OwnershipForm(initial=_asked(request), places=grants.places(request)), None
+        )
     return _save(request, Ownership(), "owner_create")
 
 
@@ -79,7 +81,7 @@ def owner_edit(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     row = visible_or_404(request, Ownership.objects.all(), pk, _about)
     if request.method == "GET":
         require(request.user, Role.ADMIN)
-        return _page(request, OwnershipForm(instance=row, places=configured()), row)
+        return _page(request, OwnershipForm(instance=row, places=grants.places(request)), row)
     return _save(request, row, "owner_edit")
 
 
@@ -115,7 +117,7 @@ def owner_delete(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if request.POST.get("confirm", "") != row.target:
         audit.record(request, where, "owner_delete", AuditEntry.Outcome.INVALID,
                      queue=row.target, detail="confirm: not the queue or pattern")  # fmt: skip
-        form = OwnershipForm(instance=row, places=configured())
+        form = OwnershipForm(instance=row, places=grants.places(request))
         error = f"confirm: type {row.target} exactly to delete its owner"
         return _page(request, form, row, status=UNPROCESSABLE, delete_error=error)
     params = _params(row)

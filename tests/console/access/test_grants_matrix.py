@@ -540,6 +540,18 @@ def test_home_goes_to_a_granted_place(bill: Client, world: World) -> None:
     assert response["Location"] == f"/c/default/{world.ns}/"
 
 
+def test_places_out_of_scope_are_not_offered(bill: Client, world: World, settings) -> None:
+    settings.RSMQ_CONNECTIONS = [
+        {**settings.RSMQ_CONNECTIONS[0], "namespaces": [world.ns, "secret-ns"]}
+    ]
+    for url in (f"/c/default/{world.ns}/", "/incidents/", "/alerts/", "/owners/", "/alerts/new/"):
+        response = bill.get(url)
+        assert response.status_code == 200, url
+        assert "secret-ns" not in response.content.decode(), url
+    assert bill.get("/c/default/secret-ns/").status_code == 404
+    assert bill.get("/c/default/nowhere/").status_code == 404
+
+
 def test_lists_leave_the_hidden_queue_out(bill: Client, world: World) -> None:
     for url in ("/audit/", "/alerts/", "/incidents/", "/incidents/?format=json",
                 "/incidents/?format=csv", "/owners/"):  # fmt: skip
