@@ -63,6 +63,7 @@ class World:
     pks: dict[str, int] = field(default_factory=dict)  # kind -> the hidden queue's row
     undo: str = ""
     token: str = ""
+    as_of: str = ""  # "?as_of=" a moment between its two snapshot runs
 
 
 @pytest.fixture
@@ -84,6 +85,8 @@ def world(console, rsmq: RedisSMQ, add_snapshot) -> World:
         count=1, expires=timezone.now() + dt.timedelta(hours=1),
     )  # fmt: skip
     now = int(timezone.now().timestamp() * 1000)
+    between = dt.datetime.fromtimestamp((now - 90_000) / 1000, tz=dt.UTC)
+    w.as_of = "?as_of=" + between.strftime("%Y-%m-%dT%H:%M:%S")
     for q in (SEEN, "billing-b", HIDDEN):
         add_snapshot(q, now - 120_000, msgs=3, totalsent=3)
         add_snapshot(q, now - 60_000, msgs=3, totalsent=3)
@@ -172,9 +175,6 @@ def msg_act(action: str, **extra: Any) -> Probe:
 
 
 GROUP = {"type": "E", "state": "retry", "count": "1"}
-AS_OF = "?as_of=" + (dt.datetime.now(dt.UTC) - dt.timedelta(seconds=90)).strftime(
-    "%Y-%m-%dT%H:%M:%S"
-)
 
 #: every page about a queue, by its URL name: the requests that try it
 QUEUE_PAGES: dict[str, list[Probe]] = {
@@ -182,7 +182,7 @@ QUEUE_PAGES: dict[str, list[Probe]] = {
         Probe("GET", page(), natural=True),
         Probe("GET", lambda w, q: page()(w, q) + "?state=inflight", natural=True),
         Probe("GET", lambda w, q: page()(w, q) + f"?id={w.ids[q]}", natural=True),
-        Probe("GET", lambda w, q: page()(w, q) + AS_OF),  # the queue page "as of"
+        Probe("GET", lambda w, q: page()(w, q) + w.as_of),  # the queue page "as of"
     ],
     "rsmq-queue-charts": [
         Probe(
@@ -528,7 +528,7 @@ def test_the_overview_lists_and_counts_only_what_is_granted(bill: Client, world:
     for query in ("?q=other", "?q=a", "?sort=name", "?sort=-msgs", "?leftovers=1"):
         text = bill.get(base + query).content.decode()
         assert HIDDEN not in text, query
-    as_of = bill.get(base + AS_OF)
+    as_of = bill.get(base + world.as_of)
     assert as_of.status_code == 200
     assert _shown_names(as_of.content.decode()) <= {SEEN, "billing-b"}
     assert as_of.context["totals"]["queues"] == 2
