@@ -520,12 +520,61 @@ class ApiToken(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
     window = models.BigIntegerField(default=0)  # epoch minute of ``used``
     used = models.PositiveIntegerField(default=0)
+    # Its scope (dashboard/access/grants.py): the connection, namespace and queues it may
+    # reach, as globs ("*": every one; ``queues`` a comma-separated list of them).
+    connection = models.CharField(max_length=100, default="*")
+    namespace = models.CharField(max_length=200, default="*")
+    queues = models.CharField(max_length=500, default="*")
+    expires_at = models.DateTimeField(null=True, blank=True)  # then refused, as revoked
 
     class Meta:
         ordering = ["name"]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.role}{', revoked' if self.revoked_at else ''})"
+
+    @property
+    def scope_text(self) -> str:
+        """Where it may reach, as the tokens page and the audit log say it."""
+        return f"{self.connection}/{self.namespace}/{self.queues}"
+
+
+class Grant(models.Model):
+    """A role given to a user or a group at the queues of a connection and namespace whose
+    names match a glob (dashboard/access/grants.py: a role at a queue is the highest of
+    the grants that match it)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
+        related_name="rsmq_grants",
+    )  # fmt: skip
+    group = models.ForeignKey(
+        "auth.Group", null=True, blank=True, on_delete=models.CASCADE, related_name="rsmq_grants"
+    )
+    role = models.CharField(max_length=10, choices=ApiToken.Role.choices)
+    connection = models.CharField(max_length=100, default="*", help_text="A glob: * is every one.")
+    namespace = models.CharField(max_length=200, default="*", help_text="A glob: * is every one.")
+    queues = models.CharField(
+        max_length=160, default="*", help_text="A glob of queue names, e.g. billing-*."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["connection", "namespace", "queues", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(user__isnull=True) ^ models.Q(group__isnull=True),
+                name="grant_user_or_group",
+            )
+        ]
+
+    def __str__(self) -> str:
+        who = f"user {self.user}" if self.user_id else f"group {self.group}"
+        return f"{who}: {self.role} at {self.where}"
+
+    @property
+    def where(self) -> str:
+        return f"{self.connection}/{self.namespace}/{self.queues}"
 
 
 class Ownership(models.Model):
@@ -952,6 +1001,8 @@ class SsoIdentity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} = {self.subject} at {self.issuer}"
+
+
 class Reveal(models.Model):
     """A user's reveal: the masked fields of one queue's bodies (or of one message's)
     shown clear to them until ``until`` (dashboard/access/bodies.py). It ends by itself:

@@ -18,8 +18,8 @@ from django.conf import settings
 from django.http import HttpRequest
 from django.utils import timezone
 
-from dashboard.access import tokens
-from dashboard.access.roles import GROUPS, Role, role_of
+from dashboard.access import grants
+from dashboard.access.roles import GROUPS, Role
 from dashboard.audit import log as audit
 from dashboard.models import AuditEntry, Reveal
 from dashboard.web.masking import Rules, rules_for
@@ -95,17 +95,6 @@ class Bodies:
 CLEAR = Bodies(Level.CLEAR)
 
 
-def role(request: HttpRequest) -> Role:
-    """The caller's role, today's global one: an API token's, else the signed-in user's."""
-    who = getattr(request, "auth", None)
-    token = getattr(who, "token", None) or getattr(request, "reader_token", None)
-    if token is not None:
-        return tokens.role_of(token)
-    if getattr(request, "metrics_reader", False):
-        return Role.VIEWER  # RSMQ_METRICS_TOKEN reads as a viewer: masked, never revealed
-    return role_of(request.user)
-
-
 def actor(request: HttpRequest) -> str:
     who = getattr(request, "auth", None)
     token = getattr(who, "token", None) or getattr(request, "reader_token", None)
@@ -124,8 +113,7 @@ def at(
     request: HttpRequest, connection: str, namespace: str, queue: str, message: str = ""
 ) -> Bodies:
     """``access`` where a row names the place (the audit log's rows)."""
-    # the one line per-queue grants change: grants.role_at(request, conn, ns, queue)
-    who = role(request)
+    who = grants.role_at(request, connection, namespace, queue)
     if who < Role.VIEWER:
         return Bodies(Level.NONE)
     rules = rules_for(queue)

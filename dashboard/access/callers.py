@@ -5,15 +5,19 @@ viewer's session); else ``Refused``, with what its audit row and answer say."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.http import HttpRequest
 from django.views.decorators.debug import sensitive_variables
 from ninja.security.base import AuthBase
 from redis.exceptions import RedisError
 
-from dashboard.access import tokens
-from dashboard.access.roles import Action, Role, bearer_token, can, read_only
+from dashboard.access import grants, tokens
+from dashboard.access.grants import refusal
+from dashboard.access.guard import held_at
+from dashboard.access.roles import Action, Role, bearer_token
 from dashboard.models import ApiToken
+from dashboard.places import place as places
 from queues import RsmqError
 from queues.ops import ApiRate
 
@@ -58,16 +62,6 @@ class Refused(Exception):
         self.status, self.action, self.actor, self.retry_after = status, action, actor, retry_after
 
 
-def refusal(role: Role, needed: Role) -> str:
-    """Why a token of ``role`` may not act at ``needed`` ("": it may); the console's words
-    (roles.refusal), for a token rather than a user."""
-    if needed > Role.VIEWER and read_only():
-        return "The console is read-only (RSMQ_READ_ONLY)."
-    if role < needed:
-        return f"This needs the {needed.name.lower()} role."
-    return ""
-
-
 def bearer(request: HttpRequest) -> str | None:
     """The API token the request carries (None: no ``Authorization: Bearer rsmq_…``)."""
     given = request.headers.get("Authorization", "")
@@ -108,10 +102,19 @@ class TokenAuth(AuthBase):
         except tokens.RateLimited as e:
             raise Refused(429, str(e), self.action, f"token:{e.name}", e.retry_after) from None
         who = Caller(row, self.action, rate)
-        reason = refusal(who.role, self.action.role)
+        reason = refusal(in_scope(request, row, kwargs), self.action.role)
         if reason:
             raise Refused(403, reason, self.action, who.actor)
         return who
+
+
+def in_scope(request: HttpRequest, row: ApiToken, kwargs: dict[str, Any]) -> Role:
+    """The token's role where the call looks (the route's place and queue), its scope
+    bound to the request; a place or queue out of it: the 404 of one that does not exist
+    (the same check as the pages': guard.held_at)."""
+    grants.bind(request, grants.of_token(row))
+    place = places.resolve(kwargs.get("conn"), kwargs.get("ns"))
+    return held_at(request, place.conn.name, place.ns, str(kwargs.get("qname", "")))
 
 
 class ReaderAuth(AuthBase):
@@ -132,24 +135,33 @@ def reader(request: HttpRequest) -> bool:
     token = bearer(request)
     if token is not None:
         try:
+            row = tokens.admit(token)
             # its role decides what it reads of bodies (dashboard/access/bodies.py)
-            setattr(request, "reader_token", tokens.admit(token))  # noqa: B010
+            setattr(request, "reader_token", row)  # noqa: B010
         except tokens.Unauthenticated as e:
             raise Refused(401, str(e), None) from None
         except tokens.RateLimited as e:
             raise Refused(429, str(e), None, f"token:{e.name}", e.retry_after) from None
+        kwargs = request.resolver_match.kwargs if request.resolver_match else {}
+        in_scope(request, row, kwargs)
         return True
     metrics = bearer_token(request)  # RSMQ_METRICS_TOKEN
     if metrics is not None:
         if not metrics:
             raise Refused(401, "Unknown token.", None)
-        setattr(request, "metrics_reader", True)  # noqa: B010
+        grants.bind(request, grants.everywhere(Role.VIEWER))
         return True
     if request.headers.get("Authorization"):
         raise Refused(401, "Authentication required: an API token, as Authorization: Bearer.",
                       None)  # fmt: skip
     if not request.user.is_authenticated:
         raise Refused(401, "Authentication required.", None)
-    if not can(request.user, Role.OBSERVER):
+    kwargs = request.resolver_match.kwargs if request.resolver_match else {}
+    if kwargs.get("conn") or kwargs.get("qname"):
+        place = places.resolve(kwargs.get("conn"), kwargs.get("ns"))
+        held = held_at(request, place.conn.name, place.ns, str(kwargs.get("qname", "")))
+    else:
+        held = grants.role_of(request.user)
+    if held < Role.OBSERVER:
         raise Refused(403, "This needs the observer role.", None, request.user.get_username())
     return True

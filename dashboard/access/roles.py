@@ -1,19 +1,14 @@
-"""Who may do what: four roles, as Django groups with cumulative permissions."""
+"""Who may do what: four roles, each holding the ones below it (where each is held:
+grants.py)."""
 
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
-from functools import wraps
-from typing import TypeVar, cast
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, PermissionsMixin
-from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, JsonResponse
-from django.http.response import HttpResponseBase
+from django.http import HttpRequest
 from django.views.decorators.debug import sensitive_variables
 
 
@@ -57,41 +52,8 @@ GROUPS = {
 }
 
 
-def role_of(user: AbstractBaseUser | AnonymousUser) -> Role:
-    # A user model without permissions (no PermissionsMixin) can hold no role.
-    member = user if isinstance(user, PermissionsMixin) else None
-    if member is None or not user.is_authenticated:
-        return Role.NONE
-    for role in (Role.ADMIN, Role.OPERATOR, Role.VIEWER, Role.OBSERVER):
-        if member.has_perm(PERMISSIONS[role]):
-            return role
-    return Role.NONE
-
-
 def read_only() -> bool:
     return bool(getattr(settings, "RSMQ_READ_ONLY", False))
-
-
-def can(user: AbstractBaseUser | AnonymousUser, role: Role) -> bool:
-    """Whether the user may act at this level (reading is never switched off)."""
-    if role > Role.VIEWER and read_only():
-        return False
-    return role_of(user) >= role
-
-
-def refusal(user: AbstractBaseUser | AnonymousUser, role: Role) -> str:
-    """Why the user may not act at this level ("": they may)."""
-    if can(user, role):
-        return ""
-    if role > Role.VIEWER and read_only():
-        return "The console is read-only (RSMQ_READ_ONLY)."
-    return f"This needs the {role.name.lower()} role."
-
-
-def require(user: AbstractBaseUser | AnonymousUser, role: Role) -> None:
-    reason = refusal(user, role)
-    if reason:
-        raise PermissionDenied(reason)
 
 
 @sensitive_variables("given")  # starred in error reports, DEBUG too
@@ -102,26 +64,3 @@ def bearer_token(request: HttpRequest) -> bool | None:
     if scheme.lower() != "bearer" or not settings.RSMQ_METRICS_TOKEN:
         return None
     return hmac.compare_digest(given.strip().encode(), settings.RSMQ_METRICS_TOKEN.encode())
-
-
-#: a view: plain or streaming response
-View = TypeVar("View", bound=Callable[..., HttpResponseBase])
-
-
-def token_or_viewer(view: View) -> View:
-    """For machines and people: /metrics and the JSON API take the bearer token, or a
-    logged-in viewer's session like the pages. They answer 401 / 403 rather than send a
-    scraper to the login page."""
-
-    @wraps(view)
-    def wrapped(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponseBase:
-        token = bearer_token(request)
-        if token is False or (token is None and not request.user.is_authenticated):
-            response = JsonResponse({"error": "Authentication required."}, status=401)
-            response["WWW-Authenticate"] = 'Bearer realm="rsmq-console"'
-            return response
-        if token is None and not can(request.user, Role.OBSERVER):
-            return JsonResponse({"error": "This needs the observer role."}, status=403)
-        return view(request, *args, **kwargs)
-
-    return cast(View, wrapped)

@@ -9,6 +9,7 @@ every process that has seen the bump, and within CACHE_TTL whatever happens."""
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import hmac
 import logging
@@ -67,12 +68,16 @@ def digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def mint(name: str, role: str, created_by: str, per_minute: int) -> tuple[ApiToken, str]:
+def mint(
+    name: str, role: str, created_by: str, per_minute: int, connection: str = "*",
+    namespace: str = "*", queues: str = "*", expires_at: dt.datetime | None = None,
+) -> tuple[ApiToken, str]:  # fmt: skip
     """A new token: its row, and the token itself (shown once, never stored)."""
     token = PREFIX + secrets.token_urlsafe(32)
     row = ApiToken.objects.create(
         name=name, role=role, digest=digest(token), prefix=token[: len(PREFIX) + 4],
-        per_minute=per_minute, created_by=created_by,
+        per_minute=per_minute, created_by=created_by, connection=connection,
+        namespace=namespace, queues=queues, expires_at=expires_at,
     )  # fmt: skip
     return row, token
 
@@ -126,7 +131,13 @@ def _read(wanted: str) -> ApiToken:
 def _live(row: ApiToken) -> ApiToken:
     if row.revoked_at is not None:
         raise Unauthenticated(f"API token {row.name} was revoked.")
+    if expired(row):
+        raise Unauthenticated(f"API token {row.name} has expired.")
     return row
+
+
+def expired(row: ApiToken) -> bool:
+    return row.expires_at is not None and row.expires_at <= timezone.now()
 
 
 @sensitive_variables("token", "wanted")  # starred in error reports, DEBUG too
@@ -218,6 +229,8 @@ def cached(token: str) -> tuple[ApiToken, str] | None:
     CACHE_TTL (no query, no round trip); else None."""
     seen = _seen.rows.get(digest(token))
     if seen is None or time.monotonic() - seen[0] > CACHE_TTL or seen[2].revoked_at:
+        return None
+    if expired(seen[2]):
         return None
     return seen[2], seen[1]
 

@@ -61,6 +61,8 @@ KINDS = {
 }
 #: the audit log's name of each kind
 AUDIT = {k: f"{k}_matches" for k in KINDS}
+#: the kinds that put messages in another queue (its grants checked: guard.destination)
+MOVING = ("move", "redrive")
 
 
 class JobParams(TypedDict):

@@ -7,7 +7,8 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import Q, QuerySet
 
-from dashboard.access.roles import Role, can
+from dashboard.access.grants import can
+from dashboard.access.roles import Role
 from dashboard.models import SavedFilter
 from dashboard.places.place import Place
 

@@ -14,7 +14,9 @@ from django.http import HttpRequest
 from ninja import Router, Schema, Status
 from pydantic import Field
 
-from dashboard.access.callers import caller
+from dashboard.access.callers import Refused, caller
+from dashboard.access.grants import refusal
+from dashboard.access.guard import held_at
 from dashboard.acting.actions import ANNOTATE
 from dashboard.api.calls import Conflict, run
 from dashboard.api.routes import register
@@ -78,6 +80,9 @@ def create_annotation(
     namespace), ``at`` a time (default now). 201 with the annotation."""
     place = places.resolve(conn, ns)
     target = body.queue.strip() or body.pattern.strip()
+    reason = refusal(held_at(request, place.conn.name, place.ns, target[:160]), ANNOTATE.role)
+    if reason:
+        raise Refused(403, reason, ANNOTATE, caller(request).actor)
     try:
         annotation.room(place.conn.name, place.ns)
     except annotation.Full as e:

@@ -22,7 +22,8 @@ from ninja.errors import ValidationError as SchemaError
 from redis.exceptions import RedisError
 
 from dashboard.access import tokens
-from dashboard.access.callers import Caller, Refused, reader, refusal
+from dashboard.access.callers import Caller, Refused, reader
+from dashboard.access.grants import refusal
 from dashboard.acting import exports
 from dashboard.acting import undo as undos
 from dashboard.audit import drain

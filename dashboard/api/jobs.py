@@ -13,7 +13,9 @@ from ninja import Schema, Status
 from pydantic import Field
 
 from dashboard.access.bodies import access
-from dashboard.access.callers import Refused, caller, refusal
+from dashboard.access.callers import Refused, caller
+from dashboard.access.grants import refusal
+from dashboard.access.guard import destination, held_at
 from dashboard.access.roles import Action, Role
 from dashboard.acting import jobs
 from dashboard.acting.message_filter import RC_MAX, body_refusal, checked
@@ -106,8 +108,7 @@ def _out(job: BulkJob) -> dict[str, Any]:
 def _allow(request: HttpRequest, place: Place, kind: str, needed: Role, qname: str) -> None:
     """The token's role, for this job's kind (what JOB's check could not know): a refusal
     is audited under the job's own name."""
-    who = caller(request)
-    reason = refusal(who.role, needed)
+    reason = refusal(held_at(request, place.conn.name, place.ns, qname), needed)
     if reason:
         raise Refused(403, reason, Action(needed, jobs.AUDIT.get(kind, JOB.audit_name)))
 
@@ -130,7 +131,7 @@ def job_start(
     places.queue_stats(place, qname)
     data = body.model_dump()
     try:
-        kind, f, _ = jobs.read_request(data, qname)
+        kind, f, plan = jobs.read_request(data, qname)
     except jobs.JobError as e:
         audit.write(
             place, jobs.AUDIT.get(data["kind"], JOB.audit_name), AuditEntry.Outcome.INVALID,
@@ -142,6 +143,8 @@ def job_start(
     refused = body_refusal(access(request, place, qname), f, strict=True)
     if refused:  # its count would tell what a masked part holds
         raise Refused(403, refused, Action(JOB.role, jobs.AUDIT.get(kind, JOB.audit_name)))
+    if kind in jobs.MOVING:
+        destination(request, place, plan.to)
     try:
         job = jobs.create(request, place, qname, data, actor=caller(request).actor)
     except jobs.JobLimit as e:

@@ -17,6 +17,7 @@ from pydantic import Field
 
 from dashboard.access.bodies import access
 from dashboard.access.callers import Caller, caller
+from dashboard.access.guard import destination, held_at
 from dashboard.access.roles import Action
 from dashboard.acting import exports
 from dashboard.acting.exports import IMPORT_MAX_BYTES
@@ -315,7 +316,9 @@ def undo(
 ) -> dict[str, Any]:
     """Put back what a destructive action kept for its Undo (its token: the console's
     answer and audit log show it), once; audited as ``undo`` (admin)."""
-    text, p = ops.undo(caller(request), places.resolve(conn, ns), token)
+    place = places.resolve(conn, ns)
+    text, p = ops.undo(caller(request), place, token,
+                       lambda q: held_at(request, place.conn.name, place.ns, q))  # fmt: skip
     skipped = p.get("skipped") or {"present": 0, "gone": 0, "taken": 0, "foreign": 0}
     flags = ("already", "expired", "missing", "whole_queue", "recreated")
     return {
@@ -439,9 +442,9 @@ def move(
 ) -> dict[str, Any]:
     """Move these messages to queue ``to`` (operator); ``count``: how many went; ``undo``:
     the token that takes them back (an admin's)."""
-    n, kept = ops.move(
-        caller(request), places.resolve(conn, ns), qname, body.ids, body.to, body.keep_counts
-    )
+    place = places.resolve(conn, ns)
+    destination(request, place, body.to)
+    n, kept = ops.move(caller(request), place, qname, body.ids, body.to, body.keep_counts)
     return {"count": n, **ops.undo_answer(kept)}
 
 
@@ -461,9 +464,11 @@ def resend_message(
     new message; with ``delete_original`` the original is deleted in the same atomic step
     (404, nothing sent, when it is gone meanwhile). The audit row keeps both bodies (the
     first 64 KB of each)."""
+    place = places.resolve(conn, ns)
+    destination(request, place, body.to or qname)
     new = ops.resend(
-        caller(request), places.resolve(conn, ns), qname, msg_id, body.message, body.to,
-        body.delete_original, body.delay,
+        caller(request), place, qname, msg_id, body.message, body.to, body.delete_original,
+        body.delay,
     )  # fmt: skip
     return Status(201, {"id": new})
 

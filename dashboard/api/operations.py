@@ -12,6 +12,8 @@ from django.http import Http404, QueryDict, StreamingHttpResponse
 
 from dashboard.access import bodies, tokens
 from dashboard.access.callers import Caller, Refused
+from dashboard.access.grants import refusal
+from dashboard.access.roles import Role
 from dashboard.acting import exports
 from dashboard.acting import undo as undos
 from dashboard.acting.actions import CREATE_QUEUE, MESSAGE_ACTIONS, QUEUE_ACTIONS
@@ -23,7 +25,7 @@ from dashboard.audit import drain
 from dashboard.audit.log import ResendParams, resend_bodies
 from dashboard.models import AuditEntry
 from dashboard.places.place import Place
-from queues import InvalidArgument
+from queues import InvalidArgument, QueueNotFound
 from queues import validation as v
 from queues.models import Message
 
@@ -290,13 +292,25 @@ def import_lines(
     return run(who, place, qname, work, params=params)
 
 
-def undo(who: Caller, place: Place, token: str) -> tuple[str, undos.UndoParams]:
+def undo(
+    who: Caller, place: Place, token: str, held: Callable[[str], Role]
+) -> tuple[str, undos.UndoParams]:
     """Put back what an action kept (dashboard/acting/undo.py), as the console's Undo does: its
     words, and what its audit row keeps (restored, skipped). A token no action here
-    kept: a 404."""
+    kept, or one of a queue the caller may not see (``held``: its role at a queue): a
+    404."""
     e = undos.entry(place, token) if undos.TOKEN_RE.fullmatch(token) else None
+    role = Role.NONE
+    if e is not None:
+        try:
+            role = held(e.queue)
+        except QueueNotFound:
+            e = None
     if e is None:
         raise Http404(f"No undo {token[:40]!r} here: no action kept one under this token.")
+    reason = refusal(role, who.action.role)
+    if reason:
+        raise Refused(403, reason, who.action, who.actor)
     params: undos.UndoParams = {"token": e.token, "undid": e.action}
 
     def work() -> tuple[str, int]:

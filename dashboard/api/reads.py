@@ -10,7 +10,7 @@
                                      (dashboard/acting/message_filter.py)
 
 Auth: an API token (any role), RSMQ_METRICS_TOKEN as a bearer token, or a logged-in viewer
-(access.roles.token_or_viewer).
+(access.callers.reader), within its grants (access/grants.py: a queue out of them is a 404).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from django.http import HttpRequest, JsonResponse
 from ninja import Schema
 from pydantic import ConfigDict, Field
 
-from dashboard.access import bodies
+from dashboard.access import bodies, grants
 from dashboard.access.bodies import access
 from dashboard.acting.message_filter import FilterError, body_refusal, checked
 from dashboard.display.formatting import iso
@@ -217,7 +217,9 @@ def _where(place: Place, now: int) -> dict[str, Any]:
 def queue_list(request: HttpRequest, place: Place) -> JsonResponse:
     """Every queue (``?q=`` filters by name) with counts, attributes and current rates."""
     search = request.GET.get("q", "").strip().lower()
-    names = [n for n in place.rsmq.list_queues() if search in n.lower()]
+    names = [
+        n for n in grants.visible(request, place, place.rsmq.list_queues()) if search in n.lower()
+    ]
     stats = place.rsmq.queue_stats(names)
     now = stats[0].now if stats else round(dt.datetime.now(dt.UTC).timestamp() * 1000)
     rates = current_rates(place.conn.name, place.ns, now) if stats else {}

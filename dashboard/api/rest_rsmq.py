@@ -11,6 +11,7 @@ from django.http import HttpRequest
 from ninja import Router, Schema, Status
 from pydantic import Field
 
+from dashboard.access import grants
 from dashboard.access.callers import caller
 from dashboard.access.roles import Action
 from dashboard.api import native
@@ -96,7 +97,8 @@ def list_queues(
     request: HttpRequest, conn: str | None = None, ns: str | None = None
 ) -> dict[str, Any]:
     """listQueues."""
-    return {"queues": places.resolve(conn, ns).rsmq.list_queues()}
+    place = places.resolve(conn, ns)
+    return {"queues": grants.visible(request, place, place.rsmq.list_queues())}
 
 
 @route("GET", "/queues/{qname}", None, "get_queue_attributes", response={200: Attributes, **ERRORS})

@@ -44,7 +44,11 @@ def resolve(conn: str | None = None, ns: str | None = None) -> Place:
     for c in configured:
         if c.name == conn and ns in c.namespaces:
             return Place(c, ns, get_rsmq(c, ns))
-    raise Http404(f"No connection {conn!r} with namespace {ns!r} is configured.")
+    raise not_configured(conn, ns)
+
+
+def not_configured(conn: str | None, ns: str | None) -> Http404:
+    return Http404(f"No connection {conn!r} with namespace {ns!r} is configured.")
 
 
 def configured() -> list[tuple[str, str]]:

@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from django.http import HttpRequest, StreamingHttpResponse
@@ -63,6 +63,9 @@ from django.views.decorators.http import require_safe
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from dashboard.access import grants
+from dashboard.access.grants import Scope
+from dashboard.access.roles import Role
 from dashboard.acting import silences
 from dashboard.api.calls import readers  # an API token of any role, RSMQ_METRICS_TOKEN or a viewer
 from dashboard.models import Alert, QueueCondition
@@ -163,7 +166,13 @@ STATES = tuple(QueueCondition.State.values)
 class Scrape:
     """One scrape of the given (connection, namespace) places."""
 
-    def __init__(self, places: Sequence[tuple[Connection, str]]) -> None:
+    def __init__(
+        self, places: Sequence[tuple[Connection, str]], scope: Scope | None = None
+    ) -> None:
+        # ``scope``: the caller's (dashboard/access/grants.py): only the queues it may see
+        self.scope = scope
+        if scope is not None:
+            places = [(c, ns) for c, ns in places if scope.role_in(c.name, ns) > Role.NONE]
         self.places = places
         self.rows: list[QueueRow] = []
         self.unreadable: list[list[str]] = []  # labels
@@ -181,8 +190,17 @@ class Scrape:
         # outlooks): only namespaces of OUTLOOK_MAX queues or fewer.
         for (conn, ns), size in zip(live, sizes, strict=True):
             if size <= OUTLOOK_MAX:
+                sees = self.sees(conn.name, ns)
                 for queue, o in forecast.outlooks(conn.name, ns, None, now).items():
-                    self.outlooks.append(([conn.name, ns, queue], o))
+                    if sees(queue):
+                        self.outlooks.append(([conn.name, ns, queue], o))
+
+    def sees(self, conn: str, ns: str) -> Callable[[str], bool]:
+        """Whether the caller may see a queue of the place (every one: no check made)."""
+        scope = self.scope
+        if scope is None or scope.whole(conn, ns):
+            return lambda queue: True
+        return lambda queue: scope.sees(conn, ns, queue)
 
     def _from_snapshot(self, conn: Connection, ns: str) -> bool:
         """A big namespace's rows from its last snapshot, if recent; False: read it live."""
@@ -191,7 +209,10 @@ class Scrape:
             return False
         taken_at, snapshot = run
         place = place_labels(conn.name, ns)
-        self.rows += (QueueRow.of_snapshot(place, r) for r in snapshot.values_list(*SNAPSHOT))
+        sees = self.sees(conn.name, ns)
+        self.rows += (
+            QueueRow.of_snapshot(place, r) for r in snapshot.values_list(*SNAPSHOT) if sees(r[0])
+        )
         self.up.append(([conn.name, ns], 1))
         self.age.append(([conn.name, ns], max(0.0, time.time() - taken_at / 1000)))
         return True
@@ -207,7 +228,10 @@ class Scrape:
         self.up.append(([conn.name, ns], 1))
         self.age.append(([conn.name, ns], 0.0))
         place = place_labels(conn.name, ns)
+        sees = self.sees(conn.name, ns)
         for s in stats:
+            if not sees(s.qname):
+                continue
             if s.unreadable:
                 log.warning("metrics: %s/%s queue %r: %s", conn.name, ns, s.qname, s.unreadable)
                 self.unreadable.append([conn.name, ns, s.qname])
@@ -267,7 +291,7 @@ class Scrape:
             "connection", "namespace", "queue", "rule__name"
         )
         for conn, ns, queue, rule in firing.order_by("connection", "namespace", "queue"):
-            if (conn, ns) in mine:
+            if (conn, ns) in mine and self.sees(conn, ns)(queue):
                 held.add_metric([conn, ns, queue, rule], 1)
         yield from (on, held)
 
@@ -320,7 +344,10 @@ class Scrape:
             place = place_labels(conn, ns)
             rows = QueueCondition.objects.filter(connection=conn, namespace=ns)
             lines = []
+            sees = self.sees(conn, ns)
             for queue, state in rows.values_list("queue", "state").iterator(chunk_size=10_000):
+                if not sees(queue):
+                    continue
                 head = f'{STATE_FAMILY}{{{place}{escape(queue)}",state="'
                 lines += [f'{head}{s}"}} {1.0 if s == state else 0.0}\n' for s in STATES]
             yield "".join(lines)
@@ -404,5 +431,5 @@ def places() -> Iterable[tuple[Connection, str]]:
 def metrics(request: HttpRequest) -> StreamingHttpResponse:
     # Streamed (and gzipped by GZipMiddleware as it streams): 100,000 queues are tens of
     # megabytes of text, never held whole.
-    body = Scrape(list(places())).body()
+    body = Scrape(list(places()), grants.scope_of(request)).body()
     return StreamingHttpResponse(body, content_type=CONTENT_TYPE_LATEST)

@@ -138,8 +138,10 @@ class Summary:
         return self.total - self.quiet
 
 
-def _open(conn: str, ns: str) -> QuerySet[AnomalyFlag]:
-    return AnomalyFlag.objects.filter(connection=conn, namespace=ns, end__isnull=True)
+def _open(conn: str, ns: str, only: list[str] | None = None) -> QuerySet[AnomalyFlag]:
+    """A namespace's open flags (``only``: of these queues, the ones a caller may see)."""
+    rows = AnomalyFlag.objects.filter(connection=conn, namespace=ns, end__isnull=True)
+    return rows if only is None else rows.filter(queue__in=only)
 
 
 def acks(conn: str, ns: str, queues: Iterable[str] | None = None) -> dict[tuple[str, str], FlagAck]:
@@ -184,14 +186,16 @@ def of_queue(conn: str, ns: str, qname: str, now_ms: int) -> QueueFlags:
     return of_queues(conn, ns, [qname], now_ms).get(qname) or QueueFlags(qname, [])
 
 
-def quiet_keys(conn: str, ns: str, now_ms: int) -> set[tuple[str, str]]:
+def quiet_keys(
+    conn: str, ns: str, now_ms: int, only: list[str] | None = None
+) -> set[tuple[str, str]]:
     """The (queue, kind) of every quiet open flag of a namespace (the conditions leave
     them out of the score): the acks, and the open flags they name."""
-    said = acks(conn, ns)
+    said = acks(conn, ns, only)
     if not said:
         return set()
     names = {q for q, _ in said}
-    flags = _open(conn, ns).filter(queue__in=names).only("queue", "kind", "start")
+    flags = _open(conn, ns, only).filter(queue__in=names).only("queue", "kind", "start")
     return {
         (f.queue, f.kind)
         for f in flags
@@ -199,23 +203,25 @@ def quiet_keys(conn: str, ns: str, now_ms: int) -> set[tuple[str, str]]:
     }
 
 
-def summary(conn: str, ns: str, now_ms: int) -> Summary:
+def summary(conn: str, ns: str, now_ms: int, only: list[str] | None = None) -> Summary:
     """How many flags are open, on how many queues, and how many of them are quiet."""
-    rows = _open(conn, ns)
+    rows = _open(conn, ns, only)
     counted = rows.aggregate(total=Count("id"), queues=Count("queue", distinct=True))
-    return Summary(counted["total"], counted["queues"], len(quiet_keys(conn, ns, now_ms)))
+    return Summary(counted["total"], counted["queues"], len(quiet_keys(conn, ns, now_ms, only)))
 
 
-def worst(conn: str, ns: str, now_ms: int, limit: int = GROUPS) -> list[QueueFlags]:
+def worst(
+    conn: str, ns: str, now_ms: int, limit: int = GROUPS, only: list[str] | None = None
+) -> list[QueueFlags]:
     """The ``limit`` flagged queues that need the eye first: in the overview's order (its
     conditions' score), then by their worst flag (its kind, how many, the oldest), the
     quiet ones after. Two bounded queries pick them (the conditions of the flagged
     queues by score; the flagged queues by their worst kind, one GROUP BY), then their
     flags are read."""
-    said = acks(conn, ns)
+    said = acks(conn, ns, only)
     # Queues with a quiet flag may sort lower than the queries think: read as many more.
     want = limit + len({q for q, _ in said})
-    flagged = _open(conn, ns).values("queue")
+    flagged = _open(conn, ns, only).values("queue")
     ranked = list(
         QueueCondition.objects.filter(connection=conn, namespace=ns, queue__in=flagged)
         .order_by("-score", "queue")
@@ -227,7 +233,7 @@ def worst(conn: str, ns: str, now_ms: int, limit: int = GROUPS) -> list[QueueFla
         output_field=IntegerField(),
     )
     by_kind = (
-        _open(conn, ns)
+        _open(conn, ns, only)
         .values("queue")
         .annotate(worst=Max(severity), n=Count("id"), first=Min("start"))
         .order_by("-worst", "-n", "first", "queue")
@@ -238,7 +244,7 @@ def worst(conn: str, ns: str, now_ms: int, limit: int = GROUPS) -> list[QueueFla
     names = list(dict.fromkeys([q for q, sc, _ in ranked if sc > 0] + list(by_kind)))
     groups = [
         QueueFlags(g.queue, g.flags, states.get(g.queue, ""))
-        for g in _grouped(_open(conn, ns).filter(queue__in=names), said, now_ms).values()
+        for g in _grouped(_open(conn, ns, only).filter(queue__in=names), said, now_ms).values()
     ]
     groups.sort(
         key=lambda g: (

@@ -4,20 +4,23 @@ history of every alert, and the notifications still waiting for their receiver."
 from __future__ import annotations
 
 import secrets
+from itertools import islice
 from typing import Any, TypedDict
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.db.models import Count, Q
-from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from dashboard.access.guard import authorize
-from dashboard.access.roles import Role, require
+from dashboard.access import grants
+from dashboard.access.grants import EVERY, require
+from dashboard.access.guard import authorize, visible_or_404
+from dashboard.access.roles import Role
 from dashboard.acting import silences
 from dashboard.acting.actions import ALERT_ACTIONS
 from dashboard.alerting import acks
@@ -77,12 +80,30 @@ def _page(request: HtmxHttpRequest, **extra: Any) -> dict[str, Any]:
     held = Notification.objects.exclude(held="").select_related("silence")
     quiet = silences.current()
     now = timezone.now()
+    quiet = list(grants.kept(request, quiet, _silenced))
     shown = [(x, silences.on(x, now), silences.window_text(x)) for x in quiet]
+    rules = AlertRule.objects.annotate(
+        active=Count("alerts", filter=~Q(alerts__state=Alert.State.RESOLVED))
+    )
+    if grants.scope_of(request).overall == Role.NONE:
+        # Some queues are out of the caller's sight: their rules and alerts with them, and
+        # the outbox's lists (a notification can name any queue).
+        live_shown = list(grants.shown(request, live.order_by("state", "-changed"), _alerted))
+        events = AlertEvent.objects.select_related("alert__rule")
+        return context(
+            None, rules=list(grants.shown(request, rules, _ruled)),
+            live=live_shown[:LIVE_SHOWN], live_count=len(live_shown),
+            history=list(islice(grants.shown(request, events, lambda e: _alerted(e.alert)),
+                                HISTORY_SHOWN)),
+            waiting=0, failing=[], given_up=[], given_up_count=0, held=[], held_count=0,
+            silences=shown, silenced_now=sum(on for _, on, _ in shown),
+            places=grants.places(request), days=silences.DAYS,
+            rule_choices=list(grants.shown(request, AlertRule.objects.order_by("name"), _ruled)),
+            **extra,
+        )  # fmt: skip
     return context(
         None,
-        rules=AlertRule.objects.annotate(
-            active=Count("alerts", filter=~Q(alerts__state=Alert.State.RESOLVED))
-        ),
+        rules=rules,
         live=live.order_by("state", "-changed")[:LIVE_SHOWN],
         live_count=live.count(),
         history=AlertEvent.objects.select_related("alert__rule")[:HISTORY_SHOWN],
@@ -97,13 +118,25 @@ def _page(request: HtmxHttpRequest, **extra: Any) -> dict[str, Any]:
         silences=shown,
         silenced_now=sum(on for _, on, _ in shown),
         now=now,
-        places=configured(),
+        places=grants.places(request),
         days=silences.DAYS,
         rule_choices=AlertRule.objects.order_by("name").only(
             "pk", "name", "connection", "namespace"
         ),
         **extra,
     )
+
+
+def _ruled(rule: AlertRule) -> tuple[str, str, str]:
+    return rule.connection, rule.namespace, rule.target
+
+
+def _alerted(alert: Alert) -> tuple[str, str, str]:
+    return alert.connection, alert.namespace, alert.queue
+
+
+def _silenced(silence: Silence) -> tuple[str, str, str]:
+    return silence.connection, silence.namespace, silence.pattern
 
 
 @login_required
@@ -115,7 +148,8 @@ def silence_create(request: HtmxHttpRequest) -> HttpResponse:
         conn, _, ns = request.POST["place"].partition("/")
     where = resolve_or_first(conn, ns)
     pattern = request.POST.get("pattern", "")
-    authorize(request, where, action.role, action.audit_name, queue=pattern)
+    # no pattern: every queue's alerts held, so the caller's grants must cover every queue
+    authorize(request, where, action.role, action.audit_name, queue=pattern or EVERY)
     asked = silences.read(request.POST, configured())
     if asked.errors:
         text = "; ".join(asked.errors.values())
@@ -140,7 +174,7 @@ def silence_create(request: HtmxHttpRequest) -> HttpResponse:
 @require_POST
 def silence_expire(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     action = ALERT_ACTIONS["expire"]
-    silence = get_object_or_404(Silence, pk=pk)
+    silence = visible_or_404(request, Silence.objects.all(), pk, _silenced)
     where = resolve_or_first(silence.connection, silence.namespace)
     authorize(request, where, action.role, action.audit_name, queue=silence.pattern)
     params = {"silence": silence.pk, "target": silence.target, "reason": silence.reason}
@@ -174,7 +208,7 @@ def _ack(request: HtmxHttpRequest, alert: Alert, how: str) -> bool:
 @require_POST
 def alert_ack(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     action = ALERT_ACTIONS["ack"]
-    alert = get_object_or_404(Alert.objects.select_related("rule"), pk=pk)
+    alert = visible_or_404(request, Alert.objects.select_related("rule"), pk, _alerted)
     where = resolve_or_first(alert.connection, alert.namespace)
     authorize(request, where, action.role, action.audit_name, queue=alert.queue)
     what = f"{alert.rule.name} on {alert.queue or 'Redis ' + alert.connection}"
@@ -202,6 +236,8 @@ def ack_link(request: HtmxHttpRequest, token: str) -> HttpResponse:
         page.status_code = 400 if request.method == "GET" else 409
         return page
     alert = link.alert
+    if grants.scope_of(request).hides(*_alerted(alert)):
+        raise Http404("No Alert matches the given query.")
     if request.method == "POST":
         where = resolve_or_first(alert.connection, alert.namespace)
         authorize(request, where, action.role, action.audit_name, queue=alert.queue)
@@ -222,14 +258,15 @@ def rule_create(request: HtmxHttpRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def rule_edit(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    return _edit(request, get_object_or_404(AlertRule, pk=pk), "alert_rule_edit")
+    return _edit(request, visible_or_404(request, AlertRule.objects.all(), pk, _ruled),
+                 "alert_rule_edit")  # fmt: skip
 
 
 def _edit(request: HtmxHttpRequest, rule: AlertRule, action: str) -> HttpResponse:
     where = resolve_or_first(rule.connection, rule.namespace) if rule.pk else resolve()
     if request.method == "GET":
         require(request.user, Role.ADMIN)
-        form = AlertRuleForm(instance=rule, places=configured())
+        form = AlertRuleForm(instance=rule, places=grants.places(request))
         return render(request, "alerts_rule.html", context(None, form=form, rule=rule))
     authorize(request, where, Role.ADMIN, action, queue=rule.target)
     form = AlertRuleForm(request.POST, instance=rule, places=configured())
@@ -242,6 +279,9 @@ def _edit(request: HtmxHttpRequest, rule: AlertRule, action: str) -> HttpRespons
         page.status_code = UNPROCESSABLE
         return page
     rule = form.save(commit=False)
+    # where it now looks: the caller's grants must cover it too
+    authorize(request, resolve_or_first(rule.connection, rule.namespace), Role.ADMIN, action,
+              queue=rule.target or EVERY)  # fmt: skip
     if not rule.webhook_secret:
         rule.webhook_secret = secrets.token_hex(32)
     with transaction.atomic():  # saved and audited together, or neither
@@ -254,13 +294,13 @@ def _edit(request: HtmxHttpRequest, rule: AlertRule, action: str) -> HttpRespons
 @login_required
 @require_POST
 def rule_delete(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    rule = get_object_or_404(AlertRule, pk=pk)
+    rule = visible_or_404(request, AlertRule.objects.all(), pk, _ruled)
     where = resolve_or_first(rule.connection, rule.namespace)
     authorize(request, where, Role.ADMIN, "alert_rule_delete", queue=rule.target)
     if request.POST.get("confirm", "") != rule.name:
         audit.record(request, where, "alert_rule_delete", AuditEntry.Outcome.INVALID,
                      queue=rule.target, detail="confirm: not the rule's name")  # fmt: skip
-        form = AlertRuleForm(instance=rule, places=configured())
+        form = AlertRuleForm(instance=rule, places=grants.places(request))
         ctx = context(
             None,
             form=form,

@@ -16,14 +16,16 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
-from dashboard.access import bodies
+from dashboard.access import bodies, grants
 from dashboard.access.bodies import Bodies, Level
-from dashboard.access.roles import Role, require
+from dashboard.access.grants import require
+from dashboard.access.roles import Role
 from dashboard.acting.exports import EXPORT_CHUNK, JSONL, Busy, Held
 from dashboard.audit import drain as audit_drain
 from dashboard.audit import log as audit
 from dashboard.audit.log import AUDIT_BODY_BYTES
 from dashboard.models import AuditEntry
+from dashboard.places.place import configured
 from dashboard.templatetags.console import pretty_body
 from dashboard.views.common import context
 from dashboard.web.htmx import HtmxHttpRequest
@@ -75,10 +77,11 @@ def time_range(
     return entries, {f: value for f, value in shown.items() if value}
 
 
-def filtered(params: Any) -> tuple[QuerySet[AuditEntry], dict[str, str]]:
-    """The rows the filters name, and the filters as given; BadFilter if the time range
-    can't be read."""
-    entries = AuditEntry.objects.all()
+def filtered(request: HttpRequest) -> tuple[QuerySet[AuditEntry], dict[str, str]]:
+    """The rows the caller may see (``in_sight``) that the filters name, and the filters
+    as given; BadFilter if the time range can't be read."""
+    params = request.GET
+    entries = in_sight(request, AuditEntry.objects.all())
     filters = {}
     for field in FILTERS:
         value = params.get(field, "").strip()
@@ -99,7 +102,7 @@ def audit_log(request: HtmxHttpRequest) -> HttpResponse:
     pending = audit_drain.pending()
     error, status = "", 200
     try:
-        entries, filters = filtered(request.GET)
+        entries, filters = filtered(request)
     except BadFilter as bad:
         error, status = str(bad), 400
         entries = AuditEntry.objects.none()
@@ -202,7 +205,7 @@ def audit_export(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpRespon
     require(request.user, Role.OBSERVER)
     audit_drain.drain()
     try:
-        entries, filters = filtered(request.GET)
+        entries, filters = filtered(request)
     except BadFilter as bad:
         return JsonResponse({"error": str(bad)}, status=400)
     try:
@@ -216,6 +219,26 @@ def audit_export(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpRespon
     streamed["Content-Disposition"] = 'attachment; filename="audit.jsonl"'
     streamed["Cache-Control"] = "no-store"
     return streamed
+
+
+def in_sight(request: HttpRequest, rows: QuerySet[AuditEntry]) -> QuerySet[AuditEntry]:
+    """The rows about queues the caller may see: every row for one who sees every queue;
+    else the rows of the queues (by name, of each place) its grants cover — none about
+    the console as a whole (grants, tokens)."""
+    scope = grants.scope_of(request)
+    if scope.overall > Role.NONE:
+        return rows
+    where = Q(pk__in=[])
+    for conn, ns in configured():
+        if scope.role_in(conn, ns) == Role.NONE:
+            continue
+        here = Q(connection=conn, namespace=ns)
+        if not scope.whole(conn, ns):
+            named = AuditEntry.objects.filter(here).exclude(queue="")
+            names = named.values_list("queue", flat=True).distinct()
+            here &= Q(queue__in=[q for q in names if scope.shows(conn, ns, q)])
+        where |= here
+    return rows.filter(where)
 
 
 #: lines of an edit and re-send's difference the audit page shows (the rest: counted)

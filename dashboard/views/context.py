@@ -8,7 +8,8 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest
 
-from dashboard.access.roles import Role, can, role_of
+from dashboard.access import grants
+from dashboard.access.roles import Role
 from dashboard.models import Alert, Preference
 from dashboard.places.connections import connections
 from dashboard.views.forms import RefreshForm
@@ -29,30 +30,44 @@ def console(request: HttpRequest) -> dict[str, Any]:
     conns = connections()
     connection = next((c for c in conns if c.name == kwargs.get("conn")), None)
     refresh = refresh_seconds(request)
+    scope = grants.scope_of(request)
+    ns = kwargs.get("ns") if connection else None
+    # the role here: at the page's queue, else its place, else the highest held anywhere
+    held = scope.highest
+    if connection is not None and ns is not None:
+        qname = str(kwargs.get("qname", ""))
+        # (a queue out of sight: the place's, as on a queue that does not exist)
+        at = scope.role_at(connection.name, ns, qname) if qname else Role.NONE
+        held = at or scope.role_in(connection.name, ns)
     return {
         "connection": connection,
-        "namespace": kwargs.get("ns") if connection else None,
-        "places": [(c, ns) for c in conns for ns in c.namespaces],
-        "role": role_of(request.user).name.lower(),
-        "can_operate": can(request.user, Role.OPERATOR),
-        "can_admin": can(request.user, Role.ADMIN),
+        "namespace": ns,
+        "places": [(c, n) for c in conns for n in c.namespaces if scope.role_in(c.name, n)],
+        "role": held.name.lower(),
+        "can_operate": not grants.refusal(held, Role.OPERATOR),
+        "can_admin": not grants.refusal(held, Role.ADMIN),
         "read_only": settings.RSMQ_READ_ONLY,
         "reveal_minutes": f"{float(settings.RSMQ_REVEAL_MINUTES):g}",
         "refresh": refresh,
         "refresh_form": RefreshForm(initial={"refresh_seconds": refresh}),
         # The header's count of firing alerts: one indexed count, only if a page shows it.
-        "alerts_firing": firing_alerts(),
+        "alerts_firing": firing_alerts(request),
     }
 
 
-def firing_alerts() -> Callable[[], int]:
+def firing_alerts(request: HttpRequest) -> Callable[[], int]:
     """The count of firing alerts, as a callable a template calls: counted at its first
     use, once per request (a page without a header never counts)."""
     counted: list[int] = []
 
     def count() -> int:
         if not counted:
-            counted.append(Alert.objects.filter(state=Alert.State.FIRING).count())
+            firing = Alert.objects.filter(state=Alert.State.FIRING)
+            if grants.scope_of(request).overall > Role.NONE:
+                counted.append(firing.count())
+            else:
+                where = firing.values_list("connection", "namespace", "queue")
+                counted.append(sum(1 for _ in grants.shown(request, where, lambda w: w)))
         return counted[0]
 
     return count

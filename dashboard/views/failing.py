@@ -37,7 +37,7 @@ GROUPS_PER_PAGE = 20
 @login_required
 @require_safe
 def failing(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> HttpResponse:
-    place = place_for(request, conn, ns)
+    place = place_for(request, conn, ns, queue=qname)
     v.qname(qname)  # a bad name in the URL: the middleware answers 404
     return render_failing(request, place, qname, request.GET)
 
@@ -52,7 +52,7 @@ def render_failing(
 ) -> HttpResponse:
     groups = place.rsmq.failure_groups(qname)
     # The queues whose policy sends here: then this is a dead-letter queue, and says so.
-    sources = names_and_sources(place, qname)[1]
+    sources = names_and_sources(request, place, qname)[1]
     retry = bodies.groups(request, place, groups.of_state("retry"))
     dead = bodies.groups(request, place, groups.of_state("dead"))
     ctx = context(

@@ -19,7 +19,9 @@ from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
-from dashboard.access.roles import Role, require
+from dashboard.access import grants
+from dashboard.access.grants import require
+from dashboard.access.roles import Role
 from dashboard.models import Snapshot
 from dashboard.places.place import configured
 from dashboard.triage import as_of, timeline
@@ -153,19 +155,19 @@ def incidents(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
         page = _page_number(request.GET.get("page"))
     except BadFilter as e:
         ctx = context(None, error=str(e), shown={}, kinds=KINDS, ranges=RANGES,
-                      place_names=configured(), **then)  # fmt: skip
+                      place_names=grants.places(request), **then)  # fmt: skip
         return render(request, "incidents.html", ctx, status=400)
     fmt = request.GET.get("format", "")
     if fmt == "csv":
-        return _csv(f)
+        return _csv(request, f)
     if fmt == "json":
-        return _json(f, shown)
+        return _json(request, f, shown)
     if fmt:
         ctx = context(None, error="format must be csv or json", shown=shown, kinds=KINDS,
-                      ranges=RANGES, place_names=configured())  # fmt: skip
+                      ranges=RANGES, place_names=grants.places(request))  # fmt: skip
         return render(request, "incidents.html", ctx, status=400)
     # One more than the page: whether there is a next one.
-    rows = list(islice(timeline.events(f), (page - 1) * PER_PAGE, page * PER_PAGE + 1))
+    rows = list(islice(_events(request, f), (page - 1) * PER_PAGE, page * PER_PAGE + 1))
     query = request.GET.copy()
     query.pop("page", None)
     # the presets' links keep the rest of the filter
@@ -180,7 +182,7 @@ def incidents(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
         shown=shown,
         kinds=KINDS,
         ranges=RANGES,
-        place_names=configured(),
+        place_names=grants.places(request),
         query=query.urlencode(),
         range_query=ranged.urlencode(),
         now_utc=dt.datetime.fromtimestamp(now_ms / 1000, tz=dt.UTC).strftime(TIME_FORMAT),
@@ -188,6 +190,11 @@ def incidents(request: HtmxHttpRequest) -> HttpResponse | StreamingHttpResponse:
         **then,
     )
     return render(request, "incidents.html", ctx)
+
+
+def _events(request: HtmxHttpRequest, f: Filter) -> Iterator[timeline.Event]:
+    """The timeline's events the caller may see (grants: its places and queues)."""
+    return grants.shown(request, timeline.events(f), lambda e: (e.connection, e.namespace, e.queue))
 
 
 def _moment(raw: str, now_ms: int) -> as_of.Moment:
@@ -222,12 +229,12 @@ class _Line:
         return text
 
 
-def _csv(f: Filter) -> StreamingHttpResponse:
+def _csv(request: HtmxHttpRequest, f: Filter) -> StreamingHttpResponse:
     def rows() -> Iterator[str]:
         writer = csv.writer(_Line())
         yield writer.writerow(CSV_COLUMNS)
         count = 0
-        for e in timeline.events(f):
+        for e in _events(request, f):
             if count == timeline.EXPORT_MAX:
                 yield writer.writerow(["# truncated", f"more than {count} events: narrow it"])
                 return
@@ -240,13 +247,13 @@ def _csv(f: Filter) -> StreamingHttpResponse:
     return response
 
 
-def _json(f: Filter, shown: Shown) -> StreamingHttpResponse:
+def _json(request: HtmxHttpRequest, f: Filter, shown: Shown) -> StreamingHttpResponse:
     def body() -> Iterator[str]:
         head = {k: (sorted(v) if isinstance(v, set) else v) for k, v in shown.items()}
         yield '{"filter": ' + json.dumps(head, sort_keys=True) + ', "events": ['
         count = 0
         truncated = False
-        for e in timeline.events(f):
+        for e in _events(request, f):
             if count == timeline.EXPORT_MAX:
                 truncated = True
                 break

@@ -14,8 +14,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
 from dashboard.access.bodies import access
-from dashboard.access.guard import authorize, place_for
-from dashboard.access.roles import Role, refusal
+from dashboard.access.guard import authorize, destination, may_act, place_for
+from dashboard.access.roles import Role
 from dashboard.acting import jobs
 from dashboard.acting import undo as undos
 from dashboard.acting.message_filter import body_refusal, checked
@@ -61,6 +61,8 @@ def job_start(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> HttpR
         audit.record(request, place, name, AuditEntry.Outcome.DENIED, qname, detail=refused)
         ctx = context(place, qname=qname, stats=stats, error=refused, field="search", job=None)
         return render(request, "job.html", ctx, status=FORBIDDEN)
+    if kind in jobs.MOVING:
+        destination(request, place, plan.to)
     try:
         job = jobs.create(request, place, qname, request.POST)
     except jobs.JobLimit as e:
@@ -80,7 +82,7 @@ def _page(
     request: HtmxHttpRequest, place: Place, job: BulkJob, error: str = "", status: int = 200
 ) -> HttpResponse:
     job.refresh_from_db()
-    may = not refusal(request.user, _role(place, job))
+    may = may_act(request, place, _role(place, job), job.queue)
     ctx = context(
         place, qname=job.queue, job=job, job_url=_url(place, job), may_act=may,
         what=jobs.describe(job), outcome=jobs.outcome_text(job), error=error,
@@ -113,7 +115,7 @@ def _fits(place: Place, qname: str) -> bool:
 @login_required
 @require_safe
 def job_page(request: HtmxHttpRequest, conn: str, ns: str, qname: str, pk: int) -> HttpResponse:
-    place = place_for(request, conn, ns)
+    place = place_for(request, conn, ns, queue=qname)
     return _page(request, place, _job(place, qname, pk))
 
 
@@ -124,7 +126,7 @@ def job_control(
 ) -> HttpResponse:
     if verb not in VERBS:
         raise Http404(f"No job action {verb!r}.")
-    place = place_for(request, conn, ns)
+    place = place_for(request, conn, ns, queue=qname)
     job = _job(place, qname, pk)
     authorize(request, place, _role(place, job), jobs.AUDIT[job.kind], qname)
     try:

@@ -15,7 +15,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_POST, require_safe
 
 from dashboard.access.bodies import Bodies, access
-from dashboard.access.guard import place_for
+from dashboard.access.guard import destination, place_for
 from dashboard.acting import undo as undos
 from dashboard.acting.actions import MESSAGE_ACTIONS
 from dashboard.audit.log import ResendParams, resend_bodies
@@ -39,7 +39,7 @@ from queues.parse import FOREIGN_ID
 def message_detail(
     request: HtmxHttpRequest, conn: str, ns: str, qname: str, msg_id: str
 ) -> HttpResponse:
-    place = place_for(request, conn, ns)
+    place = place_for(request, conn, ns, queue=qname)
     return render_message(request, place, qname, msg_id)
 
 
@@ -208,6 +208,7 @@ def _move(post: Posted) -> Result:
 
     def work() -> tuple[str, int | None]:
         nonlocal n
+        destination(post.request, post.place, to)
         n = post.place.rsmq.move_messages(
             post.qname, to, [post.msg_id], keep_counts=keep, keep=kept.token
         )
@@ -253,6 +254,7 @@ def _resend(post: Posted) -> Result:
 
     def work() -> tuple[str, int | None]:
         nonlocal new
+        destination(post.request, post.place, to)
         new = post.place.rsmq.resend_message(
             post.qname, post.msg_id, body, to=to, delete_original=delete, delay=delay
         )

@@ -17,6 +17,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 from redis.exceptions import RedisError
 
+from dashboard.access import grants
 from dashboard.access.guard import place_for
 from dashboard.acting.actions import CREATE_QUEUE
 from dashboard.display.formatting import Linked, duration
@@ -101,8 +102,10 @@ def home(request: HtmxHttpRequest) -> HttpResponse:
     chosen = request.GET.get("place", "")  # the header's selector, without JavaScript
     if chosen.startswith("/c/") and "//" not in chosen:
         return redirect(chosen)
+    scope = grants.scope_of(request)
+    seen = [(c.name, ns) for c in connections() for ns in c.namespaces if scope.role_in(c.name, ns)]
     c = connections()[0]
-    return redirect("rsmq-overview", c.name, c.namespaces[0])
+    return redirect("rsmq-overview", *(seen[0] if seen else (c.name, c.namespaces[0])))
 
 
 @login_required
@@ -146,6 +149,8 @@ def snapshot_rows(
     """A page of a big namespace in the order of its last snapshot (its conditions, for
     the default order and the rates), its live counters (one round trip), and when that
     snapshot was taken; None to read it live."""
+    if triage.only is not None:
+        return None  # a caller who sees part of it: its queues read live, its totals theirs
     run = latest.last_run(place.conn.name, place.ns)
     key = sort.lstrip("-")
     judged = key in CONDITION_ORDER or key in OUTLOOK_SORTS
@@ -171,8 +176,10 @@ def queue_rows(
 ) -> tuple[Page[Any], list[QueueStats]]:
     """A page of queues. Sorting a big namespace by name pages the names before reading
     any counters, so a page of 10,000 queues reads only its own 50 (RabbitMQ's lesson);
-    otherwise every queue is read, for the order, the totals and the dead-letter links."""
-    names = [n for n in rsmq.list_queues() if search.lower() in n.lower()]
+    otherwise every queue is read, for the order, the totals and the dead-letter links.
+    Only the queues the caller may see are listed, counted and summed."""
+    every = rsmq.list_queues() if triage.only is None else triage.only
+    names = [n for n in every if search.lower() in n.lower()]
     key = sort.lstrip("-")
     reverse_ = sort.startswith("-")
     if key == "name" and len(names) > latest.LIVE_MAX:
@@ -181,19 +188,19 @@ def queue_rows(
         triage.flagged = rsmq.queue_stats_flagged(list(page_obj.object_list))
         return page_obj, triage.flagged.stats
     triage.flagged = rsmq.queue_stats_flagged(names)
-    every = triage.flagged.stats
-    triage.read(every)
+    read = triage.flagged.stats
+    triage.read(read)
     if key in CONDITION_ORDER:
-        stats = sorted(every, key=triage.key(key), reverse=reverse_)
+        stats = sorted(read, key=triage.key(key), reverse=reverse_)
     elif key in OUTLOOK_SORTS:
-        now = every[0].now if every else triage.now_ms
+        now = read[0].now if read else triage.now_ms
         triage.outlooks = forecast.outlooks(triage.place.conn.name, triage.place.ns, None, now)
         by = OUTLOOK_SORTS[key]
-        stats = sorted(every, key=lambda s: (by(triage.outlooks.get(s.qname)), s.qname))
+        stats = sorted(read, key=lambda s: (by(triage.outlooks.get(s.qname)), s.qname))
         if reverse_:
             stats.reverse()
     else:
-        stats = sorted(every, key=SORTS[key], reverse=reverse_)
+        stats = sorted(read, key=SORTS[key], reverse=reverse_)
     stats_page = Paginator(stats, per_page).get_page(page)
     return stats_page, list(stats_page.object_list)
 
@@ -258,6 +265,8 @@ class Triage:
         self.exact = True
         self.outlooks: dict[str, forecast.Outlook] = {}  # every queue's, when sorted by them
         self.flagged: Flagged | None = None  # paused / throttled queues, due peaks
+        #: the queues of the place its caller may see, when that is not all of them
+        self.only: list[str] | None = None
 
     def read(self, every: list[QueueStats]) -> None:
         """Learn from every queue's stats (a namespace read live) and their conditions."""
@@ -349,6 +358,10 @@ def render_overview(
     sorted_at = None
     clock = round(time.time() * 1000)
     triage = Triage(place, clock)
+    scope = grants.scope_of(request)
+    if not scope.whole(place.conn.name, place.ns):
+        triage.only = scope.visible(place.conn.name, place.ns, place.rsmq.list_queues())
+    only = triage.only
     if by_snapshot := snapshot_rows(place, search, sort, page, per_page, triage):
         page_obj, stats, sorted_at = by_snapshot
     else:
@@ -358,12 +371,14 @@ def render_overview(
     # Each row's flags (folded into it: the row says why) and the worst queues' below the
     # table: the queues come first, whatever the number of flags.
     names = [s.qname for s in stats]
-    flag_summary = flags.summary(place.conn.name, place.ns, now or clock)
+    flag_summary = flags.summary(place.conn.name, place.ns, now or clock, only)
     # Every queue's rate, summed: read from the last minutes of snapshots, a row per queue
     # and snapshot. A big namespace's sum would cost seconds (bench/RESULTS.md, "Figures
     # behind the code"), so it is shown per queue only (its rows, the page's charts and
     # /metrics have them).
     rates = None if sorted_at else current_rates(place.conn.name, place.ns, now or clock)
+    if rates is not None and only is not None:
+        rates = {q: rates[q] for q in only if q in rates}
     ctx = context(
         place,
         current=current(request),
@@ -400,7 +415,7 @@ def render_overview(
             {q: c.state for q, c in triage.conditions.items()},
         ),  # fmt: skip
         flag_summary=flag_summary,
-        flag_groups=flags.worst(place.conn.name, place.ns, now or clock)
+        flag_groups=flags.worst(place.conn.name, place.ns, now or clock, only=only)
         if flag_summary.total
         else [],
         flags_now=now or clock,
@@ -409,7 +424,9 @@ def render_overview(
         owners=Owners(place.conn.name, place.ns).summaries(s.qname for s in stats),
         # queue hashes a client's delete-queue left behind (go-rsmq's): bounded SCAN
         # steps over the whole database, so only when asked (?leftovers=1)
-        leftover_queues=leftover_queues(place) if params.get("leftovers") else None,
+        leftover_queues=leftover_queues(place)
+        if params.get("leftovers") and only is None
+        else None,
         # paused / throttled badges and the peaks of what is coming due (overview_flow.py)
         **overview_flow(triage.flagged, stats),
         # this moment, frozen: its link (the page "as of" now, whenever it is opened)
@@ -469,6 +486,8 @@ def render_as_of(request: HtmxHttpRequest, place: Place) -> HttpResponse:
     params = request.GET
     conn, ns = place.conn.name, place.ns
     every = as_of.queues(conn, ns, rows, moment.taken_at)
+    seen = set(grants.visible(request, place, (t.qname for t in every)))
+    every = [t for t in every if t.qname in seen]
     search = params.get("q", "").strip()
     sort = params.get("sort", ATTENTION)
     if sort.lstrip("-") not in AS_OF_SORTS:

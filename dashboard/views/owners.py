@@ -9,12 +9,14 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from dashboard.access.guard import authorize
-from dashboard.access.roles import Role, require
+from dashboard.access import grants
+from dashboard.access.grants import EVERY, require
+from dashboard.access.guard import authorize, visible_or_404
+from dashboard.access.roles import Role
 from dashboard.audit import log as audit
 from dashboard.models import AuditEntry, Ownership
 from dashboard.places.place import configured, resolve, resolve_or_first
@@ -23,6 +25,10 @@ from dashboard.views.forms import OwnershipForm
 from dashboard.web.htmx import HtmxHttpRequest
 
 PER_PAGE = 50
+
+
+def _about(o: Ownership) -> tuple[str, str, str]:
+    return o.connection, o.namespace, o.target
 
 
 class OwnerParams(TypedDict):
@@ -46,7 +52,8 @@ def _page(
     request: HtmxHttpRequest, form: OwnershipForm, editing: Ownership | None, status: int = 200,
     **extra: Any,
 ) -> HttpResponse:  # fmt: skip
-    rows = Paginator(Ownership.objects.all(), PER_PAGE).get_page(request.GET.get("page"))
+    every: Any = grants.kept(request, Ownership.objects.all(), _about)
+    rows = Paginator(every, PER_PAGE).get_page(request.GET.get("page"))
     ctx = context(None, page_obj=rows, form=form, editing=editing, params=request.GET, **extra)
     return render(request, "owners.html", ctx, status=status)
 
@@ -56,7 +63,9 @@ def _page(
 def owners_page(request: HtmxHttpRequest) -> HttpResponse:
     if request.method == "GET":
         require(request.user, Role.OBSERVER)
-        return _page(request, OwnershipForm(initial=_asked(request), places=configured()), None)
+        return _page(
+            request, OwnershipForm(initial=_asked(request), places=grants.places(request)), None
+        )
     return _save(request, Ownership(), "owner_create")
 
 
@@ -72,10 +81,10 @@ def _asked(request: HtmxHttpRequest) -> dict[str, str]:
 @login_required
 @require_http_methods(["GET", "POST"])
 def owner_edit(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    row = get_object_or_404(Ownership, pk=pk)
+    row = visible_or_404(request, Ownership.objects.all(), pk, _about)
     if request.method == "GET":
         require(request.user, Role.ADMIN)
-        return _page(request, OwnershipForm(instance=row, places=configured()), row)
+        return _page(request, OwnershipForm(instance=row, places=grants.places(request)), row)
     return _save(request, row, "owner_edit")
 
 
@@ -91,6 +100,9 @@ def _save(request: HtmxHttpRequest, row: Ownership, action: str) -> HttpResponse
         return _page(request, form, row if row.pk else None, status=UNPROCESSABLE)
     before = _params(Ownership.objects.get(pk=row.pk)) if row.pk else None
     row = form.save(commit=False)
+    # where it now points: the caller's grants must cover it too
+    authorize(request, resolve_or_first(row.connection, row.namespace), Role.ADMIN, action,
+              queue=row.target or EVERY)  # fmt: skip
     row.updated_by = request.user.get_username()
     params: dict[str, object] = {**_params(row), **({"before": before} if before else {})}
     with transaction.atomic():  # saved and audited together, or neither
@@ -104,13 +116,13 @@ def _save(request: HtmxHttpRequest, row: Ownership, action: str) -> HttpResponse
 @login_required
 @require_POST
 def owner_delete(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    row = get_object_or_404(Ownership, pk=pk)
+    row = visible_or_404(request, Ownership.objects.all(), pk, _about)
     where = resolve_or_first(row.connection, row.namespace)
     authorize(request, where, Role.ADMIN, "owner_delete", queue=row.target)
     if request.POST.get("confirm", "") != row.target:
         audit.record(request, where, "owner_delete", AuditEntry.Outcome.INVALID,
                      queue=row.target, detail="confirm: not the queue or pattern")  # fmt: skip
-        form = OwnershipForm(instance=row, places=configured())
+        form = OwnershipForm(instance=row, places=grants.places(request))
         error = f"confirm: type {row.target} exactly to delete its owner"
         return _page(request, form, row, status=UNPROCESSABLE, delete_error=error)
     params = _params(row)

@@ -18,9 +18,10 @@ from django.template.defaultfilters import pluralize
 from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_safe
 
+from dashboard.access import grants
 from dashboard.access.bodies import CLEAR, Bodies, Level, access
-from dashboard.access.guard import place_for
-from dashboard.access.roles import Role, can
+from dashboard.access.guard import may_act, place_for
+from dashboard.access.roles import Role
 from dashboard.acting import saved_filters
 from dashboard.acting import undo as undos
 from dashboard.acting.message_filter import MessageFilter, body_refusal, from_params, problems
@@ -58,7 +59,7 @@ MOVE_SUGGESTIONS = 500
 @login_required
 @require_safe
 def queue_detail(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> HttpResponse:
-    place = place_for(request, conn, ns)
+    place = place_for(request, conn, ns, queue=qname)
     v.qname(qname)  # a bad name in the URL: the middleware answers 404
     if "as_of" in request.GET:  # a frozen view of a past time (views/queue_as_of.py)
         range_ = request.GET.get("range", "")
@@ -79,7 +80,7 @@ def queue_detail(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> Ht
 @require_safe
 def queue_charts(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> HttpResponse:
     """The queue page's charts alone, for htmx: another range, or their refresh."""
-    place = place_for(request, conn, ns)
+    place = place_for(request, conn, ns, queue=qname)
     range_ = request.GET.get("range", "")
     if not request.htmx:  # the page shows them; a range that is not one is ignored
         return redirect(
@@ -429,7 +430,7 @@ def render_queue(
         browser["filter_problems"] = {**browser.get("filter_problems", {}), field: refused}
     # The namespace's names (for "move to") and the queues whose policy sends here (then
     # redrive is an operator's action): one read, only when the side panel is drawn.
-    around = SimpleLazyObject(lambda: names_and_sources(place, qname))
+    around = SimpleLazyObject(lambda: names_and_sources(request, place, qname))
     forms_ = queue_page_forms(stats) | dict(invalid or {})
     ctx = context(
         place,
@@ -548,13 +549,17 @@ def why_dead(place: Place, qname: str, bodies: Bodies) -> WhyDead:
     return WhyDead(dead[:WHY_DEAD], len(dead), len(dead) > WHY_DEAD)
 
 
-def names_and_sources(place: Place, qname: str) -> tuple[list[str], list[str]]:
-    """The namespace's names and the queues dead-lettering to ``qname``; none when another
-    queue's spoiled record can't be read (that queue's own page says so, not this one)."""
+def names_and_sources(
+    request: HtmxHttpRequest, place: Place, qname: str
+) -> tuple[list[str], list[str]]:
+    """The namespace's names and the queues dead-lettering to ``qname`` that the caller
+    may see; none when another queue's spoiled record can't be read (that queue's own page
+    says so, not this one)."""
     try:
-        return place.rsmq.queue_names_and_sources(qname)
+        names, sources = place.rsmq.queue_names_and_sources(qname)
     except RsmqError:  # QueueUnreadable, or InvalidArgument for a name no queue may have
         return [], []
+    return names, grants.visible(request, place, sources)
 
 
 def charts(
@@ -596,7 +601,13 @@ def move_targets(
     """Queue names suggested for "move to" (typing any other name works too); read only
     when a template shows them (the message page's htmx answers do not). ``names``: the
     namespace's names, when the page reads them anyway."""
-    if not can(request.user, Role.OPERATOR):
+    if not may_act(request, place, Role.OPERATOR, qname):
         return []
     read = names or place.rsmq.list_queues
-    return SimpleLazyObject(lambda: [q for q in read() if q != qname][:MOVE_SUGGESTIONS])
+    scope = grants.scope_of(request)
+
+    def suggested() -> list[str]:
+        seen = scope.visible(place.conn.name, place.ns, read())
+        return [q for q in seen if q != qname][:MOVE_SUGGESTIONS]
+
+    return SimpleLazyObject(suggested)

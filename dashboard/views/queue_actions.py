@@ -9,6 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.views.decorators.http import require_POST
 
+from dashboard.access.guard import destination
 from dashboard.access.roles import Role
 from dashboard.acting import exports
 from dashboard.acting import flow as flows
@@ -138,6 +139,7 @@ def _move_selected(post: Posted) -> Result:
     kept = undos.keep(post.place, "move", post.qname, ids=ids, to=to)
 
     def work() -> tuple[str, int | None]:
+        destination(post.request, post.place, to)
         n = post.place.rsmq.move_messages(post.qname, to, ids, keep_counts=keep, keep=kept.token)
         text = f"Moved {plural(n, 'message')} to {to}."
         if n < len(ids):
@@ -261,6 +263,7 @@ def _redrive(post: Posted) -> Result:
     kept = undos.keep(post.place, "redrive", post.qname)
 
     def work() -> tuple[str, int | None]:
+        destination(post.request, post.place, to)
         n = post.place.rsmq.redrive(post.qname, to=to, keep=kept.token)
         where = to or "the queues they came from"
         if not n:

@@ -9,7 +9,9 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
-from dashboard.access.roles import Role, require
+from dashboard.access import grants
+from dashboard.access.grants import require
+from dashboard.access.roles import Role
 from dashboard.display.formatting import epoch_ms
 from dashboard.places.connections import connections
 from dashboard.probes import redis_health
@@ -22,7 +24,9 @@ from dashboard.web.htmx import HtmxHttpRequest
 def redis_page(request: HtmxHttpRequest, conn: str) -> HttpResponse:
     require(request.user, Role.OBSERVER)
     connection = redis_health.find(conn)
-    if connection is None:
+    scope = grants.scope_of(request)
+    # its slow log names keys: only for who sees every queue of every namespace there
+    if connection is None or not all(scope.whole(conn, ns) for ns in connection.namespaces):
         raise Http404(f"No connection {conn!r} is configured.")
     reading = redis_health.read(connection)
     h = reading.health

@@ -28,8 +28,8 @@ class RevealForm(forms.Form):
 @login_required
 @require_POST
 def reveal_bodies(request: HtmxHttpRequest, conn: str, ns: str, qname: str) -> HttpResponse:
-    place = place_for(request, conn, ns)
     v.qname(qname)
+    place = place_for(request, conn, ns, queue=qname)  # a queue out of sight: its 404
     form = RevealForm(request.POST)
     message = request.POST.get("message", "")
     bodies = access(request, place, qname, message)

@@ -11,7 +11,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard.access.roles import Role, role_of
+from dashboard.access.grants import role_of
+from dashboard.access.roles import Role
 from dashboard.models import AuditEntry
 
 pytestmark = pytest.mark.django_db

@@ -14,8 +14,9 @@ from django.contrib.auth.models import User
 from django.test import Client
 from support.oidc import USER, Provider, provider, sign_in_at
 
+from dashboard.access.grants import role_of
 from dashboard.access.oidc import CHECKED
-from dashboard.access.roles import Role, role_of
+from dashboard.access.roles import Role
 from dashboard.models import AuditEntry, SsoIdentity, SsoSession
 
 pytestmark = pytest.mark.django_db

@@ -9,6 +9,8 @@ only in its place and in its form."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import datetime as dt
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -17,6 +19,7 @@ from typing import Any
 
 import pytest
 import redis
+from django.utils import timezone
 from redis.connection import AbstractConnection
 from support.asgi import Answer, Served
 from support.asgi import console as served_console
@@ -72,6 +75,21 @@ def world(
         "viewer": tokens.mint("parity-viewer", "viewer", "test", 1_000_000)[1],
         "spent": tokens.mint("parity-spent", "admin", "test", 0)[1],
         "unknown": "rsmq_" + "x" * 43,
+        # scoped (dashboard/access/grants.py): to the world's queues, to none of them, and
+        # one whose time is up
+        "inside": tokens.mint(
+            "parity-inside", "admin", "test", 1_000_000, queues="q1,q2,gone,spoiled,nope,new"
+        )[1],  # fmt: skip
+        "elsewhere": tokens.mint(
+            "parity-elsewhere", "admin", "test", 1_000_000, queues="billing-*"
+        )[1],  # fmt: skip
+        "expired": tokens.mint(
+            "parity-expired",
+            "admin",
+            "test",
+            1_000_000,
+            expires_at=timezone.now() - dt.timedelta(seconds=1),
+        )[1],  # fmt: skip
     }
     w = World(ns, rsmq, r, made)
     rsmq.create_queue("q1", maxsize=2048)
@@ -110,6 +128,9 @@ def cases(w: World) -> dict[str, list[tuple[str, Case]]]:
             ("429", Case(method, path, body, token="spent")),
             ("413", Case(method, path, b"x" * (LIMIT + 1), content_type="application/json")),
             ("503", Case(method, path, body, down=True)),
+            # a queue out of the token's scope: a queue that does not exist (Django's)
+            ("404 out of scope", Case(method, path, body, token="elsewhere")),
+            ("401 expired", Case(method, path, body, token="expired")),
         ]
         if acting:
             out.append(("403", Case(method, path, body, token="viewer")))
@@ -207,6 +228,10 @@ def cases(w: World) -> dict[str, list[tuple[str, Case]]]:
             ("400 value", Case("PUT", at, query="vt=-5", fast=True)),
             *common("PUT", at, True),
         ]
+    # each plain call's success by a token scoped to its queue: the fast path's too
+    for listed in plain.values():
+        label, first = listed[0]
+        listed.append((f"{label} scoped", dataclasses.replace(first, token="inside")))
     job_path = f"/queues/q1/jobs/{job}/"
     other = {
         "list_queues": [("200", Case("GET", "/queues/")), *common("GET", "/queues/", False)],
@@ -499,7 +524,8 @@ def test_the_fast_path_and_django_answer_every_route_alike(
 ) -> None:
     fast, django = served_console(fast=True), served_console(fast=False)
     try:
-        fast("GET", "/api/rest-rsmq/queues", token=world.tokens["admin"])  # its token: read
+        for name in ("admin", "inside"):  # its tokens: read
+            fast("GET", "/api/rest-rsmq/queues", token=world.tokens[name])
         run = Run(world, settings, redis_url)
         differ: list[str] = []
         checked: Callable[[str], None] = differ.append
