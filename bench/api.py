@@ -265,7 +265,8 @@ def main() -> None:
         subprocess.run([*manage, *cmd], cwd=ROOT, env=env, check=True, capture_output=True)
     mint = (
         "from dashboard.access.tokens import mint; "
-        "print(mint('bench', 'operator', 'bench/api.py', 1_000_000_000)[1])"
+        "print(mint('bench', 'operator', 'bench/api.py', 1_000_000_000,"
+        " queues='bench-api-*')[1])"
     )
     token = subprocess.run(
         [*manage, "shell", "-c", mint], cwd=ROOT, env=env, check=True, capture_output=True,
@@ -381,7 +382,8 @@ def report(cells: dict[tuple[str, int], list[dict[str, float]]], args: argparse.
             if args.settings == "production"
             else "./run's settings (SQLite),"
         )
-        + " an operator's token (rate-limited in Redis), every call audited (data-plane"
+        + " an operator's token scoped to bench-api-* (a grant checked on every call;"
+        " rate-limited in Redis), every call audited (data-plane"
         " records written in the operation's own script, drained into the database as it"
         f" runs; {pending} not yet drained when the run ended). rest-rsmq: its app.js on"
         " express 3 + rsmq 0.4.0 from npm, Node, no token, no audit. Redis and both servers"

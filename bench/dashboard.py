@@ -109,7 +109,10 @@ SORTS = ["name", "-name", "-msgs", "visible", "-inflight", "delayed", "-oldest",
 def console_client() -> Any:
     """Django set up on the bench's settings and database (migrated, static files collected
     for the hashed names the pages link), and a test client logged in as the bench's
-    user. First in each run: the console's modules import only once Django is set up."""
+    user: not a superuser but a member of a team whose grants differ by queue (viewer on
+    every queue, operator on ``queue-0*``, admin on ``big*`` and ``later``), so every page
+    works out each queue's role as production's users do. First in each run: the
+    console's modules import only once Django is set up."""
     import django
 
     django.setup()
@@ -121,8 +124,18 @@ def console_client() -> Any:
     setup_test_environment()
     call_command("migrate", verbosity=0)
     call_command("collectstatic", interactive=False, verbosity=0)
+    from django.contrib.auth.models import Group
+
+    from dashboard.models import Grant
+
+    team = Group.objects.create(name="bench-team")
+    for role, queues in (("viewer", "*"), ("operator", "queue-0*"), ("admin", "big*"),
+                         ("admin", "later")):  # fmt: skip
+        Grant.objects.create(group=team, role=role, queues=queues)
+    user = User.objects.create_user("bench", "b@example.com", "bench")
+    user.groups.add(team)
     client = Client()
-    client.force_login(User.objects.create_superuser("bench", "b@example.com", "bench"))
+    client.force_login(user)
     return client
 
 
@@ -363,7 +376,7 @@ def run_due(
     n = 100_000 if args.quick else 1_000_000
     print(f"filling 'later' with {n:,} delayed messages ...", flush=True)
     fill_delayed_queue(url, "later", n)
-    _, token = tokens.mint("bench", "viewer", "bench", 1_000_000)
+    _, token = tokens.mint("bench", "viewer", "bench", 1_000_000, queues="later")
     api = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
 
     sent, original = count_sends()
@@ -789,7 +802,8 @@ def render_browse(rows: list[tuple[str, float, float, int, str]], args: argparse
         + "`)",
         "",
         f"{describe()}; redis-server on core 0, Django on core 1; server time of the view"
-        f" (Django test client, logged-in admin), median and p90 of {args.rounds} requests;"
+        " (Django test client, a user whose grants differ by queue), median and p90 of"
+        f" {args.rounds} requests;"
         " longest single Redis call during the page's requests from SLOWLOG (calls over 1 ms"
         f" logged). Load average at the end {load} (other engineers' runs share the machine)."
         " Each queue: its visible messages, 30,000 in flight and 20,000 delayed interleaved,"
@@ -867,7 +881,8 @@ def render(rows: list[tuple[str, float, float, int, str]], args: argparse.Namesp
         "## Dashboard pages (`bench/dashboard.py" + (" --quick" if args.quick else "") + big + "`)",
         "",
         f"{describe()}; redis-server on core 0, Django on core 1; server time of the view"
-        f" (Django test client, logged-in admin), median and p90 of {args.rounds} requests."
+        " (Django test client, a user whose grants differ by queue), median and p90 of"
+        f" {args.rounds} requests."
         + (
             f" Three snapshot runs first (RSMQ_SNAPSHOT_INTERVAL 60 s): every page sorts by the"
             f" last, among {3 * args.queues:,} snapshot rows;"
