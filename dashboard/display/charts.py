@@ -163,8 +163,12 @@ def split(points: Sequence[Point], gap: int) -> list[list[Point]]:
 
 
 def _tick_label(ms: int, span: int) -> str:
+    """A tick's time, to the precision its neighbours a quarter of ``span`` away need: days,
+    minutes, or seconds (a chart of the first few minutes would read 21:00 five times)."""
     t = timezone.localtime(dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC))
-    return t.strftime("%a %d" if span > 2 * 86_400_000 else "%H:%M")
+    if span > 2 * 86_400_000:
+        return t.strftime("%a %d")
+    return t.strftime("%H:%M" if span >= 4 * 60_000 else "%H:%M:%S")
 
 
 def chart(

@@ -147,6 +147,23 @@ def test_axis_labels_never_read_the_same(console, settings, queue, add_snapshot,
     assert 'data-axis="1000000-1020000"' in figure and "axis 1,000,000–1,020,000" in figure
 
 
+@pytest.mark.parametrize(
+    ("span", "labels"),
+    [
+        (40_000, ["21:00:00", "21:00:10", "21:00:20", "21:00:30", "21:00:40"]),
+        (3_600_000, ["21:00", "21:15", "21:30", "21:45", "22:00"]),
+        (7 * 86_400_000, ["Sat 28", "Mon 30", "Wed 02", "Fri 04", "Sat 05"]),
+    ],
+)
+def test_time_ticks_never_read_the_same(settings, span: int, labels: list[str]) -> None:
+    """A chart of the first 40 s (a fresh console) has ticks 10 s apart: in seconds."""
+    settings.TIME_ZONE = "UTC"
+    start = int(dt.datetime(2026, 11, 28, 21, tzinfo=dt.UTC).timestamp() * 1000)
+    line = charts.Line("visible", "s-visible", [[(start, 1.0), (start + span, 2.0)]])
+    drawn = str(charts.chart("Backlog", [line], start, start + span))
+    assert re.findall(r'<text class="x[^"]*"[^>]*>([^<]+)</text>', drawn) == labels
+
+
 def test_every_chart_has_a_place_for_markers() -> None:
     history = History(
         "hour", 0, 600_000, 0, [Backlog(t, 5, 5, 0, 0, None) for t in (0, 300_000, 600_000)], []
