@@ -27,7 +27,7 @@ from queues import RedisSMQ
 pytestmark = pytest.mark.django_db
 
 GUIDE = Path(__file__).resolve().parents[3] / "docs" / "console.md"
-ROLES = ["anonymous", "no role", "viewer", "operator", "admin", "admin, read-only"]
+ROLES = ["anonymous", "no role", "observer", "viewer", "operator", "admin", "admin, read-only"]
 SURFACES = ["html", "htmx", "api"]
 
 
