@@ -15,7 +15,7 @@ from django.http import HttpResponse, QueryDict
 from django.shortcuts import render
 from django.views.decorators.http import require_POST, require_safe
 
-from dashboard.access import bodies
+from dashboard.access import bodies, grants
 from dashboard.access.guard import place_for
 from dashboard.acting import undo as undos
 from dashboard.acting.actions import FAILING_ACTIONS
@@ -60,6 +60,7 @@ def render_failing(
         qname=qname,
         failing=groups,
         dlq_sources=sources,
+        dlq_seen=bool(groups.dlq and grants.visible(request, place, [groups.dlq])),
         retry=Paginator(retry, GROUPS_PER_PAGE).get_page(params.get("retry_page")),
         dead=Paginator(dead, GROUPS_PER_PAGE).get_page(params.get("dead_page")),
         # the dead letters in this queue itself (it is a dead-letter queue)

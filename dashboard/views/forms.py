@@ -257,8 +257,9 @@ class RedriveForm(ConfirmNameForm):
     field_order = ["to", "confirm"]
 
 
-def queue_page_forms(stats: QueueStats) -> dict[str, forms.Form]:
-    """The queue page's forms as the page first shows them, by their template names."""
+def queue_page_forms(stats: QueueStats, dlq_seen: bool = True) -> dict[str, forms.Form]:
+    """The queue page's forms as the page first shows them, by their template names; the
+    policy's dead-letter queue filled in only for one who may see it (``dlq_seen``)."""
     return {
         "send_form": SendForm(),
         # attributes another client spoiled are not offered back as zeros: Save would
@@ -273,7 +274,9 @@ def queue_page_forms(stats: QueueStats) -> dict[str, forms.Form]:
         "orphans_form": ConfirmNameForm(qname=stats.qname, prefix="orphans"),
         "leftover_form": ConfirmNameForm(qname=stats.qname, prefix="leftover"),
         "move_form": MoveForm(),
-        "policy_form": PolicyForm(initial={"dlq": stats.dlq, "maxrc": stats.maxrc}),
+        "policy_form": PolicyForm(
+            initial={"dlq": stats.dlq if dlq_seen else "", "maxrc": stats.maxrc}
+        ),
         "redrive_form": RedriveForm(qname=stats.qname),
         "import_form": ImportForm(),
         "flow_form": FlowForm(),

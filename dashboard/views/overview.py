@@ -393,6 +393,8 @@ def render_overview(
         else {},
         attention={s.qname: triage.why(s) for s in stats if not s.unreadable},
         dlq_sources=triage.sources,
+        # the rows' dead-letter queues the caller may see (the others are not named)
+        dlqs_seen=set(grants.visible(request, place, {s.dlq for s in stats if s.dlq})),
         totals=triage.totals,
         totals_exact=triage.exact,
         # Each queue's current rate, summed (None: no recent snapshots to tell).

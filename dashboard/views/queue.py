@@ -431,7 +431,8 @@ def render_queue(
     # The namespace's names (for "move to") and the queues whose policy sends here (then
     # redrive is an operator's action): one read, only when the side panel is drawn.
     around = SimpleLazyObject(lambda: names_and_sources(request, place, qname))
-    forms_ = queue_page_forms(stats) | dict(invalid or {})
+    dlq_seen = bool(stats.dlq and grants.visible(request, place, [stats.dlq]))
+    forms_ = queue_page_forms(stats, dlq_seen) | dict(invalid or {})
     ctx = context(
         place,
         qname=qname,
@@ -445,6 +446,8 @@ def render_queue(
         other_queues=move_targets(request, place, qname, lambda: around[0]),
         **charts(request, place, qname, params.get("range", ""), stats.now),
         dlq_sources=SimpleLazyObject(lambda: around[1]),
+        # its dead-letter queue, named only to one whose grants cover it
+        dlq_seen=dlq_seen,
         # a dead-letter queue's page says why its messages died (the biggest groups)
         why_dead=SimpleLazyObject(lambda: why_dead(place, qname, bodies)),
         # what other ports left behind: a few more calls, so only when asked (?leftovers=1)

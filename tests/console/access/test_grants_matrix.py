@@ -565,6 +565,23 @@ def test_lists_leave_the_hidden_queue_out(bill: Client, world: World) -> None:
         assert HIDDEN not in text and "other-" not in text, url
 
 
+def test_a_dead_letter_queue_out_of_scope_is_not_named(
+    bill: Client, world: World, rsmq: RedisSMQ
+) -> None:
+    """billing-a dead-letters into the hidden queue: its page, its Failing view and the
+    overview say it has one, never which."""
+    rsmq.set_dead_letter_policy(SEEN, HIDDEN, 3)
+    rsmq.record_failure(SEEN, world.ids[SEEN], error_type="E")
+    for url in (f"/c/default/{world.ns}/q/{SEEN}/", f"/c/default/{world.ns}/q/{SEEN}/failing/",
+                f"/c/default/{world.ns}/"):  # fmt: skip
+        text = bill.get(url).content.decode()
+        assert HIDDEN not in text, url
+    assert (
+        "a dead-letter queue your grants do not cover"
+        in bill.get(f"/c/default/{world.ns}/q/{SEEN}/").content.decode()
+    )
+
+
 def test_the_session_on_the_read_api_lists_only_what_is_granted(
     bill: Client, bill_token: str, world: World
 ) -> None:
