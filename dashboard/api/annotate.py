@@ -15,7 +15,7 @@ from ninja import Router, Schema, Status
 from pydantic import Field
 
 from dashboard.access.callers import Refused, caller
-from dashboard.access.grants import refusal
+from dashboard.access.grants import EVERY, refusal
 from dashboard.access.guard import held_at
 from dashboard.acting.actions import ANNOTATE
 from dashboard.api.calls import Conflict, run
@@ -80,7 +80,9 @@ def create_annotation(
     namespace), ``at`` a time (default now). 201 with the annotation."""
     place = places.resolve(conn, ns)
     target = body.queue.strip() or body.pattern.strip()
-    reason = refusal(held_at(request, place.conn.name, place.ns, target[:160]), ANNOTATE.role)
+    # the whole namespace's mark (no target): the role at every queue of it (grants on *)
+    held = held_at(request, place.conn.name, place.ns, target[:160] or EVERY)
+    reason = refusal(held, ANNOTATE.role)
     if reason:
         raise Refused(403, reason, ANNOTATE, caller(request).actor)
     try:

@@ -15,6 +15,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from dashboard.access.grants import EVERY
 from dashboard.access.guard import place_for
 from dashboard.acting.actions import ANNOTATE
 from dashboard.triage import annotation
@@ -69,7 +70,8 @@ def annotate(request: HtmxHttpRequest) -> HttpResponse:
     conn, _, ns = data.get("place", "").partition("/")
     queue, pattern = data.get("queue", "").strip(), data.get("pattern", "").strip()
     target = (queue or pattern)[:160]
-    place = place_for(request, conn, ns, ANNOTATE.role, ANNOTATE.audit_name, target)
+    # the whole namespace's mark: the role at every queue of it (grants on *)
+    place = place_for(request, conn, ns, ANNOTATE.role, ANNOTATE.audit_name, target or EVERY)
     _mark(Posted(request, place, target, ANNOTATE.audit_name), data, queue, pattern)
     return redirect(back(request, reverse("rsmq-incidents")))
 

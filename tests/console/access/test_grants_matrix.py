@@ -637,7 +637,9 @@ def test_rows_about_the_hidden_queue_are_missing_rows(bill: Client, world: World
     assert _rows() == before
 
 
-def test_console_wide_writes_out_of_scope_are_refused(bill: Client, world: World) -> None:
+def test_console_wide_writes_out_of_scope_are_refused(
+    bill: Client, bill_token: str, world: World
+) -> None:
     place = f"default/{world.ns}"
     rule = {"name": "mine", "place": place, "queue": HIDDEN, "pattern": "", "metric": "visible",
             "op": "gt", "threshold": "1", "for_seconds": "60", "enabled": "on",
@@ -653,7 +655,13 @@ def test_console_wide_writes_out_of_scope_are_refused(bill: Client, world: World
     assert Silence.objects.count() == 1
     note = {"place": place, "queue": HIDDEN, "text": "mine"}
     assert bill.post("/incidents/annotate/", note).status_code == 404
+    whole = {"place": place, "queue": "", "pattern": "", "text": "mine"}  # every queue
+    assert bill.post("/incidents/annotate/", whole).status_code == 403
+    api = f"/api/c/default/{world.ns}/annotations/"
+    token = Client(HTTP_AUTHORIZATION=f"Bearer {bill_token}")
+    assert token.post(api, {"text": "mine"}, content_type="application/json").status_code == 403
     assert not Annotation.objects.filter(text="mine").exists()
+    assert bill.post("/incidents/annotate/", {**whole, "pattern": "billing-*"}).status_code == 302
     assert bill.get("/tokens/").status_code == 403  # a token may reach any queue
     assert bill.get("/redis/default/").status_code == 404  # its slow log names keys
 
