@@ -71,6 +71,13 @@ def main() -> None:
         " a day of snapshot runs kept (--runs), beside the live overview in the same run",
     )
     ap.add_argument("--runs", type=int, default=8640, help="--as-of: snapshot runs kept")
+    ap.add_argument(
+        "--grants",
+        action="store_true",
+        help="only what grants cost: the overview of 1,000 queues and a 300,000-message"
+        " queue's page, as the bench's user (grants differing by queue) and as a superuser"
+        " (no grant read), interleaved request by request",
+    )
     args = ap.parse_args()
 
     from bench.machine import console_env, pinned_redis
@@ -95,11 +102,56 @@ def main() -> None:
         if args.as_of:
             publish(render(run_as_of(server.url, args), args), args.write)
             return
+        if args.grants:
+            publish(grants_ab(server.url, args), args.write)
+            return
         if args.tabs:
             rows = run_tabs(server.url, args)
         else:
             rows = run_big(server.url, args) if args.queues else run(server.url, args)
     publish(render(rows, args), args.write)
+
+
+def grants_ab(url: str, args: argparse.Namespace) -> str:
+    """The same pages as the bench's user and as a superuser, one request each in turn:
+    the difference is what working out each queue's role costs."""
+    granted = console_client()
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    from bench.machine import describe
+    from queues import RedisSMQ
+
+    root = Client()
+    root.force_login(User.objects.create_superuser("root", "r@example.com", "root"))
+    rsmq = RedisSMQ(url=url, ns="bench")
+    for i in range(1000):
+        rsmq.create_queue(f"queue-{i:04d}")
+    rsmq.create_queue("big")
+    body = '{"order_id": 12345, "sku": "SKU-42", "qty": 2, "note": "' + "x" * 100 + '"}'
+    for _ in range(300):
+        rsmq.send_messages("big", [body] * 1000)
+    lines = ["| page | grants | superuser | × |", "|---|---:|---:|---:|"]
+    for label, path in (("overview, 1,000 queues", "/c/default/bench/"),
+                        ("queue page, 300,000 messages", "/c/default/bench/q/big/")):  # fmt: skip
+        times: dict[str, list[float]] = {"grants": [], "root": []}
+        for client in (granted, root):
+            assert client.get(path).status_code == 200  # warm
+        for _ in range(args.rounds):
+            for name, client in (("grants", granted), ("root", root)):
+                t0 = time.perf_counter()
+                assert client.get(path).status_code == 200
+                times[name].append((time.perf_counter() - t0) * 1000)
+        g, r = statistics.median(times["grants"]), statistics.median(times["root"])
+        lines.append(f"| {label} | {g:.1f} ms | {r:.1f} ms | {g / r:.2f} |")
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return "\n".join([
+        "## What grants cost (`bench/dashboard.py --grants`)", "",
+        f"{describe()}; server time of the view (Django test client), median of"
+        f" {args.rounds} requests each, the two users' requests interleaved: the bench's user"
+        " (viewer on *, operator on queue-0*, admin on big*: each queue's role worked out) and"
+        f" a superuser (no grant read). Load average at the end {load}.", "", *lines,
+    ])  # fmt: skip
 
 
 SORTS = ["name", "-name", "-msgs", "visible", "-inflight", "delayed", "-oldest", "totalsent",
