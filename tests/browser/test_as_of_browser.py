@@ -7,14 +7,13 @@ again."""
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
+from support.as_of import incident_then
 
 from dashboard.triage import as_of
-from dashboard.triage.conditions import take_snapshot
 from queues import RedisSMQ
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -27,22 +26,9 @@ def past(console: str, settings, rsmq: RedisSMQ, lake: Path) -> int:
     """growing's backlog rose between two runs (the incident then); since, it was purged
     and calm got messages. Returns a whole second after the second run."""
     settings.RSMQ_REFRESH_SECONDS = 0
-    settings.RSMQ_BACKLOG_GROWTH_MIN = 10
-    settings.RSMQ_BACKLOG_WINDOW = 0.05
-    for name in ("calm", "growing", "quiet"):
-        rsmq.create_queue(name)
-    rsmq.send_messages("growing", ["x"] * 5)
-    take_snapshot()
-    time.sleep(0.1)
-    rsmq.send_messages("growing", ["x"] * 55)
-    take_snapshot()
-    time.sleep(1.1)
-    then = round(time.time() * 1000) // 1000 * 1000
-    time.sleep(0.1)
-    rsmq.purge_queue("growing")
-    rsmq.send_messages("calm", ["y"] * 7)
-    take_snapshot()
-    return then
+    return incident_then(
+        settings, rsmq, ["calm", "growing", "quiet"], "growing", "calm", whole_second=True
+    )
 
 
 @pytest.mark.parametrize("width", [1440, 390])

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from django.test import Client
+from support.as_of import incident_then
 
 from dashboard.models import ConditionChange, QueueCondition, Snapshot
 from dashboard.snapshots import latest
@@ -26,22 +27,7 @@ pytestmark = pytest.mark.django_db
 def past(console, settings, rsmq: RedisSMQ, lake: Path) -> int:
     """Two runs with growing's backlog rising (an incident then), then it drained and
     calm got messages: returns a time between the second run and the third."""
-    settings.RSMQ_BACKLOG_GROWTH_MIN = 10
-    settings.RSMQ_BACKLOG_WINDOW = 0.05
-    for name in ("growing", "calm", "slow-1"):
-        rsmq.create_queue(name)
-    rsmq.send_messages("growing", ["x"] * 5)
-    take_snapshot()
-    time.sleep(0.1)
-    rsmq.send_messages("growing", ["x"] * 55)
-    take_snapshot()
-    time.sleep(0.05)
-    then = round(time.time() * 1000)
-    time.sleep(0.05)
-    rsmq.purge_queue("growing")
-    rsmq.send_messages("calm", ["y"] * 7)
-    take_snapshot()
-    return then
+    return incident_then(settings, rsmq, ["growing", "calm", "slow-1"], "growing", "calm")
 
 
 def _rows(response) -> list[as_of.Then]:

@@ -5,15 +5,14 @@ open and alerts firing then; frozen (no action)."""
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import pytest
 from django.test import Client
+from support.as_of import incident_then
 
 from dashboard.models import Alert, AlertEvent, AlertRule, AnomalyFlag
 from dashboard.triage import as_of
-from dashboard.triage.conditions import take_snapshot
 from queues import RedisSMQ
 
 pytestmark = pytest.mark.django_db
@@ -22,21 +21,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def past(console, settings, rsmq: RedisSMQ, lake: Path) -> int:
     """q1's backlog grew over two runs (its reason then), then it was purged."""
-    settings.RSMQ_BACKLOG_GROWTH_MIN = 10
-    settings.RSMQ_BACKLOG_WINDOW = 0.05
-    rsmq.create_queue("q1")
-    rsmq.send_messages("q1", ["x"] * 5)
-    take_snapshot()
-    time.sleep(0.1)
-    rsmq.send_messages("q1", ["x"] * 55)
-    take_snapshot()
-    time.sleep(0.05)
-    then = round(time.time() * 1000)
-    time.sleep(0.05)
-    rsmq.purge_queue("q1")
-    rsmq.send_messages("q1", ["y"] * 2)
-    take_snapshot()
-    return then
+    return incident_then(settings, rsmq, ["q1"], growing="q1")
 
 
 def test_it_shows_the_counts_then_beside_now(console, past, viewer: Client) -> None:
