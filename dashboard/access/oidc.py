@@ -22,7 +22,6 @@ from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, login, logout
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import User
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils import timezone
@@ -253,53 +252,55 @@ def _claims(row: SsoSession) -> dict[str, Any]:
 def recheck(request: HttpRequest) -> None:
     """Ask the provider about the request's session again, if its last check is older
     than RSMQ_OIDC_RECHECK_SECONDS: its groups synced, or the session ended. One request
-    of a session asks at a time (the row locked); the others see its answer."""
+    of a session asks at a time (it claims the check by moving ``checked_at``, the others
+    see the claim and go on), and no database transaction is held while the provider
+    answers: a lock for as long as it takes would hold every other writer (SQLite's lock is
+    the whole file)."""
     every = float(settings.RSMQ_OIDC_RECHECK_SECONDS)
     now = time.time()
     if now - float(request.session.get(CHECKED, 0)) < every:
         return
     user = request.user
     assert isinstance(user, User)
-    with transaction.atomic():
-        row = (
-            SsoSession.objects.select_for_update()
-            .filter(session_key=request.session.session_key)
-            .first()
-        )
-        if row is None:
-            end(request, "Its single sign-on session is no longer known.")
-            return
-        if now - row.checked_at.timestamp() < every:  # another request just asked
-            request.session[CHECKED] = row.checked_at.timestamp()
-            return
-        try:
-            claims = _claims(row)
-        except Ended as e:
+    row = SsoSession.objects.filter(session_key=request.session.session_key).first()
+    if row is None:
+        end(request, "Its single sign-on session is no longer known.")
+        return
+    last = row.checked_at  # the last check the provider answered
+    if now - last.timestamp() < every:  # another request just asked
+        request.session[CHECKED] = last.timestamp()
+        return
+    claimed = timezone.now()
+    if not SsoSession.objects.filter(pk=row.pk, checked_at=last).update(checked_at=claimed):
+        return  # another request of the session is asking right now
+    try:
+        claims = _claims(row)
+    except Ended as e:
+        row.delete()
+        end(request, f"The provider ended the session: {e}.")
+        return
+    except Unreachable as e:
+        # A blip does not log everyone out; a provider gone for two checks does.
+        if now - last.timestamp() >= 2 * every:
             row.delete()
-            end(request, f"The provider ended the session: {e}.")
-            return
-        except Unreachable as e:
-            # A blip does not log everyone out; a provider gone for two checks does.
-            if now - row.checked_at.timestamp() >= 2 * every:
-                row.delete()
-                end(request, f"The provider could not be reached for two checks: {e}.")
-            else:
-                log.warning("The sign-in provider could not be reached: %s", e)
-                request.session[CHECKED] = now
-            return
-        subject = claims.get("sub")
-        if (
-            subject is not None
-            and not SsoIdentity.objects.filter(user=user, subject=str(subject)).exists()
-        ):
-            # A refreshed ID token names the account the session began with, or none.
-            row.delete()
-            end(request, "The provider's new ID token names another account.")
-            return
-        row.checked_at = timezone.now()
-        row.save()
-    claimed = groups.claimed_groups(claims.get(settings.RSMQ_OIDC_GROUPS_CLAIM))
-    groups.sync(user, claimed, "oidc")
+            end(request, f"The provider could not be reached for two checks: {e}.")
+        else:
+            log.warning("The sign-in provider could not be reached: %s", e)
+            SsoSession.objects.filter(pk=row.pk, checked_at=claimed).update(checked_at=last)
+            request.session[CHECKED] = now
+        return
+    subject = claims.get("sub")
+    if (
+        subject is not None
+        and not SsoIdentity.objects.filter(user=user, subject=str(subject)).exists()
+    ):
+        # A refreshed ID token names the account the session began with, or none.
+        row.delete()
+        end(request, "The provider's new ID token names another account.")
+        return
+    row.checked_at = timezone.now()
+    row.save()  # the tokens the refresh rotated, with the time of this answer
+    groups.sync(user, groups.claimed_groups(claims.get(settings.RSMQ_OIDC_GROUPS_CLAIM)), "oidc")
     request.session[CHECKED] = now
 
 
